@@ -1,0 +1,245 @@
+"""The `tidemind` command: a thin shell over `tidemind.memory.Memory`.
+
+User mistakes end with a non-zero exit and one clear line on stderr (or `{"error": ...}` with
+--json); only bugs print a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Callable
+
+from .errors import TideMindError
+
+
+def _read_text(value: str):
+    """'-' reads stdin as bytes so invalid UTF-8 is reported, not silently replaced."""
+    if value == "-":
+        return sys.stdin.buffer.read()
+    return value
+
+
+def _emit(args, payload: dict, human: Callable[[dict], str]) -> None:
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, indent=None))
+    else:
+        print(human(payload))
+
+
+def _memory(args):
+    from .memory import Memory
+
+    return Memory.open(args.home)
+
+
+def _fmt_digest(r: dict) -> str:
+    lines = [f"{r['done']} in scope {r.get('scope', '?')}: node(s) {', '.join(map(str, r['node_ids']))}"
+             f" (capture {r['capture_id']})"]
+    lines += [f"warning: {w}" for w in r["warnings"]]
+    return "\n".join(lines)
+
+
+def _fmt_item(item: dict, width: int = 100) -> str:
+    content = item["content"]
+    head = f"[{item['id']}] score={item['score']} scope={item['scope']} recorded={item['recorded_at'][:19]}"
+    if item["flags"]:
+        head += " flags=" + ",".join(item["flags"])
+    tags = ", ".join(f"{t['name']}({t['status']})" for t in item["tags"])
+    links = ", ".join(f"{l['relation']}->{l['target']}({l['status']})" for l in item["links"])
+    body = "\n".join("    " + line for line in content.splitlines()[:12])
+    extra = (f"\n    tags: {tags}" if tags else "") + (f"\n    links: {links}" if links else "")
+    return f"{head}\n{body}{extra}"
+
+
+def _fmt_recall(r: dict) -> str:
+    if r["abstained"]:
+        return f"(abstained) {r['message']}"
+    return "\n".join(_fmt_item(i) for i in r["items"])
+
+
+def _fmt_show(r: dict) -> str:
+    lines = [f"node {r['id']} · {r['status']} · scope {r['scope']}",
+             f"valid_from {r['valid_from']}  valid_to {r['valid_to']}  recorded_at {r['recorded_at']}",
+             "", r["content"], ""]
+    for name, d in r["derived"].items():
+        lines.append(f"derived {name} ({d['generator']}): {d['value']}")
+    if r["tags"]:
+        lines.append("tags: " + ", ".join(f"{t['name']} ({t['status']})" for t in r["tags"]))
+    if r["links"]:
+        lines.append("links: " + ", ".join(f"{l['relation']} -> {l['target']} ({l['status']})" for l in r["links"]))
+    if len(r["versions"]) > 1:
+        lines.append("versions:")
+        for v in r["versions"]:
+            text = (v["content"] or "(text not shown)").splitlines()[0][:80] if v["content"] else "(text not shown)"
+            lines.append(f"  v{v['version']} node {v['id']} {v['status']} ({v['reason']}): {text}")
+    if r["flags"]:
+        lines.append("flags: " + ", ".join(r["flags"]))
+    return "\n".join(lines)
+
+
+def _fmt_kv(r: dict) -> str:
+    return json.dumps(r, indent=2, ensure_ascii=False)
+
+
+def cmd_init(args):
+    with _memory(args) as m:
+        _emit(args, {"home": str(m.settings.home), "db": str(m.settings.db_path)},
+              lambda r: f"TideMind home ready at {r['home']}")
+
+
+def cmd_digest(args):
+    with _memory(args) as m:
+        r = m.digest(_read_text(args.text), scope=args.scope, valid_at=args.valid_at,
+                     source_tool=args.source_tool, session=args.session)
+        _emit(args, r, _fmt_digest)
+
+
+def cmd_recall(args):
+    with _memory(args) as m:
+        r = m.recall(args.query, scopes=args.scope, all_scopes=args.all_scopes, tags_filter=args.tag or (),
+                     source=args.source, limit=args.limit, as_of=args.as_of, clock=args.clock)
+        _emit(args, r, _fmt_recall)
+
+
+def cmd_show(args):
+    with _memory(args) as m:
+        _emit(args, m.show(args.id, scopes=args.scope, as_of=args.as_of, clock=args.clock), _fmt_show)
+
+
+def cmd_correct(args):
+    with _memory(args) as m:
+        r = m.correct(args.id, _read_text(args.text), valid_at=args.valid_at)
+        _emit(args, r, lambda r: "\n".join([r["done"], *[f"warning: {w}" for w in r["warnings"]]]))
+
+
+def _simple(verb):
+    def run(args):
+        with _memory(args) as m:
+            _emit(args, getattr(m, verb)(args.id), lambda r: r["done"])
+    return run
+
+
+def cmd_stats(args):
+    with _memory(args) as m:
+        _emit(args, m.stats(args.scope), _fmt_kv)
+
+
+def cmd_doctor(args):
+    with _memory(args) as m:
+        r = m.doctor()
+        _emit(args, r, lambda r: "\n".join([f"{k}: {v}" for k, v in r["checks"].items()] + r["notes"]
+                                            + [("healthy" if r["ok"] else "PROBLEMS FOUND")]))
+        if not r["ok"]:
+            sys.exit(1)
+
+
+def cmd_backup(args):
+    with _memory(args) as m:
+        _emit(args, m.backup(args.path), lambda r: f"backup written to {r['backup']} ({r['bytes']:,} bytes)")
+
+
+def cmd_embed(args):
+    with _memory(args) as m:
+        r = m.reembed_all() if args.all else m.embed_pending(batch=args.batch)
+        _emit(args, r, lambda r: f"embedded {r['embedded']} node(s) with {r['embedder']}; {r['queue']} still queued")
+
+
+def cmd_demo(args):
+    from .demo import run_demo
+
+    run_demo(args.home, as_json=args.json)
+
+
+def cmd_bench(args):
+    from .bench import run_bench
+
+    r = run_bench(nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed)
+    from .bench import format_table
+
+    _emit(args, r, format_table)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tidemind", description="A local-first memory for agents.")
+    p.add_argument("--home", default=None, help="data directory (default: $TIDEMIND_HOME or ~/.tidemind)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name, fn, help_):
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+        sp.add_argument("--home", default=argparse.SUPPRESS, help="data directory")
+        sp.set_defaults(func=fn)
+        return sp
+
+    add("init", cmd_init, "create the data directory and database")
+    add("demo", cmd_demo, "build a store from a bundled sample and show digest -> recall -> show")
+    s = add("digest", cmd_digest, "store a memory verbatim (TEXT, or - for stdin)")
+    s.add_argument("text")
+    s.add_argument("--scope")
+    s.add_argument("--valid-at", help="when the fact started to hold (ISO-8601); default now")
+    s.add_argument("--source-tool")
+    s.add_argument("--session")
+    s = add("recall", cmd_recall, "hybrid search over memories in scope")
+    s.add_argument("query")
+    s.add_argument("--scope", action="append", help="scope to read (repeatable); default the configured scope")
+    s.add_argument("--all-scopes", action="store_true", help="read every scope in the store")
+    s.add_argument("--tag", action="append", help="only memories carrying this tag (repeatable)")
+    s.add_argument("--source", help="only memories from this source tool")
+    s.add_argument("--limit", type=int, default=8)
+    s.add_argument("--as-of", help="answer as of this time (ISO-8601)")
+    s.add_argument("--clock", choices=["both", "valid", "recorded"], default="both",
+                   help="which clock --as-of applies to (default both)")
+    s = add("show", cmd_show, "one node with its versions, tags, links and derived fields")
+    s.add_argument("id")
+    s.add_argument("--scope", action="append")
+    s.add_argument("--as-of")
+    s.add_argument("--clock", choices=["both", "valid", "recorded"], default="both")
+    s = add("correct", cmd_correct, "replace a node's text by a new version (the old one is kept)")
+    s.add_argument("id", type=int)
+    s.add_argument("text")
+    s.add_argument("--valid-at")
+    for verb, help_ in (("archive", "hide a node from every read (reversible)"),
+                        ("unarchive", "restore an archived node"),
+                        ("forget", "erase a node's text everywhere, keeping a hash tombstone")):
+        s = add(verb, _simple(verb), help_)
+        s.add_argument("id", type=int)
+    s = add("stats", cmd_stats, "counts by status")
+    s.add_argument("--scope", action="append")
+    add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
+    s = add("backup", cmd_backup, "online backup of the database to PATH")
+    s.add_argument("path")
+    s = add("embed", cmd_embed, "drain the embedding queue")
+    s.add_argument("--batch", type=int, default=256)
+    s.add_argument("--all", action="store_true", help="re-embed every live node made by another embedder")
+    s = add("bench", cmd_bench, "measure digest and recall latency on a synthetic store")
+    s.add_argument("--nodes", type=int, default=10_000)
+    s.add_argument("--queries", type=int, default=200)
+    s.add_argument("--digests", type=int, default=200)
+    s.add_argument("--seed", type=int, default=7)
+    s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except TideMindError as exc:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(exc)}, ensure_ascii=False))
+        print(f"tidemind: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Where the data lives and the few settings the core needs.
+
+Precedence: explicit argument > environment (TIDEMIND_*) > `config.json` in the home > defaults.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InvalidInput
+
+DEFAULT_HOME = Path.home() / ".tidemind"
+
+
+def resolve_home(home: str | os.PathLike | None = None) -> Path:
+    chosen = home or os.environ.get("TIDEMIND_HOME") or DEFAULT_HOME
+    return Path(chosen).expanduser().resolve()
+
+
+@dataclass
+class Settings:
+    home: Path
+    max_content_chars: int = 100_000      # one digest; larger inputs belong in an importer
+    embedder: str = "default"
+    ollama_host: str = "http://127.0.0.1:11434"
+    ollama_model: str = "nomic-embed-text"
+    busy_timeout_ms: int = 10_000
+    default_scope: str = "personal"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "tidemind.db"
+
+    @property
+    def stream_dir(self) -> Path:
+        return self.home / "stream"
+
+
+def load_settings(home: str | os.PathLike | None = None, **overrides) -> Settings:
+    root = resolve_home(home)
+    values: dict = {}
+    cfg = root / "config.json"
+    if cfg.exists():
+        try:
+            values.update(json.loads(cfg.read_text(encoding="utf-8")))
+        except (ValueError, OSError) as exc:
+            raise InvalidInput(f"cannot read {cfg}: {exc}") from None
+    env_map = {
+        "TIDEMIND_EMBEDDER": "embedder",
+        "TIDEMIND_OLLAMA_HOST": "ollama_host",
+        "OLLAMA_HOST": "ollama_host",
+        "TIDEMIND_OLLAMA_MODEL": "ollama_model",
+        "TIDEMIND_MAX_CONTENT_CHARS": "max_content_chars",
+    }
+    for var, key in env_map.items():
+        if os.environ.get(var) and key not in overrides:
+            values[key] = os.environ[var]
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    known = {f for f in Settings.__dataclass_fields__ if f not in {"home", "extra"}}
+    settings = Settings(home=root, **{k: v for k, v in values.items() if k in known})
+    settings.max_content_chars = int(settings.max_content_chars)
+    settings.extra = {k: v for k, v in values.items() if k not in known}
+    return settings

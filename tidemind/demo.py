@@ -1,0 +1,105 @@
+"""`tidemind demo`: a store built from the bundled sample, then digest -> recall -> show end to end.
+
+Runs on the embedded defaults (no API key, no model download). Without --home it works in a
+temporary directory and removes it afterwards.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from .memory import Memory
+from .views import title_of
+
+PROJECT = "project:tidemind"
+
+
+def _sample() -> list[dict]:
+    text = resources.files("tidemind").joinpath("samples/demo.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _say(out: list, as_json: bool, text: str = "") -> None:
+    if not as_json:
+        print(text, flush=True)
+
+
+def _show_recall(out, as_json, label: str, result: dict) -> None:
+    out.append({"step": label, "result": result})
+    _say(out, as_json, f"\n$ tidemind recall {label}")
+    if result["abstained"]:
+        _say(out, as_json, f"  abstained: {result['message']} (best evidence {result['best_evidence']})")
+        return
+    for item in result["items"][:4]:
+        flags = f"  [{', '.join(item['flags'])}]" if item["flags"] else ""
+        _say(out, as_json, f"  #{item['id']:<3} {item['score']:.4f}  {title_of(item)[:90]}{flags}")
+
+
+def run_demo(home: str | None = None, as_json: bool = False) -> dict:
+    temp = None if home else tempfile.mkdtemp(prefix="tidemind-demo-")
+    out: list = []
+    try:
+        with Memory.open(home or temp) as m:
+            _say(out, as_json, f"TideMind demo · store at {m.settings.home}\n")
+            for row in _sample():
+                r = m.digest(row["text"], scope=row["scope"], valid_at=row["valid_at"],
+                             source_tool=row["source_tool"], session=row["session"])
+                out.append({"step": "digest", "result": r})
+                _say(out, as_json, f"digest → node(s) {r['node_ids']} scope={row['scope']}: {row['text'][:60]!r}")
+            r = m.digest("The deploy token is ghp_abcdefghijklmnopqrstuvwxyz0123456789 for the bot.", scope=PROJECT,
+                         source_tool="claude-code", session="code-3")
+            out.append({"step": "digest-secret", "result": r})
+            _say(out, as_json, f"digest → node(s) {r['node_ids']} warnings: {r['warnings']}")
+            e = m.embed_pending()
+            out.append({"step": "embed", "result": e})
+            _say(out, as_json, f"\nembed → {e['embedded']} vectors by {e['embedder']} (off the digest path)")
+
+            _show_recall(out, as_json, f'"which port is the staging database on?" --scope {PROJECT}',
+                         m.recall("which port is the staging database on?", scopes=[PROJECT]))
+            hit = m.recall("which port is the staging database on?", scopes=[PROJECT])["items"][0]["id"]
+            _say(out, as_json, "\n(the same question from the personal scope sees nothing of the project)")
+            _show_recall(out, as_json, '"which port is the staging database on?" --scope personal',
+                         m.recall("which port is the staging database on?", scopes=["personal"]))
+
+            c = m.correct(hit, "The staging database runs PostgreSQL 16 and listens on port 6432 behind PgBouncer.")
+            out.append({"step": "correct", "result": c})
+            _say(out, as_json, f"\n$ tidemind correct {hit} ...\n  {c['done']}")
+            again = m.digest("The staging database runs PostgreSQL 16 and listens on port 5433, not the default 5432.",
+                             scope=PROJECT, source_tool="claude-code")
+            out.append({"step": "re-digest-old-claim", "result": again})
+            _say(out, as_json, "\n$ tidemind digest <the old, corrected claim again>")
+            for w in again["warnings"]:
+                _say(out, as_json, f"  warning: {w}")
+            m.embed_pending()
+            _show_recall(out, as_json, f'"staging postgres port" --scope {PROJECT}',
+                         m.recall("staging postgres port", scopes=[PROJECT]))
+
+            shown = m.show(c["node_ids"][0])
+            out.append({"step": "show", "result": shown})
+            _say(out, as_json, f"\n$ tidemind show {shown['id']}")
+            for v in shown["versions"]:
+                _say(out, as_json, f"  v{v['version']} node {v['id']} {v['status']:<10} {v['content'][:70]!r}")
+
+            _show_recall(out, as_json, '"when does my kid go swimming"',
+                         m.recall("when does my kid go swimming"))
+            _show_recall(out, as_json, '"what is the wifi password at the office"',
+                         m.recall("what is the wifi password at the office", all_scopes=True))
+            before = shown["versions"][0]["recorded_at"]
+            _show_recall(out, as_json, f'"staging database port" --as-of {before} --clock recorded'
+                         ' (what the store held before the correction)',
+                         m.recall("staging database port", scopes=[PROJECT], as_of=before, clock="recorded"))
+            stats = m.stats()
+            out.append({"step": "stats", "result": stats})
+            _say(out, as_json, f"\n$ tidemind stats\n  nodes {stats['nodes']}  review {stats['review']}")
+            doc = m.doctor()
+            out.append({"step": "doctor", "result": doc})
+            _say(out, as_json, f"\n$ tidemind doctor\n  {'healthy' if doc['ok'] else doc['problems']}")
+    finally:
+        if temp:
+            shutil.rmtree(temp, ignore_errors=True)
+    if as_json:
+        print(json.dumps(out, ensure_ascii=False))
+    return {"steps": out}

@@ -1,0 +1,60 @@
+"""Embedders: a small Protocol and a registry; the provider is chosen by settings.
+
+An embedder's `name` is recorded with every vector it makes, so vectors of different embedders
+(or versions) never meet in one comparison. Embedders that learn from the store's own text
+(the default one) get `observe`/`unobserve` calls; `unobserve` is how `forget` takes a text's
+statistics back out.
+"""
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+import apsw
+import numpy as np
+
+from ..errors import InvalidInput
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 rows, one per text."""
+
+    def observe(self, conn: apsw.Connection, items: Sequence[tuple[int, str]]) -> None:
+        """Learn corpus statistics from (node_id, text) not seen before; inside the caller's transaction."""
+
+    def unobserve(self, conn: apsw.Connection, node_ids: Sequence[int]) -> None:
+        """Take back what was learned from these nodes (forget); they must still hold their text."""
+
+
+Factory = Callable[[object, apsw.Connection], Embedder]
+_REGISTRY: dict[str, Factory] = {}
+
+
+def register(name: str, factory: Factory) -> None:
+    _REGISTRY[name] = factory
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_embedder(settings, conn: apsw.Connection) -> Embedder:
+    key = settings.embedder.split(":", 1)[0]
+    if key not in _REGISTRY:
+        raise InvalidInput(f"unknown embedder {settings.embedder!r}; known: {', '.join(names())}")
+    return _REGISTRY[key](settings, conn)
+
+
+def normalise(mat: np.ndarray) -> np.ndarray:
+    mat = np.asarray(mat, dtype=np.float32)
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return mat / norms
+
+
+from . import default as _default  # noqa: E402  (registers itself)
+from . import ollama as _ollama    # noqa: E402

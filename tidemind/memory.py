@@ -1,0 +1,422 @@
+"""The core API every shell calls: digest, recall, show, correct, archive, unarchive, forget,
+stats, doctor, backup, embed.
+
+It owns the orchestration of a mutation (validation, one BEGIN IMMEDIATE transaction, the audit
+row, the stream file) and leaves SQL to the store modules. It imports no CLI, MCP or Qt.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from . import embed as embed_pkg
+from . import secrets, text, units
+from .config import Settings, load_settings
+from .errors import Conflict, InvalidInput, NotFound, ScopeDenied
+from .search import RecallRequest, recall as hybrid_recall
+from .store import (AsOf, audit, captures, derived, fts, immediate, links, nodes, open_store, review, scalar,
+                    stream, tags, vectors)
+from .store import backup_to
+from .store.connection import rows
+from .timeutil import Clock, parse_iso, system_clock, to_iso
+from . import views
+
+_SCOPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+\-]{0,99}$")
+
+
+def check_scope(scope: str) -> str:
+    if not isinstance(scope, str) or not _SCOPE.match(scope):
+        raise InvalidInput(f"invalid scope {scope!r}: use letters, digits and _.:/@+- (e.g. personal, project:tidemind)")
+    return scope
+
+
+class Memory:
+    """One open store. `writable_scopes`/`readable_scopes` of None mean any (the person's CLI)."""
+
+    def __init__(self, settings: Settings, clock: Clock = system_clock, actor: str = "cli",
+                 readable_scopes: Sequence[str] | None = None, writable_scopes: Sequence[str] | None = None):
+        self.settings = settings
+        self.clock = clock
+        self.actor = actor
+        self.readable = list(readable_scopes) if readable_scopes is not None else None
+        self.writable = list(writable_scopes) if writable_scopes is not None else None
+        settings.home.mkdir(parents=True, exist_ok=True)
+        self.conn = open_store(settings.db_path, settings.busy_timeout_ms)
+        self._embedder = None
+
+    @classmethod
+    def open(cls, home=None, **kwargs) -> "Memory":
+        settings_keys = {k: kwargs.pop(k) for k in list(kwargs) if k in Settings.__dataclass_fields__}
+        return cls(load_settings(home, **settings_keys), **kwargs)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            self._embedder = embed_pkg.get_embedder(self.settings, self.conn)
+        return self._embedder
+
+    def now(self) -> str:
+        return to_iso(self.clock())
+
+    # -- scope authority ------------------------------------------------------------------------
+    def _write_scope(self, scope: str | None) -> str:
+        scope = check_scope(scope or (self.writable[0] if self.writable else self.settings.default_scope))
+        if self.writable is not None and scope not in self.writable:
+            raise ScopeDenied(f"scope {scope!r} is not writable here (allowed: {', '.join(self.writable)})")
+        return scope
+
+    def read_scopes(self, scopes: Iterable[str] | None = None, all_scopes: bool = False) -> list[str]:
+        asked = [check_scope(s) for s in scopes or []]
+        if self.readable is not None:
+            for s in asked:
+                if s not in self.readable:
+                    raise ScopeDenied(f"scope {s!r} is not readable here (allowed: {', '.join(self.readable)})")
+            return asked or list(self.readable)
+        if asked:
+            return asked
+        if all_scopes:
+            return nodes.scopes_in_use(self.conn) or [self.settings.default_scope]
+        return [self.settings.default_scope]
+
+    # -- validation -----------------------------------------------------------------------------
+    def _clean_content(self, content) -> tuple[str, list[str]]:
+        if isinstance(content, bytes):
+            try:
+                content = content.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(f"content is not valid UTF-8 (byte {exc.start}); nothing was stored") from None
+        if not isinstance(content, str):
+            raise InvalidInput("content must be text")
+        if not content.strip():
+            raise InvalidInput("content is empty or whitespace only; nothing was stored")
+        if "\x00" in content:
+            raise InvalidInput("content contains a NUL character; nothing was stored")
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput("content contains an unpaired surrogate (not valid Unicode); nothing was stored") from None
+        limit = self.settings.max_content_chars
+        if len(content) > limit:
+            raise InvalidInput(f"content is {len(content):,} characters; the limit for one digest is {limit:,}"
+                               " (split it, or import long notes with `tidemind import`)")
+        masked, kinds = secrets.mask(content)
+        warnings = [f"masked {k.replace('_', ' ')} before storing" for k in kinds]
+        return masked, warnings
+
+    # -- write path -----------------------------------------------------------------------------
+    def _capture(self, content: str, scope: str, now: str, source_tool: str | None, session: str | None) -> int:
+        capture_id = captures.insert(self.conn, content=content, content_hash=text.sha256(content), scope=scope,
+                                     source_tool=source_tool, session=session, recorded_at=now,
+                                     stream_file=stream.file_for(now))
+        return capture_id
+
+    def _stream(self, capture_id: int, content: str, scope: str, now: str, source_tool, session) -> None:
+        title = " · ".join(x for x in (now, scope, source_tool or self.actor, session) if x)
+        stream.append(self.settings.stream_dir, stream.file_for(now), capture_id, title, content)
+
+    def digest(self, content, *, scope: str | None = None, valid_at: str | None = None,
+               source_tool: str | None = None, session: str | None = None) -> dict:
+        """Store text verbatim (secrets masked), split into units; returns ids and warnings."""
+        scope = self._write_scope(scope)
+        body, warnings = self._clean_content(content)
+        valid_from = parse_iso(valid_at) if valid_at else None
+        pieces = units.split_units(body)
+        now = self.now()
+        node_ids, review_ids = [], []
+        with immediate(self.conn):
+            capture_id = self._capture(body, scope, now, source_tool, session)
+            check_corrections = nodes.has_corrections(self.conn, scope)
+            for index, piece in pieces:
+                node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=index, content=piece,
+                                       content_hash=text.sha256(piece), norm_hash=text.norm_hash(piece),
+                                       scope=scope, source_tool=source_tool, session=session, recorded_at=now,
+                                       valid_from=valid_from or now, actor=self.actor)
+                vectors.enqueue(self.conn, node_id, now)
+                audit.record(self.conn, at=now, actor=self.actor, action="digest", node_id=node_id,
+                             capture_id=capture_id, content_hash=text.sha256(piece), scope=scope)
+                node_ids.append(node_id)
+                if check_corrections:
+                    for old in self._corrected_claims(scope, piece):
+                        item = review.file(self.conn, "reasserted_correction", node_id=node_id,
+                                           other_node_id=old["superseded_by"], at=now, corrected_node=old["id"])
+                        review_ids.append(item)
+                        warnings.append(
+                            f"node {node_id} repeats a claim that was corrected (node {old['id']} was replaced by "
+                            f"node {old['superseded_by']}); stored as written and filed for review (item {item}),"
+                            " the correction still stands")
+            self._stream(capture_id, body, scope, now, source_tool, session)
+        return {"node_ids": node_ids, "capture_id": capture_id, "warnings": warnings, "review_items": review_ids,
+                "scope": scope, "done": f"stored {len(node_ids)} unit(s)"}
+
+    def _corrected_claims(self, scope: str, piece: str) -> list[dict]:
+        """Superseded-by-correction nodes whose text this piece repeats (exactly or nearly)."""
+        hits = {r["id"]: r for r in nodes.corrected_away(self.conn, scope, text.norm_hash(piece))}
+        words = set(text.content_words(piece))
+        expression = fts.match_expression(sorted(words)[:32])
+        if expression:
+            candidates = [i for i, _ in fts.search(self.conn, expression, "n.scope = ? AND n.status = 'superseded'",
+                                                   [scope], 10)]
+            for row in nodes.superseded_in_scope(self.conn, scope, candidates):
+                other = set(text.content_words(row["content"]))
+                if words and other and len(words & other) / len(words | other) >= 0.8:
+                    hits.setdefault(row["id"], row)
+        return list(hits.values())
+
+    def _live_node(self, node_id: int, verb: str) -> dict:
+        row = nodes.get_any(self.conn, int(node_id))
+        if row is None or (self.writable is not None and row["scope"] not in self.writable):
+            raise NotFound(f"no node {node_id} in a scope writable here")
+        if row["status"] == "superseded":
+            raise Conflict(f"node {node_id} was corrected by node {row['superseded_by']}; {verb} that one instead")
+        if row["status"] == "forgotten":
+            raise NotFound(f"node {node_id} was forgotten")
+        return row
+
+    def correct(self, node_id: int, content, *, valid_at: str | None = None, source_tool: str | None = None,
+                session: str | None = None) -> dict:
+        """Replace a node's text by a new version; the old version is kept, superseded."""
+        body, warnings = self._clean_content(content)
+        now = self.now()
+        with immediate(self.conn):
+            old = self._live_node(node_id, "correct")
+            if old["status"] != "live":
+                raise Conflict(f"node {node_id} is {old['status']}; unarchive it before correcting")
+            if body == old["content"]:
+                raise InvalidInput(f"the correction is identical to node {node_id}'s text; nothing changed")
+            capture_id = self._capture(body, old["scope"], now, source_tool, session)
+            new_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=0, content=body,
+                                  content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=old["scope"],
+                                  source_tool=source_tool or old["source_tool"], session=session or old["session"],
+                                  recorded_at=now, valid_from=parse_iso(valid_at) if valid_at else old["valid_from"],
+                                  reason="correct", actor=self.actor, lineage_of=old["id"])
+            nodes.supersede(self.conn, old["id"], new_id, now)
+            vectors.drop_from_index(self.conn, old["id"])
+            vectors.enqueue(self.conn, new_id, now)
+            self._carry_standing(old["id"], new_id, now)
+            audit.record(self.conn, at=now, actor=self.actor, action="correct", node_id=new_id, capture_id=capture_id,
+                         supersedes=old["id"], content_hash=text.sha256(body), old_hash=old["content_hash"])
+            audit.record(self.conn, at=now, actor=self.actor, action="superseded", node_id=old["id"],
+                         superseded_by=new_id)
+            self._stream(capture_id, body, old["scope"], now, source_tool, session)
+        return {"node_ids": [new_id], "capture_id": capture_id, "supersedes": old["id"], "warnings": warnings,
+                "done": f"node {old['id']} corrected by node {new_id}; the old version is kept"}
+
+    def _carry_standing(self, old_id: int, new_id: int, now: str) -> None:
+        """A correction keeps the node's tags and links with their status (rejections included)."""
+        for tag in tags.for_nodes(self.conn, [old_id])[old_id]:
+            if tag["status"] == "rejected_by_user":
+                tags.reject(self.conn, new_id, tag["name"], now)
+            else:
+                tags.assign(self.conn, new_id, tag["name"], status=tag["status"], source=tag["source"], at=now)
+        for r in rows(self.conn, "SELECT * FROM links WHERE source_id=? OR target_id=?", (old_id, old_id)):
+            src = new_id if r["source_id"] == old_id else r["source_id"]
+            dst = new_id if r["target_id"] == old_id else r["target_id"]
+            links.add(self.conn, src, dst, relation=r["relation"], status=r["status"], strength=r["strength"],
+                      proposed_by=r["proposed_by"], at=now, reason=r["reason"])
+
+    def archive(self, node_id: int) -> dict:
+        now = self.now()
+        with immediate(self.conn):
+            row = self._live_node(node_id, "archive")
+            if row["status"] == "archived":
+                raise Conflict(f"node {node_id} is already archived")
+            nodes.set_status(self.conn, row["id"], "archived")
+            vectors.drop(self.conn, row["id"])
+            audit.record(self.conn, at=now, actor=self.actor, action="archive", node_id=row["id"])
+        return {"node_ids": [row["id"]], "done": f"node {row['id']} archived (hidden from every read; unarchive restores)"}
+
+    def unarchive(self, node_id: int) -> dict:
+        now = self.now()
+        with immediate(self.conn):
+            row = self._live_node(node_id, "unarchive")
+            if row["status"] != "archived":
+                raise Conflict(f"node {node_id} is not archived")
+            nodes.set_status(self.conn, row["id"], "live")
+            vectors.enqueue(self.conn, row["id"], now)
+            audit.record(self.conn, at=now, actor=self.actor, action="unarchive", node_id=row["id"])
+        return {"node_ids": [row["id"]], "done": f"node {row['id']} restored"}
+
+    def forget(self, node_id: int) -> dict:
+        """Erase the text of the node and every version of it, everywhere; keep hash tombstones."""
+        now = self.now()
+        with immediate(self.conn):
+            row = nodes.get_any(self.conn, int(node_id))
+            if row is None or (self.writable is not None and row["scope"] not in self.writable):
+                raise NotFound(f"no node {node_id} in a scope writable here")
+            lineage = nodes.lineage_ids(self.conn, row["id"]) or [row["id"]]
+            targets = [nodes.get_any(self.conn, i) for i in lineage]
+            targets = [t for t in targets if t["status"] != "forgotten"]
+            if not targets:
+                raise Conflict(f"node {node_id} is already forgotten")
+            self.embedder.unobserve(self.conn, [t["id"] for t in targets])
+            touched: dict[int, list[str]] = {}
+            for t in targets:
+                if t["capture_id"] is not None:
+                    touched.setdefault(t["capture_id"], []).append(t["content"])
+                nodes.erase(self.conn, t["id"])
+                derived.delete_for_node(self.conn, t["id"])
+                vectors.drop(self.conn, t["id"])
+                review.scrub_node(self.conn, t["id"])
+                self.conn.execute("DELETE FROM node_tags WHERE node_id=?", (t["id"],))
+                audit.record(self.conn, at=now, actor=self.actor, action="forget", node_id=t["id"],
+                             capture_id=t["capture_id"], content_hash=t["content_hash"])
+            for capture_id, texts in touched.items():
+                self._redact_capture(capture_id, texts, now)
+        fts.purge_deleted(self.conn)
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return {"node_ids": [t["id"] for t in targets], "done": f"forgot {len(targets)} version(s); hashes kept as tombstones"}
+
+    def _redact_capture(self, capture_id: int, texts: list[str], now: str) -> None:
+        cap = captures.get(self.conn, capture_id)
+        content = cap["content"] or ""
+        for piece in sorted(set(texts), key=len, reverse=True):
+            if piece:
+                content = content.replace(piece, f"[forgotten sha256:{text.sha256(piece)[:16]}]")
+        siblings_live = scalar(self.conn, "SELECT count(*) FROM nodes WHERE capture_id=? AND status != 'forgotten'",
+                               (capture_id,))
+        tombstone = content if siblings_live else f"[forgotten capture sha256:{cap['content_hash'][:16]}]"
+        if siblings_live:
+            self.conn.execute("UPDATE captures SET content=? WHERE id=?", (content, capture_id))
+        else:
+            captures.redact(self.conn, capture_id, now)
+        stream.redact(self.settings.stream_dir, cap["stream_file"], capture_id, tombstone)
+
+    # -- reads ----------------------------------------------------------------------------------
+    def recall(self, query: str, *, scopes: Sequence[str] | None = None, all_scopes: bool = False,
+               tags_filter: Sequence[str] = (), source: str | None = None, limit: int = 8,
+               as_of: str | None = None, clock: str = "both") -> dict:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("recall needs a query (or use `show ID` for one node)")
+        if not 1 <= int(limit) <= 100:
+            raise InvalidInput("limit must be between 1 and 100")
+        read = self.read_scopes(scopes, all_scopes)
+        moment = self._as_of(as_of, clock)
+        req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),
+                            as_of=moment, now=self.now())
+        result = hybrid_recall(self.conn, self.embedder, req)
+        result["scopes"] = read
+        return result
+
+    @staticmethod
+    def _as_of(as_of: str | None, clock: str) -> AsOf | None:
+        if not as_of:
+            return None
+        moment = parse_iso(as_of)
+        if clock not in ("both", "valid", "recorded"):
+            raise InvalidInput("clock must be 'valid', 'recorded' or 'both'")
+        return AsOf(valid=moment if clock in ("both", "valid") else None,
+                    recorded=moment if clock in ("both", "recorded") else None)
+
+    def show(self, node_id, *, scopes: Sequence[str] | None = None, as_of: str | None = None,
+             clock: str = "both") -> dict:
+        try:
+            node_id = int(node_id)
+        except (TypeError, ValueError):
+            raise InvalidInput(f"node id must be a number, got {node_id!r}") from None
+        read = self.read_scopes(scopes, all_scopes=True)
+        moment = self._as_of(as_of, clock)
+        found = nodes.get_visible(self.conn, [node_id], read, moment)
+        if node_id not in found:
+            raise NotFound(self._why_not_visible(node_id, read))
+        item = views.describe(self.conn, found, [node_id], read, moment)[0]
+        # the lineage shares one scope; archived or forgotten versions are listed without their text
+        item["versions"] = [{**v, "content": v["content"] if v["status"] in ("live", "superseded") else None}
+                            for v in nodes.versions(self.conn, node_id)]
+        return item
+
+    def _why_not_visible(self, node_id: int, read: list[str]) -> str:
+        row = nodes.get_any(self.conn, node_id)
+        if row is None or row["scope"] not in read:
+            return f"no node {node_id} in scope(s) {', '.join(read)}"
+        if row["status"] == "archived":
+            return f"node {node_id} is archived (hidden); `tidemind unarchive {node_id}` restores it"
+        if row["status"] == "superseded":
+            return f"node {node_id} was corrected; the current version is node {row['superseded_by']}"
+        return f"node {node_id} was forgotten"
+
+    def stats(self, scopes: Sequence[str] | None = None) -> dict:
+        return {
+            "nodes": nodes.count_by_status(self.conn, scopes),
+            "links": links.count_by_status(self.conn),
+            "tags": tags.count_by_status(self.conn),
+            "review": review.count_by_status(self.conn),
+            "captures": scalar(self.conn, "SELECT count(*) FROM captures"),
+            "embed_queue": vectors.queue_length(self.conn),
+            "embedder": self.embedder.name,
+            "scopes": nodes.scopes_in_use(self.conn),
+            "db_bytes": self.settings.db_path.stat().st_size if self.settings.db_path.exists() else 0,
+        }
+
+    # -- maintenance ----------------------------------------------------------------------------
+    def embed_pending(self, batch: int = 256, limit: int | None = None) -> dict:
+        """Drain the embed queue: learn statistics, embed, store vectors. Safe to run concurrently."""
+        done = 0
+        emb = self.embedder
+        while limit is None or done < limit:
+            size = batch if limit is None else min(batch, limit - done)
+            with immediate(self.conn):
+                items = vectors.queued(self.conn, size)
+                if items:
+                    emb.observe(self.conn, [(i, c) for i, c, _ in items])
+            if not items:
+                break
+            mat = emb.embed([c for _, c, _ in items])
+            now = self.now()
+            with immediate(self.conn):
+                still = nodes.get_visible(self.conn, [i for i, _, _ in items], list({s for _, _, s in items}))
+                for (node_id, _, scope), vec in zip(items, mat):
+                    if node_id in still:
+                        vectors.put(self.conn, node_id, scope, emb.name, vec, now)
+            done += len(items)
+        return {"embedded": done, "embedder": emb.name, "queue": vectors.queue_length(self.conn)}
+
+    def reembed_all(self) -> dict:
+        with immediate(self.conn):
+            queued = vectors.enqueue_stale(self.conn, self.embedder.name, self.now())
+        return {"queued": queued, **self.embed_pending()}
+
+    def backup(self, path) -> dict:
+        target = Path(path).expanduser().resolve()
+        if target == self.settings.db_path.resolve():
+            raise InvalidInput("backup target is the live database itself")
+        if target.exists() and target.is_dir():
+            target = target / f"tidemind-backup-{self.now()[:19].replace(':', '')}.db"
+        backup_to(self.conn, target)
+        return {"backup": str(target), "bytes": target.stat().st_size}
+
+    def doctor(self) -> dict:
+        problems: list[str] = []
+        checks: dict[str, str] = {}
+        result = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
+        checks["sqlite"] = "ok" if result == ["ok"] else "; ".join(result[:5])
+        if result != ["ok"]:
+            problems.append("sqlite: " + checks["sqlite"])
+        fts_problems = fts.integrity_problems(self.conn)
+        checks["fts"] = "ok" if not fts_problems else "; ".join(fts_problems)
+        problems += fts_problems
+        vec_problems = vectors.integrity_problems(self.conn)
+        checks["vectors"] = "ok" if not vec_problems else "; ".join(vec_problems)
+        problems += vec_problems
+        bad_hash = [i for i, c, h in self.conn.execute(
+            "SELECT id, content, content_hash FROM nodes WHERE status != 'forgotten'") if text.sha256(c) != h]
+        checks["authored"] = "ok" if not bad_hash else f"{len(bad_hash)} node(s) whose text no longer matches its hash"
+        if bad_hash:
+            problems.append(f"authored: text changed outside a correction in node(s) {bad_hash[:10]}")
+        in_stream = stream.capture_ids(self.settings.stream_dir)
+        missing = [c["id"] for c in captures.all_with_stream(self.conn) if c["id"] not in in_stream]
+        checks["stream"] = "ok" if not missing else f"{len(missing)} capture(s) missing from the stream files"
+        if missing:
+            problems.append(f"stream: captures {missing[:10]} have no stream entry")
+        unembedded = vectors.queue_length(self.conn)
+        return {"ok": not problems, "problems": problems, "checks": checks,
+                "notes": [f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)"] if unembedded else []}

@@ -1,0 +1,179 @@
+"""Hybrid recall.
+
+1. Both arms search under the same WHERE: the one visibility predicate plus the caller's
+   filters (tags, source), inside SQL and before any LIMIT, so a narrow filter never loses
+   matches and nothing archived, superseded (outside as-of) or out of scope can appear.
+2. FTS arm: BM25 over quoted tokens. Vector arm: scoped bit-KNN in sqlite-vec reranked by exact
+   cosine; for filtered or as-of queries whose candidate set is small, an exact scan instead.
+3. Weighted reciprocal-rank fusion plus tiny recency/heat priors (`fusion`).
+4. Evidence gate: each direct hit gets an evidence score in [0, 1], the better of lexical
+   coverage (share of the query's content words it contains) and calibrated cosine. Hits below
+   ITEM_EVIDENCE are dropped rather than padding the answer; if nothing reaches
+   ABSTAIN_BELOW, recall abstains with a plain message.
+5. Context: sibling units of a hit's capture and the adjacent digests of its session join below
+   their seed's score when they carry some evidence of their own, else are listed as the seed's `context`;
+   nodes one confirmed link away join below their seed's score (pending links are never walked).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import apsw
+import numpy as np
+
+from .. import views
+from ..store import AsOf, fts, links, nodes, tags as tag_store, vectors, visible
+from ..text import content_words, stem
+from ..timeutil import from_iso
+from . import fusion
+
+FTS_CANDIDATES = 60
+VEC_CANDIDATES = 120
+SCAN_LIMIT = 20_000
+COS_FLOOR, COS_FULL = 0.20, 0.50
+ITEM_EVIDENCE = 0.30
+ABSTAIN_BELOW = 0.4
+NEIGHBOUR_FACTOR = 0.35
+NEIGHBOUR_MIN_EVIDENCE = 0.15
+LINK_FACTOR = 0.5
+EXPAND_SEEDS = 5
+
+
+@dataclass
+class RecallRequest:
+    query: str
+    scopes: Sequence[str]
+    tags: Sequence[str] = field(default_factory=tuple)
+    source: str | None = None
+    limit: int = 8
+    as_of: AsOf | None = None
+    now: str | None = None
+    expand: bool = True
+
+
+def _where(req: RecallRequest) -> tuple[str, list]:
+    pred, params = visible("n", req.scopes, req.as_of)
+    if req.tags:
+        frag, extra = tag_store.filter_sql("n", req.tags)
+        pred, params = f"{pred} AND {frag}", params + extra
+    if req.source:
+        pred, params = f"{pred} AND n.source_tool = ?", params + [req.source]
+    return pred, params
+
+
+def fts_arm(conn: apsw.Connection, req: RecallRequest, where: str, params: list) -> list[tuple[int, float]]:
+    expression = fts.match_expression(fts.tokens(req.query))
+    if expression is None:
+        return []
+    return fts.search(conn, expression, where, params, FTS_CANDIDATES)
+
+
+def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str,
+               params: list) -> list[tuple[int, float]]:
+    if not content_words(req.query):
+        return []
+    query = embedder.embed([req.query])[0]
+    if not np.any(query):
+        return []
+    filtered = bool(req.tags or req.source or (req.as_of and req.as_of.active))
+    if filtered and vectors.count_matching(conn, where, params, embedder.name) <= SCAN_LIMIT:
+        return vectors.scan(conn, query, where, params, embedder.name, VEC_CANDIDATES)
+    k = 4096 if filtered else VEC_CANDIDATES
+    ids = vectors.knn_candidates(conn, query, req.scopes, embedder.name, k)
+    return vectors.rerank(conn, query, ids, where, params, embedder.name)[:VEC_CANDIDATES]
+
+
+def _coverage(query_stems: set[str], text: str) -> float:
+    if not query_stems:
+        return 0.0
+    doc = {stem(w) for w in content_words(text)}
+    return len(query_stems & doc) / len(query_stems)
+
+
+def _cos_evidence(cos: float | None) -> float:
+    if cos is None:
+        return 0.0
+    return float(min(1.0, max(0.0, (cos - COS_FLOOR) / (COS_FULL - COS_FLOOR))))
+
+
+def recall(conn: apsw.Connection, embedder, req: RecallRequest) -> dict:
+    where, params = _where(req)
+    lexical = fts_arm(conn, req, where, params)
+    semantic = vector_arm(conn, embedder, req, where, params)
+    fused = fusion.rrf({"fts": [i for i, _ in lexical], "vector": [i for i, _ in semantic]})
+    cosines = dict(semantic)
+    pool = sorted(fused, key=lambda i: (-fused[i], i))[: max(req.limit * 3, 24)]
+    found = nodes.get_visible(conn, pool, req.scopes, req.as_of)   # re-checked: defence in depth
+    derived_text = dict(conn.execute(
+        f"SELECT id, derived_text FROM nodes WHERE id IN ({','.join('?' * len(pool))})", pool)) if pool else {}
+    query_stems = {stem(w) for w in content_words(req.query)}
+    now = from_iso(req.now) if req.now else None
+    scores: dict[int, float] = {}
+    evidence: dict[int, float] = {}
+    for node_id in pool:
+        row = found.get(node_id)
+        if row is None:
+            continue
+        ev = max(_coverage(query_stems, row["content"] + " " + derived_text.get(node_id, "")),
+                 _cos_evidence(cosines.get(node_id)))
+        evidence[node_id] = ev
+        if ev < ITEM_EVIDENCE:
+            continue
+        age = (now - from_iso(row["recorded_at"])).total_seconds() / 86400 if now else 0.0
+        scores[node_id] = fused[node_id] + fusion.prior(age, row["heat"])
+    best = max(evidence.values(), default=0.0)
+    arms = {"fts": len(lexical), "vector": len(semantic)}
+    if best < ABSTAIN_BELOW or not scores:
+        return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms,
+                "message": "No stored memory matches this well enough to answer; nothing was padded in."}
+    direct = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
+    via: dict[int, str] = {}
+    if req.expand:
+        _expand(conn, req, direct, scores, via, found, where, params, evidence)
+    order = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
+    items = views.describe(conn, found, order, req.scopes, req.as_of, scores, via)
+    for item in items:
+        item["evidence"] = round(evidence.get(item["id"], 0.0), 3)
+        item["context"] = found[item["id"]].get("context", [])
+    return {"items": items, "abstained": False, "message": f"{len(items)} memories", "arms": arms,
+            "best_evidence": round(best, 3)}
+
+
+def _expand(conn, req, direct, scores, via, found, where, params, evidence) -> None:
+    """Neighbours (same capture, adjacent in session) and confirmed-link targets of the top hits.
+
+    A capture/session neighbour joins as an item only when it has some evidence of its own
+    (NEIGHBOUR_MIN_EVIDENCE); otherwise it is listed in its seed's `context` for a two-step fetch.
+    Nodes one confirmed link away join below their seed's score. Pending links are never walked.
+    """
+    seeds = direct[:EXPAND_SEEDS]
+    offers: dict[int, tuple[float, str]] = {}
+    context: dict[int, list[dict]] = {}
+    for seed, other, why in nodes.neighbours(conn, seeds, req.scopes, req.as_of):
+        if evidence.get(other, 0.0) < NEIGHBOUR_MIN_EVIDENCE:
+            context.setdefault(seed, []).append({"id": other, "via": why})
+            continue
+        score = NEIGHBOUR_FACTOR * scores[seed]
+        if score > offers.get(other, (0.0, ""))[0]:
+            offers[other] = (score, f"{why}:{seed}")
+    for seed, other, strength in links.confirmed_neighbours(conn, seeds, req.scopes, req.as_of):
+        score = LINK_FACTOR * scores[seed] * min(max(strength, 0.0), 1.0)
+        if score > offers.get(other, (0.0, ""))[0]:
+            offers[other] = (score, f"link:{seed}")
+    fresh = [i for i in offers if i not in scores]
+    if fresh:
+        # expansion obeys the same predicate and filters as the arms
+        marks = ",".join("?" * len(fresh))
+        admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                               [*fresh, *params])]
+        for node_id, row in nodes.get_visible(conn, admitted, req.scopes, req.as_of).items():
+            scores[node_id], via[node_id] = offers[node_id]
+            found[node_id] = row
+    if context:
+        marks = ",".join("?" * len({c["id"] for cs in context.values() for c in cs}))
+        ctx_ids = list({c["id"] for cs in context.values() for c in cs})
+        allowed = {r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                              [*ctx_ids, *params])}
+        for seed, entries in context.items():
+            found[seed]["context"] = [c for c in entries if c["id"] in allowed]

@@ -1,0 +1,51 @@
+"""The database: connection factory, migrations, and one module per table family.
+
+`open_store(settings)` is the only way the rest of TideMind gets a connection.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+
+from . import audit, captures, derived, fts, links, migrations, nodes, review, tags, vectors
+from .connection import connect, immediate, rows, scalar
+from .visibility import AsOf, visible
+
+CORE_MIGRATIONS = [
+    ("0001_captures", captures.DDL),
+    ("0002_nodes", nodes.DDL),
+    ("0003_derived", derived.DDL),
+    ("0004_tags", tags.DDL),
+    ("0005_links", links.DDL),
+    ("0006_review", review.DDL),
+    ("0007_audit", audit.DDL),
+    ("0008_fts", fts.DDL),
+    ("0009_vectors", vectors.DDL),
+]
+migrations.register("core", CORE_MIGRATIONS)
+
+
+def backup_to(conn: apsw.Connection, target: Path) -> None:
+    """SQLite online backup of the live database into `target` (a consistent snapshot)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    dest = apsw.Connection(str(target))
+    try:
+        with dest.backup("main", conn, "main") as job:
+            while not job.done:
+                job.step(256)
+    finally:
+        dest.close()
+
+
+def open_store(db_path: Path, busy_timeout_ms: int = 10_000) -> apsw.Connection:
+    db_path = Path(db_path)
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(db_path, busy_timeout_ms)
+    migrations.migrate(conn, backup=lambda p: backup_to(conn, p), backup_dir=db_path.parent / "backups")
+    return conn
+
+
+__all__ = ["AsOf", "visible", "open_store", "immediate", "rows", "scalar", "backup_to", "connect",
+           "audit", "captures", "derived", "fts", "links", "migrations", "nodes", "review", "tags", "vectors"]

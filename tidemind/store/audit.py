@@ -1,0 +1,36 @@
+"""The audit log: one row per mutation, written in the mutation's own transaction.
+
+It holds ids, actions and hashes, never authored text, so `forget` does not have to touch it.
+"""
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from .connection import rows
+
+DDL = """
+CREATE TABLE audit_log(
+  id INTEGER PRIMARY KEY,
+  at TEXT NOT NULL,
+  actor TEXT NOT NULL,               -- 'cli', 'mcp:<tool>', 'daemon:<task>', 'desktop', 'importer:<name>'
+  action TEXT NOT NULL,
+  node_id INTEGER,
+  capture_id INTEGER,
+  details TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_node ON audit_log(node_id);
+"""
+
+
+def record(conn: apsw.Connection, *, at: str, actor: str, action: str, node_id: int | None = None,
+           capture_id: int | None = None, **details) -> None:
+    if not conn.in_transaction:
+        raise RuntimeError("audit.record must run inside the mutation's transaction")
+    conn.execute("INSERT INTO audit_log(at, actor, action, node_id, capture_id, details) VALUES(?,?,?,?,?,?)",
+                 (at, actor, action, node_id, capture_id, json.dumps(details, sort_keys=True)))
+
+
+def for_node(conn: apsw.Connection, node_id: int) -> list[dict]:
+    return rows(conn, "SELECT at, actor, action, details FROM audit_log WHERE node_id=? ORDER BY id", (node_id,))

@@ -1,0 +1,48 @@
+"""Captures: the raw input of one digest, whole, append-only (only `forget` redacts it)."""
+from __future__ import annotations
+
+import apsw
+
+from .connection import rows
+
+DDL = """
+CREATE TABLE captures(
+  id INTEGER PRIMARY KEY,
+  content TEXT,                      -- NULL once forgotten
+  content_hash TEXT NOT NULL,        -- sha256 of the stored text; survives forget as the tombstone
+  scope TEXT NOT NULL,
+  source_tool TEXT,
+  session TEXT,
+  recorded_at TEXT NOT NULL,
+  stream_file TEXT,                  -- name of the dated stream file holding the raw entry
+  forgotten_at TEXT
+);
+"""
+
+
+def insert(conn: apsw.Connection, *, content: str, content_hash: str, scope: str, source_tool: str | None,
+           session: str | None, recorded_at: str, stream_file: str) -> int:
+    conn.execute(
+        "INSERT INTO captures(content, content_hash, scope, source_tool, session, recorded_at, stream_file)"
+        " VALUES(?,?,?,?,?,?,?)",
+        (content, content_hash, scope, source_tool, session, recorded_at, stream_file))
+    return conn.last_insert_rowid()
+
+
+def next_id(conn: apsw.Connection) -> int:
+    for (mx,) in conn.execute("SELECT coalesce(max(id), 0) + 1 FROM captures"):
+        return mx
+    return 1
+
+
+def get(conn: apsw.Connection, capture_id: int) -> dict | None:
+    found = rows(conn, "SELECT * FROM captures WHERE id=?", (capture_id,))
+    return found[0] if found else None
+
+
+def redact(conn: apsw.Connection, capture_id: int, at: str) -> None:
+    conn.execute("UPDATE captures SET content=NULL, forgotten_at=? WHERE id=?", (at, capture_id))
+
+
+def all_with_stream(conn: apsw.Connection) -> list[dict]:
+    return rows(conn, "SELECT id, stream_file, content_hash, forgotten_at FROM captures")

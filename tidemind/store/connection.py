@@ -1,0 +1,85 @@
+"""The one way to open the database.
+
+Every connection: WAL, a busy timeout, foreign keys on, secure_delete on (so `forget` leaves
+no bytes in free pages), sqlite-vec loaded. `immediate(conn)` is the transaction to use
+whenever a transaction reads and then writes: a deferred one fails with SQLITE_BUSY_SNAPSHOT
+under concurrent writers and the busy timeout cannot help it (research/dependencies.md §4).
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+import apsw
+import apsw.ext
+import sqlite_vec
+
+from ..errors import StoreBusy
+
+
+def connect(path: Path | str, busy_timeout_ms: int = 10_000, readonly: bool = False) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    conn = apsw.Connection(str(path), flags=flags)
+    conn.setbusytimeout(busy_timeout_ms)
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+    if not readonly:
+        _retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchall())
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA synchronous=NORMAL")   # durability of acknowledged digests comes from the fsync'd stream file
+    conn.execute("PRAGMA secure_delete=ON")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    return conn
+
+
+def _retry_busy(fn, attempts: int = 50):
+    import time
+
+    for i in range(attempts):
+        try:
+            return fn()
+        except apsw.BusyError:
+            if i == attempts - 1:
+                raise StoreBusy("the database is locked by another process; try again") from None
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Not re-entrant."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except apsw.BusyError:
+        raise StoreBusy("the database stayed locked by another writer; try again") from None
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        try:
+            conn.execute("COMMIT")
+        except apsw.BusyError:
+            conn.execute("ROLLBACK")
+            raise StoreBusy("could not commit: the database is locked; nothing was written") from None
+
+
+def rows(conn: apsw.Connection, sql: str, params=()) -> list[dict]:
+    """Run a query and return rows as dicts (column name -> value)."""
+    cur = conn.execute(sql, params)
+    out = []
+    try:
+        names = [d[0] for d in cur.getdescription()]
+    except apsw.ExecutionCompleteError:
+        return out
+    for row in cur:
+        out.append(dict(zip(names, row)))
+    return out
+
+
+def scalar(conn: apsw.Connection, sql: str, params=()):
+    for row in conn.execute(sql, params):
+        return row[0]
+    return None

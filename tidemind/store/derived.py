@@ -1,0 +1,47 @@
+"""Derived fields: model or heuristic output about a node (title, summary, dimensions...).
+
+Each value carries its generator and time; it is regenerable and never overwrites authored
+text. Searchable fields are mirrored into `nodes.derived_text` so FTS indexes them.
+"""
+from __future__ import annotations
+
+import apsw
+
+from . import nodes
+from .connection import rows
+
+DDL = """
+CREATE TABLE derived(
+  node_id INTEGER NOT NULL REFERENCES nodes(id),
+  field TEXT NOT NULL,
+  value TEXT NOT NULL,
+  generator TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(node_id, field)
+);
+"""
+
+SEARCHABLE = ("title", "summary", "keyphrases")
+
+
+def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: str, at: str) -> None:
+    conn.execute("INSERT INTO derived(node_id, field, value, generator, created_at) VALUES(?,?,?,?,?)"
+                 " ON CONFLICT(node_id, field) DO UPDATE SET value=excluded.value, generator=excluded.generator,"
+                 " created_at=excluded.created_at", (node_id, field, value, generator, at))
+    _mirror(conn, node_id)
+
+
+def for_node(conn: apsw.Connection, node_id: int) -> dict[str, dict]:
+    return {r["field"]: {"value": r["value"], "generator": r["generator"], "created_at": r["created_at"]}
+            for r in rows(conn, "SELECT field, value, generator, created_at FROM derived WHERE node_id=?", (node_id,))}
+
+
+def delete_for_node(conn: apsw.Connection, node_id: int) -> None:
+    conn.execute("DELETE FROM derived WHERE node_id=?", (node_id,))
+
+
+def _mirror(conn: apsw.Connection, node_id: int) -> None:
+    marks = ",".join("?" * len(SEARCHABLE))
+    text = " \n".join(v for (v,) in conn.execute(
+        f"SELECT value FROM derived WHERE node_id=? AND field IN ({marks}) ORDER BY field", (node_id, *SEARCHABLE)))
+    nodes.set_derived_text(conn, node_id, text)

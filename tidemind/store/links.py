@@ -1,0 +1,91 @@
+"""Links between nodes, each with a status. Only `confirmed` links are ever walked.
+
+Rejections (`rejected_by_model`, `rejected_by_user`) and `expired` stay as rows so an existence
+check sees them and nothing re-proposes the pair.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import apsw
+
+from .connection import rows
+from .visibility import AsOf, visible
+
+DDL = """
+CREATE TABLE links(
+  id INTEGER PRIMARY KEY,
+  source_id INTEGER NOT NULL REFERENCES nodes(id),
+  target_id INTEGER NOT NULL REFERENCES nodes(id),
+  relation TEXT NOT NULL DEFAULT 'related',
+  status TEXT NOT NULL CHECK(status IN ('pending','confirmed','rejected_by_model','rejected_by_user','expired')),
+  strength REAL,
+  reason TEXT,
+  proposed_by TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  decided_at TEXT,
+  UNIQUE(source_id, target_id, relation)
+);
+CREATE INDEX links_target ON links(target_id, status);
+CREATE INDEX links_source ON links(source_id, status);
+"""
+
+
+def add(conn: apsw.Connection, source_id: int, target_id: int, *, relation: str = "related", status: str = "pending",
+        strength: float | None = None, proposed_by: str, at: str, reason: str | None = None) -> int | None:
+    """Insert a link unless the pair already has one in any status (so rejections hold). Returns the id or None."""
+    if exists(conn, source_id, target_id):
+        return None
+    conn.execute("INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by, created_at)"
+                 " VALUES(?,?,?,?,?,?,?,?)", (source_id, target_id, relation, status, strength, reason, proposed_by, at))
+    return conn.last_insert_rowid()
+
+
+def exists(conn: apsw.Connection, a: int, b: int) -> bool:
+    return any(conn.execute("SELECT 1 FROM links WHERE (source_id=? AND target_id=?) OR (source_id=? AND target_id=?)"
+                            " LIMIT 1", (a, b, b, a)))
+
+
+def set_status(conn: apsw.Connection, link_id: int, status: str, at: str, reason: str | None = None) -> None:
+    conn.execute("UPDATE links SET status=?, decided_at=?, reason=coalesce(?, reason) WHERE id=?",
+                 (status, at, reason, link_id))
+
+
+def for_nodes(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
+              as_of: AsOf | None = None) -> dict[int, list[dict]]:
+    """Links of each node whose other end is visible, every status shown as it is."""
+    out: dict[int, list[dict]] = {i: [] for i in node_ids}
+    if not node_ids:
+        return out
+    pred, params = visible("o", scopes, as_of)
+    marks = ",".join("?" * len(node_ids))
+    for r in rows(conn, f"""
+        SELECT l.id, l.source_id, l.target_id, l.relation, l.status, l.strength FROM links l
+        JOIN nodes o ON o.id = CASE WHEN l.source_id IN ({marks}) THEN l.target_id ELSE l.source_id END
+        WHERE (l.source_id IN ({marks}) OR l.target_id IN ({marks})) AND {pred}""",
+                  [*node_ids, *node_ids, *node_ids, *params]):
+        for me, other in ((r["source_id"], r["target_id"]), (r["target_id"], r["source_id"])):
+            if me in out:
+                out[me].append({"id": r["id"], "target": other, "relation": r["relation"],
+                                "status": r["status"], "strength": r["strength"]})
+    return out
+
+
+def confirmed_neighbours(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
+                         as_of: AsOf | None = None) -> list[tuple[int, int, float]]:
+    """(seed, neighbour, strength) over confirmed links only, the neighbour passing the predicate."""
+    if not node_ids:
+        return []
+    pred, params = visible("o", scopes, as_of)
+    marks = ",".join("?" * len(node_ids))
+    sql = f"""
+        SELECT l.source_id, l.target_id, coalesce(l.strength, 1.0) FROM links l JOIN nodes o ON o.id = l.target_id
+        WHERE l.status='confirmed' AND l.source_id IN ({marks}) AND {pred}
+        UNION ALL
+        SELECT l.target_id, l.source_id, coalesce(l.strength, 1.0) FROM links l JOIN nodes o ON o.id = l.source_id
+        WHERE l.status='confirmed' AND l.target_id IN ({marks}) AND {pred}"""
+    return [tuple(r) for r in conn.execute(sql, [*node_ids, *params, *node_ids, *params])]
+
+
+def count_by_status(conn: apsw.Connection) -> dict[str, int]:
+    return {s: n for s, n in conn.execute("SELECT status, count(*) FROM links GROUP BY status")}

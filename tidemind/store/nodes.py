@@ -1,0 +1,189 @@
+"""Nodes (memory units with authored text) and node versions (the lineage of corrections).
+
+A correction never edits a node's text: it adds a node that supersedes the old one, and the
+pair share a lineage in `node_versions`. Only `erase` (the forget path) blanks text.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import apsw
+
+from .connection import rows, scalar
+from .visibility import AsOf, visible
+
+DDL = """
+CREATE TABLE nodes(
+  id INTEGER PRIMARY KEY,
+  capture_id INTEGER REFERENCES captures(id),
+  unit_index INTEGER NOT NULL DEFAULT 0,      -- position of this unit within its capture
+  content TEXT NOT NULL,                      -- authored text, verbatim ('' once forgotten)
+  content_hash TEXT NOT NULL,                 -- sha256 of content; the tombstone after forget
+  norm_hash TEXT NOT NULL,                    -- sha256 of case/space/punctuation-folded text (correction stickiness)
+  scope TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'live' CHECK(status IN ('live','archived','superseded','forgotten')),
+  kind TEXT NOT NULL DEFAULT 'memory',
+  source_tool TEXT,
+  session TEXT,
+  recorded_at TEXT NOT NULL,
+  superseded_at TEXT,
+  valid_from TEXT NOT NULL,
+  valid_to TEXT,
+  superseded_by INTEGER REFERENCES nodes(id),
+  heat REAL NOT NULL DEFAULT 1.0,
+  derived_text TEXT NOT NULL DEFAULT ''       -- index layer: searchable derived fields, rebuilt from `derived`
+);
+CREATE INDEX nodes_scope_status ON nodes(scope, status, recorded_at);
+CREATE INDEX nodes_capture ON nodes(capture_id, unit_index);
+CREATE INDEX nodes_session ON nodes(session, id) WHERE session IS NOT NULL;
+CREATE INDEX nodes_norm_hash ON nodes(norm_hash);
+
+CREATE TABLE node_versions(
+  node_id INTEGER PRIMARY KEY REFERENCES nodes(id),
+  lineage_id INTEGER NOT NULL,                -- id of the first node of the lineage
+  version INTEGER NOT NULL,
+  reason TEXT NOT NULL,                       -- 'digest' | 'correct' | 'import'
+  actor TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  UNIQUE(lineage_id, version)
+);
+"""
+
+COLUMNS = ("id", "capture_id", "unit_index", "content", "content_hash", "scope", "status", "kind",
+           "source_tool", "session", "recorded_at", "superseded_at", "valid_from", "valid_to",
+           "superseded_by", "heat")
+_SELECT = ", ".join(f"n.{c}" for c in COLUMNS)
+
+
+def insert(conn: apsw.Connection, *, capture_id: int | None, unit_index: int, content: str, content_hash: str,
+           norm_hash: str, scope: str, source_tool: str | None, session: str | None, recorded_at: str,
+           valid_from: str, kind: str = "memory", reason: str = "digest", actor: str = "cli",
+           lineage_of: int | None = None) -> int:
+    conn.execute(
+        "INSERT INTO nodes(capture_id, unit_index, content, content_hash, norm_hash, scope, kind, source_tool,"
+        " session, recorded_at, valid_from) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+        (capture_id, unit_index, content, content_hash, norm_hash, scope, kind, source_tool, session,
+         recorded_at, valid_from))
+    node_id = conn.last_insert_rowid()
+    if lineage_of is None:
+        lineage, version = node_id, 1
+    else:
+        lineage, prev = next(iter(conn.execute(
+            "SELECT lineage_id, version FROM node_versions WHERE node_id=?", (lineage_of,))))
+        version = scalar(conn, "SELECT max(version) FROM node_versions WHERE lineage_id=?", (lineage,)) + 1
+    conn.execute("INSERT INTO node_versions(node_id, lineage_id, version, reason, actor, created_at)"
+                 " VALUES(?,?,?,?,?,?)", (node_id, lineage, version, reason, actor, recorded_at))
+    return node_id
+
+
+def get_any(conn: apsw.Connection, node_id: int) -> dict | None:
+    """Raw row whatever its status or scope: for write paths that must check state themselves."""
+    found = rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE n.id=?", (node_id,))
+    return found[0] if found else None
+
+
+def get_visible(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
+                as_of: AsOf | None = None) -> dict[int, dict]:
+    """Rows for the ids that pass the live-and-in-scope predicate; the others are simply absent."""
+    if not node_ids:
+        return {}
+    pred, params = visible("n", scopes, as_of)
+    marks = ",".join("?" * len(node_ids))
+    found = rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE n.id IN ({marks}) AND {pred}",
+                 [*node_ids, *params])
+    return {r["id"]: r for r in found}
+
+
+def set_status(conn: apsw.Connection, node_id: int, status: str) -> None:
+    conn.execute("UPDATE nodes SET status=? WHERE id=?", (status, node_id))
+
+
+def supersede(conn: apsw.Connection, old_id: int, new_id: int, at: str) -> None:
+    conn.execute("UPDATE nodes SET status='superseded', superseded_at=?, superseded_by=? WHERE id=?",
+                 (at, new_id, old_id))
+
+
+def erase(conn: apsw.Connection, node_id: int) -> None:
+    """Forget: blank the authored and derived text; hashes stay as the tombstone."""
+    conn.execute("UPDATE nodes SET content='', derived_text='', status='forgotten' WHERE id=?", (node_id,))
+
+
+def set_derived_text(conn: apsw.Connection, node_id: int, text: str) -> None:
+    conn.execute("UPDATE nodes SET derived_text=? WHERE id=?", (text, node_id))
+
+
+def versions(conn: apsw.Connection, node_id: int) -> list[dict]:
+    """Every version in the node's lineage, oldest first (text included only while not forgotten)."""
+    return rows(conn, """
+        SELECT v.version, v.node_id AS id, v.reason, v.actor, n.status, n.content, n.recorded_at, n.superseded_at
+        FROM node_versions v JOIN nodes n ON n.id = v.node_id
+        WHERE v.lineage_id = (SELECT lineage_id FROM node_versions WHERE node_id=?)
+        ORDER BY v.version""", (node_id,))
+
+
+def lineage_ids(conn: apsw.Connection, node_id: int) -> list[int]:
+    return [r[0] for r in conn.execute(
+        "SELECT node_id FROM node_versions WHERE lineage_id=(SELECT lineage_id FROM node_versions WHERE node_id=?)",
+        (node_id,))]
+
+
+def of_capture(conn: apsw.Connection, capture_id: int) -> list[int]:
+    return [r[0] for r in conn.execute("SELECT id FROM nodes WHERE capture_id=? ORDER BY unit_index", (capture_id,))]
+
+
+def corrected_away(conn: apsw.Connection, scope: str, norm_hash: str) -> list[dict]:
+    """Nodes in `scope` with this folded text that a correction replaced."""
+    return rows(conn, """
+        SELECT n.id, n.superseded_by FROM nodes n JOIN node_versions v ON v.node_id = n.superseded_by
+        WHERE n.norm_hash=? AND n.scope=? AND n.status='superseded' AND v.reason='correct'""",
+                (norm_hash, scope))
+
+
+def has_corrections(conn: apsw.Connection, scope: str) -> bool:
+    return bool(scalar(conn, "SELECT 1 FROM nodes WHERE scope=? AND status='superseded' LIMIT 1", (scope,)))
+
+
+def superseded_in_scope(conn: apsw.Connection, scope: str, ids: Sequence[int]) -> list[dict]:
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    return rows(conn, f"""
+        SELECT n.id, n.content, n.superseded_by FROM nodes n JOIN node_versions v ON v.node_id = n.superseded_by
+        WHERE n.id IN ({marks}) AND n.scope=? AND n.status='superseded' AND v.reason='correct'""", [*ids, scope])
+
+
+def neighbours(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
+               as_of: AsOf | None = None) -> list[tuple[int, int, str]]:
+    """(seed, neighbour, why) for sibling units of one capture and the adjacent digests of one session.
+
+    Adjacent = the previous and next visible node of the same session, by id (ids grow with time).
+    """
+    if not node_ids:
+        return []
+    pred, params = visible("m", scopes, as_of)
+    marks = ",".join("?" * len(node_ids))
+    out = [(s, m, "capture") for s, m in conn.execute(f"""
+        SELECT n.id, m.id FROM nodes n JOIN nodes m ON m.capture_id = n.capture_id AND m.id != n.id
+        WHERE n.id IN ({marks}) AND {pred}""", [*node_ids, *params])]
+    for direction, cmp, order in (("prev", "<", "DESC"), ("next", ">", "ASC")):
+        out += [(s, m, "session") for s, m in conn.execute(f"""
+            SELECT n.id, (SELECT m.id FROM nodes m WHERE m.session = n.session AND m.id {cmp} n.id AND {pred}
+                          ORDER BY m.id {order} LIMIT 1)
+            FROM nodes n WHERE n.id IN ({marks}) AND n.session IS NOT NULL""", [*params, *node_ids]) if m]
+    return out
+
+
+def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
+    counts = {"live": 0, "archived": 0, "superseded": 0, "forgotten": 0}
+    if scopes:
+        marks = ",".join("?" * len(scopes))
+        q = conn.execute(f"SELECT status, count(*) FROM nodes WHERE scope IN ({marks}) GROUP BY status", list(scopes))
+    else:
+        q = conn.execute("SELECT status, count(*) FROM nodes GROUP BY status")
+    for status, n in q:
+        counts[status] = n
+    return counts
+
+
+def scopes_in_use(conn: apsw.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT scope FROM nodes ORDER BY scope")]

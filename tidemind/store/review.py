@@ -1,0 +1,55 @@
+"""Review items: what waits for a person (merges, crystals, contradictions, re-asserted corrections)."""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import apsw
+
+from .connection import rows
+
+DDL = """
+CREATE TABLE review_items(
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL,                  -- 'reasserted_correction' | 'merge' | 'contradiction' | 'crystal' | ...
+  status TEXT NOT NULL DEFAULT 'open' CHECK(status IN ('open','approved','rejected')),
+  node_id INTEGER REFERENCES nodes(id),
+  other_node_id INTEGER REFERENCES nodes(id),
+  payload TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  resolved_at TEXT,
+  resolved_by TEXT
+);
+CREATE INDEX review_open ON review_items(status, kind);
+CREATE INDEX review_node ON review_items(node_id);
+"""
+
+
+def file(conn: apsw.Connection, kind: str, *, node_id: int | None, other_node_id: int | None, at: str,
+         **payload) -> int:
+    conn.execute("INSERT INTO review_items(kind, node_id, other_node_id, payload, created_at) VALUES(?,?,?,?,?)",
+                 (kind, node_id, other_node_id, json.dumps(payload, sort_keys=True), at))
+    return conn.last_insert_rowid()
+
+
+def open_for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {i: [] for i in node_ids}
+    if not node_ids:
+        return out
+    marks = ",".join("?" * len(node_ids))
+    for r in rows(conn, f"SELECT id, kind, node_id, other_node_id FROM review_items WHERE status='open'"
+                        f" AND (node_id IN ({marks}) OR other_node_id IN ({marks}))", [*node_ids, *node_ids]):
+        for key in ("node_id", "other_node_id"):
+            if r[key] in out:
+                out[r[key]].append(r)
+    return out
+
+
+def count_by_status(conn: apsw.Connection) -> dict[str, int]:
+    return {s: n for s, n in conn.execute("SELECT status, count(*) FROM review_items GROUP BY status")}
+
+
+def scrub_node(conn: apsw.Connection, node_id: int) -> None:
+    """Forget: payloads may quote text; drop it for items that name the node."""
+    conn.execute("UPDATE review_items SET payload='{\"forgotten\": true}' WHERE node_id=? OR other_node_id=?",
+                 (node_id, node_id))

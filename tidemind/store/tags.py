@@ -1,0 +1,90 @@
+"""Tags and their assignment to nodes, each assignment with a status.
+
+`rejected_by_user` is a tombstone: it is never deleted by a pass and nothing re-proposes it;
+only an explicit `unreject` lifts it.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import apsw
+
+from .connection import rows
+
+DDL = """
+CREATE TABLE tags(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE COLLATE NOCASE
+);
+CREATE TABLE node_tags(
+  node_id INTEGER NOT NULL REFERENCES nodes(id),
+  tag_id INTEGER NOT NULL REFERENCES tags(id),
+  status TEXT NOT NULL CHECK(status IN ('proposed','confirmed','rejected_by_user')),
+  source TEXT NOT NULL,                 -- who proposed or set it
+  confidence REAL,
+  created_at TEXT NOT NULL,
+  decided_at TEXT,
+  PRIMARY KEY(node_id, tag_id)
+);
+CREATE INDEX node_tags_tag ON node_tags(tag_id, status);
+"""
+
+SERVED = ("proposed", "confirmed")   # statuses a tag filter matches; rejected ones never do
+
+
+def tag_id(conn: apsw.Connection, name: str) -> int:
+    conn.execute("INSERT INTO tags(name) VALUES(?) ON CONFLICT(name) DO NOTHING", (name,))
+    return next(iter(conn.execute("SELECT id FROM tags WHERE name=?", (name,))))[0]
+
+
+def assign(conn: apsw.Connection, node_id: int, name: str, *, status: str, source: str, at: str,
+           confidence: float | None = None) -> bool:
+    """Add or upgrade an assignment. Never overrides a person's rejection. Returns True if written."""
+    tid = tag_id(conn, name)
+    current = [r[0] for r in conn.execute("SELECT status FROM node_tags WHERE node_id=? AND tag_id=?", (node_id, tid))]
+    if current and (current[0] == "rejected_by_user" or (current[0] == "confirmed" and status == "proposed")):
+        return False
+    conn.execute("INSERT INTO node_tags(node_id, tag_id, status, source, confidence, created_at) VALUES(?,?,?,?,?,?)"
+                 " ON CONFLICT(node_id, tag_id) DO UPDATE SET status=excluded.status, source=excluded.source,"
+                 " confidence=excluded.confidence, decided_at=excluded.created_at",
+                 (node_id, tid, status, source, confidence, at))
+    return True
+
+
+def reject(conn: apsw.Connection, node_id: int, name: str, at: str) -> None:
+    tid = tag_id(conn, name)
+    conn.execute("INSERT INTO node_tags(node_id, tag_id, status, source, created_at, decided_at)"
+                 " VALUES(?,?,'rejected_by_user','person',?,?) ON CONFLICT(node_id, tag_id)"
+                 " DO UPDATE SET status='rejected_by_user', decided_at=excluded.decided_at",
+                 (node_id, tid, at, at))
+
+
+def unreject(conn: apsw.Connection, node_id: int, name: str) -> bool:
+    cur = conn.execute("DELETE FROM node_tags WHERE node_id=? AND status='rejected_by_user'"
+                       " AND tag_id=(SELECT id FROM tags WHERE name=?)", (node_id, name))
+    return conn.changes() > 0
+
+
+def for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {i: [] for i in node_ids}
+    if not node_ids:
+        return out
+    marks = ",".join("?" * len(node_ids))
+    for r in rows(conn, f"SELECT nt.node_id, t.name, nt.status, nt.source FROM node_tags nt JOIN tags t"
+                        f" ON t.id = nt.tag_id WHERE nt.node_id IN ({marks}) ORDER BY t.name", list(node_ids)):
+        out[r["node_id"]].append({"name": r["name"], "status": r["status"], "source": r["source"]})
+    return out
+
+
+def filter_sql(alias: str, names: Sequence[str]) -> tuple[str, list]:
+    """Nodes carrying every one of `names` with a served status (applied before ranking)."""
+    parts, params = [], []
+    for name in names:
+        parts.append(f"EXISTS (SELECT 1 FROM node_tags nt JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id = {alias}.id"
+                     f" AND t.name = ? AND nt.status IN ('proposed','confirmed'))")
+        params.append(name)
+    return " AND ".join(parts), params
+
+
+def count_by_status(conn: apsw.Connection) -> dict[str, int]:
+    return {s: n for s, n in conn.execute("SELECT status, count(*) FROM node_tags GROUP BY status")}

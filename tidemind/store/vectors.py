@@ -1,0 +1,164 @@
+"""Vectors: a float table (exact cosine, reranking, as-of queries) and a sqlite-vec bit index.
+
+The `vec0` index holds one sign-quantised vector per *live* node, partitioned by scope, so a
+scoped KNN touches only that scope's rows and costs a fraction of a float scan; the top
+candidates are then reranked by exact cosine from the float table. Every vector records the
+embedder that made it; a query only meets vectors of its own embedder. The embed queue keeps
+embedding off the digest's critical path.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import apsw
+import numpy as np
+
+from .connection import scalar
+
+DDL = """
+CREATE TABLE node_vectors(
+  node_id INTEGER PRIMARY KEY REFERENCES nodes(id),
+  embedder TEXT NOT NULL,
+  dim INTEGER NOT NULL,
+  vec BLOB NOT NULL,                   -- float32, unit length
+  created_at TEXT NOT NULL
+);
+CREATE INDEX node_vectors_embedder ON node_vectors(embedder);
+CREATE TABLE embed_queue(
+  node_id INTEGER PRIMARY KEY REFERENCES nodes(id),
+  enqueued_at TEXT NOT NULL
+);
+"""
+
+
+def _index(dim: int) -> str:
+    return f"vec_bits_{int(dim)}"
+
+
+def ensure_index(conn: apsw.Connection, dim: int) -> str:
+    name = _index(dim)
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
+                 f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedder TEXT, embedding bit[{int(dim)}])")
+    return name
+
+
+def _indexes(conn: apsw.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name GLOB 'vec_bits_*'"
+                                       " AND name NOT GLOB '*_*_*_*'")]
+
+
+def enqueue(conn: apsw.Connection, node_id: int, at: str) -> None:
+    conn.execute("INSERT OR IGNORE INTO embed_queue(node_id, enqueued_at) VALUES(?,?)", (node_id, at))
+
+
+def queued(conn: apsw.Connection, limit: int) -> list[tuple[int, str, str]]:
+    """(node_id, content, scope) of queued nodes that are still live; dead ones are dropped from the queue."""
+    conn.execute("DELETE FROM embed_queue WHERE node_id IN (SELECT q.node_id FROM embed_queue q JOIN nodes n"
+                 " ON n.id=q.node_id WHERE n.status != 'live')")
+    return list(conn.execute("SELECT n.id, n.content, n.scope FROM embed_queue q JOIN nodes n ON n.id = q.node_id"
+                             " ORDER BY q.node_id LIMIT ?", (limit,)))
+
+
+def queue_length(conn: apsw.Connection) -> int:
+    return scalar(conn, "SELECT count(*) FROM embed_queue")
+
+
+def enqueue_stale(conn: apsw.Connection, embedder: str, at: str) -> int:
+    """Queue live nodes with no vector or a vector from another embedder."""
+    conn.execute("INSERT OR IGNORE INTO embed_queue(node_id, enqueued_at) SELECT n.id, ? FROM nodes n"
+                 " LEFT JOIN node_vectors v ON v.node_id = n.id WHERE n.status='live'"
+                 " AND (v.node_id IS NULL OR v.embedder != ?)", (at, embedder))
+    return conn.changes()
+
+
+def put(conn: apsw.Connection, node_id: int, scope: str, embedder: str, vec: np.ndarray, at: str) -> None:
+    vec = np.asarray(vec, dtype=np.float32)
+    conn.execute("INSERT INTO node_vectors(node_id, embedder, dim, vec, created_at) VALUES(?,?,?,?,?)"
+                 " ON CONFLICT(node_id) DO UPDATE SET embedder=excluded.embedder, dim=excluded.dim, vec=excluded.vec,"
+                 " created_at=excluded.created_at", (node_id, embedder, vec.shape[0], vec.tobytes(), at))
+    index = ensure_index(conn, vec.shape[0])
+    for name in _indexes(conn):
+        conn.execute(f"DELETE FROM {name} WHERE node_id=?", (node_id,))
+    conn.execute(f"INSERT INTO {index}(node_id, scope, embedder, embedding) VALUES(?,?,?,vec_quantize_binary(?))",
+                 (node_id, scope, embedder, vec.tobytes()))
+    conn.execute("DELETE FROM embed_queue WHERE node_id=?", (node_id,))
+
+
+def drop_from_index(conn: apsw.Connection, node_id: int) -> None:
+    """Leave the KNN index (superseded nodes: their floats stay for as-of queries)."""
+    for name in _indexes(conn):
+        conn.execute(f"DELETE FROM {name} WHERE node_id=?", (node_id,))
+
+
+def drop(conn: apsw.Connection, node_id: int) -> None:
+    """Archive / forget: no vector of the node remains anywhere."""
+    drop_from_index(conn, node_id)
+    conn.execute("DELETE FROM node_vectors WHERE node_id=?", (node_id,))
+    conn.execute("DELETE FROM embed_queue WHERE node_id=?", (node_id,))
+
+
+def knn_candidates(conn: apsw.Connection, query: np.ndarray, scopes: Sequence[str], embedder: str,
+                   k: int) -> list[int]:
+    """Bare sqlite-vec KNN over the bit index: candidate ids by Hamming distance (no predicate)."""
+    name = _index(query.shape[0])
+    if name not in _indexes(conn):
+        return []
+    marks = ",".join("?" * len(scopes))
+    sql = (f"SELECT node_id FROM {name} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?"
+           f" AND scope IN ({marks}) AND embedder = ?")
+    return [r[0] for r in conn.execute(sql, [np.asarray(query, np.float32).tobytes(), min(k, 4096), *scopes, embedder])]
+
+
+def rerank(conn: apsw.Connection, query: np.ndarray, ids: Sequence[int], where: str, params: Sequence,
+           embedder: str) -> list[tuple[int, float]]:
+    """Exact cosine for candidate ids that pass `where` (predicate on alias n), best first."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    got = list(conn.execute(f"SELECT v.node_id, v.vec FROM node_vectors v JOIN nodes n ON n.id = v.node_id"
+                            f" WHERE v.node_id IN ({marks}) AND v.embedder = ? AND {where}",
+                            [*ids, embedder, *params]))
+    return _score(query, got)
+
+
+def scan(conn: apsw.Connection, query: np.ndarray, where: str, params: Sequence, embedder: str,
+         limit: int) -> list[tuple[int, float]]:
+    """Exact cosine over every node passing `where`: for narrow filters and as-of queries."""
+    got = list(conn.execute(f"SELECT v.node_id, v.vec FROM node_vectors v JOIN nodes n ON n.id = v.node_id"
+                            f" WHERE v.embedder = ? AND {where}", [embedder, *params]))
+    return _score(query, got)[:limit]
+
+
+def count_matching(conn: apsw.Connection, where: str, params: Sequence, embedder: str) -> int:
+    return scalar(conn, f"SELECT count(*) FROM node_vectors v JOIN nodes n ON n.id = v.node_id"
+                        f" WHERE v.embedder = ? AND {where}", [embedder, *params])
+
+
+def _score(query: np.ndarray, got: list) -> list[tuple[int, float]]:
+    if not got:
+        return []
+    q = np.asarray(query, np.float32)
+    mat = np.frombuffer(b"".join(b for _, b in got), dtype=np.float32).reshape(len(got), -1)
+    if mat.shape[1] != q.shape[0]:
+        return []
+    sims = mat @ q
+    order = np.argsort(-sims, kind="stable")
+    return [(got[i][0], float(sims[i])) for i in order]
+
+
+def integrity_problems(conn: apsw.Connection) -> list[str]:
+    problems = []
+    dead = scalar(conn, "SELECT count(*) FROM node_vectors v JOIN nodes n ON n.id=v.node_id"
+                        " WHERE n.status IN ('archived','forgotten')")
+    if dead:
+        problems.append(f"vectors: {dead} archived or forgotten node(s) still have a float vector")
+    for name in _indexes(conn):
+        stray = scalar(conn, f"SELECT count(*) FROM {name} x LEFT JOIN nodes n ON n.id = x.node_id"
+                             f" WHERE n.id IS NULL OR n.status != 'live'")
+        if stray:
+            problems.append(f"vectors: {stray} row(s) in {name} for nodes that are not live")
+        mismatch = scalar(conn, f"SELECT count(*) FROM {name} x JOIN nodes n ON n.id = x.node_id"
+                                f" WHERE n.scope != x.scope")
+        if mismatch:
+            problems.append(f"vectors: {mismatch} row(s) in {name} in the wrong scope partition")
+    return problems

@@ -1,0 +1,45 @@
+"""The one definition of "live and in scope". Every read path builds its WHERE clause here.
+
+Without `as_of` a node is visible when its status is `live` and its scope is one the caller
+may read. `as_of` answers for either clock:
+  - valid clock: the fact held at T   (valid_from <= T < valid_to)
+  - recorded clock: the store held it at T (recorded_at <= T < superseded_at); this is the
+    only way a `superseded` node is ever seen, and it comes back flagged `superseded_by`.
+Archived and forgotten nodes are never visible, whatever the clock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..errors import ScopeDenied
+
+
+@dataclass(frozen=True)
+class AsOf:
+    valid: str | None = None      # canonical ISO timestamps (tidemind.timeutil)
+    recorded: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.valid or self.recorded)
+
+
+def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None) -> tuple[str, list]:
+    """SQL fragment (no leading AND) and its parameters for nodes aliased `alias`."""
+    if not scopes:
+        raise ScopeDenied("no readable scope given")
+    a = alias
+    params: list = list(scopes)
+    marks = ",".join("?" * len(scopes))
+    clauses = [f"{a}.scope IN ({marks})"]
+    if as_of is not None and as_of.recorded:
+        clauses.append(f"{a}.status IN ('live','superseded')")
+        clauses.append(f"{a}.recorded_at <= ? AND ({a}.superseded_at IS NULL OR {a}.superseded_at > ?)")
+        params += [as_of.recorded, as_of.recorded]
+    else:
+        clauses.append(f"{a}.status = 'live'")
+    if as_of is not None and as_of.valid:
+        clauses.append(f"{a}.valid_from <= ? AND ({a}.valid_to IS NULL OR {a}.valid_to > ?)")
+        params += [as_of.valid, as_of.valid]
+    return " AND ".join(clauses), params

@@ -1,0 +1,50 @@
+"""Small text helpers shared by the write path, search and the default embedder."""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Function words carry no evidence that a memory answers a question.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are aren't as at be because been before being below between
+both but by can could did do does doing don't down during each few for from further had has have having he her here
+hers herself him himself his how i if in into is it its itself just let me more most my myself no nor not now of off
+on once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves s t don did does ever also get got tell know
+remember recall please thing things anything something
+""".split())
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fold(text: str) -> str:
+    """Case, accents' composition, punctuation and whitespace folded: 'The port is 3000.' == 'the port is 3000'."""
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_WORD.findall(norm))
+
+
+def norm_hash(text: str) -> str:
+    return sha256(fold(text))
+
+
+def words(text: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", text or ""))]
+
+
+def content_words(text: str) -> list[str]:
+    """Words that can carry evidence: no stopwords, no single characters (digits kept)."""
+    return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper for evidence matching (FTS does the real Porter stemming)."""
+    for suffix in ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word

@@ -1,0 +1,64 @@
+"""How a node is shown to a reader: authored text, then its labelled layers and standing.
+
+Tags and links always carry their status; derived values always carry their generator and are
+labelled `derived`; a superseded node (seen only through an as-of query) says what replaced it.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import apsw
+
+from .store import AsOf, derived, links, review, tags
+
+
+def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int], scopes: Sequence[str],
+             as_of: AsOf | None = None, scores: dict[int, float] | None = None,
+             via: dict[int, str] | None = None) -> list[dict]:
+    ids = [i for i in order if i in found]
+    tag_map = tags.for_nodes(conn, ids)
+    link_map = links.for_nodes(conn, ids, scopes, as_of)
+    open_reviews = review.open_for_nodes(conn, ids)
+    items = []
+    for node_id in ids:
+        row = found[node_id]
+        der = derived.for_node(conn, node_id)
+        flags = []
+        if row["status"] == "superseded" and row["superseded_by"]:
+            flags.append(f"superseded_by:{row['superseded_by']}")
+        for item in open_reviews[node_id]:
+            if item["kind"] in ("contradiction", "reasserted_correction"):
+                flags.append(f"contradiction:review:{item['id']}")
+        if der:
+            flags.append("has_derived")
+        if via and node_id in via:
+            flags.append(f"via:{via[node_id]}")
+        items.append({
+            "id": node_id,
+            "content": row["content"],
+            "layer": "authored",
+            "scope": row["scope"],
+            "status": row["status"],
+            "score": round(scores.get(node_id, 0.0), 6) if scores else None,
+            "tags": [{"name": t["name"], "status": t["status"]} for t in tag_map[node_id]
+                     if t["status"] != "rejected_by_user"],
+            "links": [{"target": l["target"], "relation": l["relation"], "status": l["status"]}
+                      for l in link_map[node_id]],
+            "derived": {k: {"value": v["value"], "generator": v["generator"], "layer": "derived"}
+                        for k, v in der.items()},
+            "valid_from": row["valid_from"],
+            "valid_to": row["valid_to"],
+            "recorded_at": row["recorded_at"],
+            "superseded_at": row["superseded_at"],
+            "source": {"tool": row["source_tool"], "session": row["session"], "capture": row["capture_id"]},
+            "flags": flags,
+        })
+    return items
+
+
+def title_of(item: dict) -> str:
+    title = item.get("derived", {}).get("title", {}).get("value")
+    if title:
+        return title
+    first = next((line.strip() for line in item["content"].splitlines() if line.strip()), "")
+    return first[:117] + "..." if len(first) > 120 else first

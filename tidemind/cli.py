@@ -155,7 +155,7 @@ def cmd_demo(args):
 def cmd_bench(args):
     from .bench import run_bench
 
-    r = run_bench(nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed)
+    r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed)
     from .bench import format_table
 
     _emit(args, r, format_table)

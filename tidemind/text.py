@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -42,6 +43,7 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
+@lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
     """A crude suffix stripper for evidence matching (FTS does the real Porter stemming)."""
     for suffix in ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly"):

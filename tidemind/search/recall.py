@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import views
 from ..store import AsOf, fts, links, nodes, tags as tag_store, vectors, visible
-from ..text import content_words, stem
+from ..text import STOPWORDS, content_words, stem
 from ..timeutil import from_iso
 from . import fusion
 
@@ -63,7 +63,10 @@ def _where(req: RecallRequest) -> tuple[str, list]:
 
 
 def fts_arm(conn: apsw.Connection, req: RecallRequest, where: str, params: list) -> list[tuple[int, float]]:
-    expression = fts.match_expression(fts.tokens(req.query))
+    words = fts.tokens(req.query)
+    # function words only cost time (they match most rows) and add no evidence; keep them only
+    # when the query has nothing else
+    expression = fts.match_expression([w for w in words if w not in STOPWORDS] or words)
     if expression is None:
         return []
     return fts.search(conn, expression, where, params, FTS_CANDIDATES)

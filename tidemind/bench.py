@@ -1,0 +1,198 @@
+"""`tidemind bench`: latency of the write and read paths on a synthetic store (deterministic seed).
+
+The store is bulk-loaded through the store modules (one transaction per batch, the stream file
+written per batch), then embedded by the configured embedder. Measured on that data, in the
+same run:
+
+- digest_ms: the full `Memory.digest` path (validation, masking, transaction, fsync'd stream);
+- recall_ms: the full hybrid `Memory.recall` in one scope (how an MCP server reads);
+- recall_all_scopes_ms: the same over every scope;
+- fts_floor_ms: the bare FTS5 MATCH + bm25 ORDER BY LIMIT, no join or predicate;
+- vec_floor_ms: the bare sqlite-vec KNN on the bit index (same k, same scope), query vector given.
+
+Medians and p95 over the query set; the machine is shared, so compare ratios, not single runs.
+"""
+from __future__ import annotations
+
+import os
+import random
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from . import text
+from .memory import Memory
+from .search.recall import VEC_CANDIDATES, FTS_CANDIDATES
+from .store import captures, fts, immediate, nodes, stream, vectors
+
+SYLLABLES = ["ka", "lo", "mi", "ra", "te", "su", "no", "vi", "pe", "da", "go", "ri", "shu", "ban", "tor", "el",
+             "qua", "zen", "fi", "mor", "lin", "dex", "pol", "ar"]
+TEMPLATES = [
+    "The {n1} {v} the {a} {n2} in {scope} because the {n3} {v2} {n4}.",
+    "Decision: use {n1} for {n2}; the {a} {n3} was too {a2} when we {v} {n4}.",
+    "Remember that {n1} {v} {n2} every {n3}, and the {a} {n4} must {v2} first.",
+    "Bug: {n1} {v} when {n2} is {a}; fixed by {v2} the {n3} before {n4}.",
+    "{n1} prefers {a} {n2} over {a2} {n3}, especially for {n4} and {n5}.",
+]
+
+
+def _vocabulary(rng: random.Random, size: int) -> list[str]:
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+class Corpus:
+    def __init__(self, seed: int, vocab_size: int = 8000):
+        self.rng = random.Random(seed)
+        self.words = _vocabulary(self.rng, vocab_size)
+        weights = [1.0 / (rank + 1) ** 1.05 for rank in range(vocab_size)]
+        self._cum = list(_accumulate(weights))
+
+    def word(self) -> str:
+        return self.rng.choices(self.words, cum_weights=self._cum)[0]
+
+    def memory(self, scope: str) -> str:
+        tpl = self.rng.choice(TEMPLATES)
+        fields = {k: self.word() for k in ("n1", "n2", "n3", "n4", "n5", "v", "v2", "a", "a2")}
+        first = tpl.format(scope=scope, **fields)
+        extra = " ".join(self.word() for _ in range(self.rng.randint(8, 24)))
+        return f"{first} Notes: {extra}."
+
+
+def _accumulate(values):
+    total = 0.0
+    for v in values:
+        total += v
+        yield total
+
+
+def scopes_for(n_scopes: int) -> list[str]:
+    return ["personal"] + [f"project:p{i}" for i in range(1, n_scopes)]
+
+
+def bulk_load(m: Memory, corpus: Corpus, n: int, scopes: list[str], batch: int = 2000) -> None:
+    made = 0
+    while made < n:
+        size = min(batch, n - made)
+        now = m.now()
+        entries = []
+        with immediate(m.conn):
+            for i in range(size):
+                scope = scopes[(made + i) % len(scopes)]
+                body = corpus.memory(scope)
+                session = f"bench-{(made + i) // 20}"
+                cid = captures.insert(m.conn, content=body, content_hash=text.sha256(body), scope=scope,
+                                      source_tool="bench", session=session, recorded_at=now,
+                                      stream_file=stream.file_for(now))
+                nid = nodes.insert(m.conn, capture_id=cid, unit_index=0, content=body,
+                                   content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
+                                   source_tool="bench", session=session, recorded_at=now, valid_from=now,
+                                   actor="bench")
+                vectors.enqueue(m.conn, nid, now)
+                entries.append((cid, body))
+            path = m.settings.stream_dir
+            path.mkdir(parents=True, exist_ok=True)
+            with open(path / stream.file_for(now), "ab") as fh:   # one fsync per batch: bulk load only
+                for cid, body in entries:
+                    fh.write(stream._entry(cid, f"{now} bench", body.encode()))
+                fh.flush()
+                os.fsync(fh.fileno())
+        made += size
+
+
+def _pct(samples: list[float]) -> dict:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return {"p50": round(statistics.median(ordered), 3), "p95": round(p95, 3), "n": len(ordered)}
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000.0
+
+
+def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
+              seed: int = 7, n_scopes: int = 10) -> dict:
+    temp = None
+    if home is None:
+        temp = tempfile.mkdtemp(prefix="tidemind-bench-")
+        home = temp
+    try:
+        corpus = Corpus(seed)
+        scopes = scopes_for(n_scopes)
+        m = Memory.open(home)
+        t0 = time.perf_counter()
+        bulk_load(m, corpus, n_nodes, scopes)
+        load_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        embedded = m.embed_pending(batch=1000)["embedded"]
+        embed_s = time.perf_counter() - t0
+        m.conn.execute("PRAGMA optimize")
+        m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+        rng = random.Random(seed + 1)
+        sample_ids = [r[0] for r in m.conn.execute("SELECT id FROM nodes ORDER BY random() LIMIT ?", (queries,))]
+        probe: list[tuple[str, str]] = []
+        for nid in sample_ids:
+            row = nodes.get_any(m.conn, nid)
+            words = text.content_words(row["content"])
+            picked = rng.sample(words, k=min(len(words), rng.randint(2, 4)))
+            probe.append((" ".join(["what", "about"] + picked), row["scope"]))
+
+        recall_ms, recall_all_ms, fts_ms, vec_ms = [], [], [], []
+        emb = m.embedder
+        for q, scope in probe:
+            recall_ms.append(_timed(lambda: m.recall(q, scopes=[scope])))
+        for q, scope in probe[: max(1, len(probe) // 4)]:
+            recall_all_ms.append(_timed(lambda: m.recall(q, all_scopes=True)))
+        for q, scope in probe:
+            expression = fts.match_expression([w for w in fts.tokens(q) if w not in text.STOPWORDS])
+            fts_ms.append(_timed(lambda: fts.bare_search(m.conn, expression, FTS_CANDIDATES)))
+            qv = emb.embed([q])[0]
+            vec_ms.append(_timed(lambda: vectors.knn_candidates(m.conn, qv, [scope], emb.name, VEC_CANDIDATES)))
+        digest_ms = []
+        for i in range(digests):
+            body = corpus.memory(scopes[i % len(scopes)])
+            digest_ms.append(_timed(lambda: m.digest(body, scope=scopes[i % len(scopes)], session=f"d{i // 10}",
+                                                     source_tool="bench")))
+        db_bytes = m.settings.db_path.stat().st_size
+        result = {
+            "nodes": n_nodes,
+            "scopes": len(scopes),
+            "embedder": emb.name,
+            "digest_ms": _pct(digest_ms),
+            "recall_ms": _pct(recall_ms),
+            "recall_all_scopes_ms": _pct(recall_all_ms),
+            "fts_floor_ms": _pct(fts_ms),
+            "vec_floor_ms": _pct(vec_ms),
+            "load_s": round(load_s, 2),
+            "embed_s": round(embed_s, 2),
+            "embedded": embedded,
+            "db_bytes_per_1000_nodes": int(db_bytes / max(1, n_nodes) * 1000),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        }
+        floor = result["fts_floor_ms"]["p50"] + result["vec_floor_ms"]["p50"]
+        result["recall_over_floors"] = round(result["recall_ms"]["p50"] / floor, 2) if floor else None
+        m.close()
+        return result
+    finally:
+        if temp:
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def format_table(r: dict) -> str:
+    lines = [f"TideMind bench: {r['nodes']:,} nodes in {r['scopes']} scopes, embedder {r['embedder']}",
+             f"  load {r['load_s']} s, embed {r['embed_s']} s, {r['db_bytes_per_1000_nodes']:,} bytes/1000 nodes,"
+             f" peak RSS {r['peak_rss_mb']} MB", "",
+             f"  {'measure':<24}{'p50 ms':>10}{'p95 ms':>10}{'n':>8}"]
+    for key in ("digest_ms", "recall_ms", "recall_all_scopes_ms", "fts_floor_ms", "vec_floor_ms"):
+        v = r[key]
+        lines.append(f"  {key:<24}{v['p50']:>10}{v['p95']:>10}{v['n']:>8}")
+    lines.append(f"\n  recall p50 / (fts floor p50 + vec floor p50) = {r['recall_over_floors']}")
+    return "\n".join(lines)

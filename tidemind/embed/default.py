@@ -36,7 +36,7 @@ from . import normalise, register
 DIM = 256
 NONZERO = 6
 WINDOW = 4
-NGRAM_WEIGHT = 0.8
+NGRAM_WEIGHT = 1.2
 CONTEXT_WEIGHT = 0.6
 MIN_DOCS_FOR_IDF = 20
 

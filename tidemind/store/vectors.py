@@ -31,14 +31,25 @@ CREATE TABLE embed_queue(
 """
 
 
+def _bit_dim(dim: int) -> int:
+    """sqlite-vec packs bits by the byte: pad the quantised vector to a multiple of 8 dims."""
+    return (int(dim) + 7) // 8 * 8
+
+
 def _index(dim: int) -> str:
-    return f"vec_bits_{int(dim)}"
+    return f"vec_bits_{_bit_dim(dim)}"
+
+
+def _padded(vec: np.ndarray) -> bytes:
+    vec = np.asarray(vec, dtype=np.float32)
+    pad = _bit_dim(vec.shape[0]) - vec.shape[0]
+    return (np.concatenate([vec, np.zeros(pad, np.float32)]) if pad else vec).tobytes()
 
 
 def ensure_index(conn: apsw.Connection, dim: int) -> str:
     name = _index(dim)
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
-                 f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedder TEXT, embedding bit[{int(dim)}])")
+                 f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedder TEXT, embedding bit[{_bit_dim(dim)}])")
     return name
 
 
@@ -80,7 +91,7 @@ def put(conn: apsw.Connection, node_id: int, scope: str, embedder: str, vec: np.
     for name in _indexes(conn):
         conn.execute(f"DELETE FROM {name} WHERE node_id=?", (node_id,))
     conn.execute(f"INSERT INTO {index}(node_id, scope, embedder, embedding) VALUES(?,?,?,vec_quantize_binary(?))",
-                 (node_id, scope, embedder, vec.tobytes()))
+                 (node_id, scope, embedder, _padded(vec)))
     conn.execute("DELETE FROM embed_queue WHERE node_id=?", (node_id,))
 
 
@@ -106,7 +117,7 @@ def knn_candidates(conn: apsw.Connection, query: np.ndarray, scopes: Sequence[st
     marks = ",".join("?" * len(scopes))
     sql = (f"SELECT node_id FROM {name} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?"
            f" AND scope IN ({marks}) AND embedder = ?")
-    return [r[0] for r in conn.execute(sql, [np.asarray(query, np.float32).tobytes(), min(k, 4096), *scopes, embedder])]
+    return [r[0] for r in conn.execute(sql, [_padded(query), min(k, 4096), *scopes, embedder])]
 
 
 def rerank(conn: apsw.Connection, query: np.ndarray, ids: Sequence[int], where: str, params: Sequence,

@@ -1,0 +1,81 @@
+"""The CLI as a user runs it: JSON shapes, errors, backup, doctor, demo, bench."""
+import json
+
+import apsw
+
+from .conftest import run_cli
+
+
+def test_json_shapes(cli):
+    d = cli("digest", "The kettle descaler is in the left cupboard", "--session", "s1", "--source-tool", "cli")
+    assert set(d) >= {"node_ids", "capture_id", "warnings"}
+    cli("embed")
+    r = cli("recall", "where is the kettle descaler")
+    assert set(r) >= {"items", "abstained", "message"} and r["abstained"] is False
+    item = r["items"][0]
+    assert set(item) >= {"id", "content", "scope", "score", "tags", "links", "valid_from", "recorded_at", "flags"}
+    s = cli("show", str(d["node_ids"][0]))
+    assert set(s) >= {"id", "content", "status", "scope", "valid_from", "valid_to", "recorded_at", "versions",
+                      "tags", "links", "derived"}
+    st = cli("stats")
+    assert st["nodes"] == {"live": 1, "archived": 0, "superseded": 0, "forgotten": 0}
+    assert {"links", "tags", "review"} <= set(st)
+
+
+def test_errors_are_one_line_without_traceback(home):
+    run_cli(home, "init")
+    for args in (["show", "999"], ["show", "abc"], ["digest", "   "], ["archive", "5"],
+                 ["recall", "x", "--as-of", "yesterday"], ["recall", "x", "--scope", "bad scope!"]):
+        proc = run_cli(home, *args)
+        err = proc.stderr.decode()
+        assert proc.returncode == 1, args
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (args, err)
+    proc = run_cli(home, "--json", "show", "999")
+    assert proc.returncode == 1 and "error" in json.loads(proc.stdout)
+
+
+def test_abstains_on_an_empty_store(cli):
+    cli("init")
+    r = cli("recall", "anything at all")
+    assert r["abstained"] is True and r["items"] == [] and r["message"]
+
+
+def test_backup_and_doctor(home, cli, tmp_path):
+    for i in range(5):
+        cli("digest", f"backup test memory number {i}")
+    out = tmp_path / "copy.db"
+    b = cli("backup", str(out))
+    assert b["bytes"] > 0
+    conn = apsw.Connection(str(out))
+    assert conn.execute("SELECT count(*) FROM nodes").fetchone()[0] == 5
+    doc = cli("doctor")
+    assert doc["ok"] and doc["checks"]["fts"] == "ok"
+
+
+def test_doctor_detects_tampered_authored_text(home, cli):
+    nid = cli("digest", "original authored words")["node_ids"][0]
+    conn = apsw.Connection(str(home / "tidemind.db"))
+    conn.execute("UPDATE nodes SET content='rewritten by someone' WHERE id=?", (nid,))
+    conn.close()
+    proc = run_cli(home, "--json", "doctor")
+    assert proc.returncode == 1
+    assert not json.loads(proc.stdout)["ok"]
+
+
+def test_demo_runs_end_to_end(home):
+    proc = run_cli(home, "--json", "demo")
+    assert proc.returncode == 0, proc.stderr.decode()
+    steps = json.loads(proc.stdout)
+    kinds = [s["step"] for s in steps]
+    assert "digest" in kinds and "correct" in kinds and "show" in kinds
+    assert any(s["step"] == "doctor" and s["result"]["ok"] for s in steps)
+
+
+def test_bench_reports_floors(home, tmp_path):
+    proc = run_cli(home, "--json", "bench", "--nodes", "400", "--queries", "10", "--digests", "5",
+                   "--bench-home", str(tmp_path / "bench"))
+    assert proc.returncode == 0, proc.stderr.decode()
+    r = json.loads(proc.stdout)
+    for key in ("digest_ms", "recall_ms", "fts_floor_ms", "vec_floor_ms"):
+        assert r[key]["p50"] > 0 and r[key]["p95"] >= r[key]["p50"]
+    assert r["nodes"] == 400

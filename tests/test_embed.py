@@ -1,0 +1,106 @@
+"""Embedders: the default one (deterministic, beyond word overlap) and Ollama over a loopback stub."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from tidemind.config import load_settings
+from tidemind.embed import get_embedder
+from tidemind.embed.default import DefaultEmbedder
+from tidemind.memory import Memory
+from tidemind.store import immediate
+
+
+def cos(a, b):
+    return float(np.dot(a, b))
+
+
+def test_default_is_deterministic_and_unit_length():
+    a = DefaultEmbedder().embed(["the quick brown fox", "the quick brown fox"])
+    b = DefaultEmbedder().embed(["the quick brown fox"])
+    assert np.array_equal(a[0], b[0]) and np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+
+
+def test_spelling_variants_are_close():
+    e = DefaultEmbedder()
+    base, variant, other = e.embed(["deployment pipeline", "deploying pipelines", "banana smoothie"])
+    assert cos(base, variant) > 0.3
+    assert cos(base, variant) > cos(base, other) + 0.25
+
+
+def test_learned_context_links_words_that_never_co_occur_in_the_query(mem):
+    corpus = [
+        "postgres database migration ran overnight",
+        "the postgres database needs a vacuum",
+        "database backup of postgres finished",
+        "postgres replication lag on the database",
+        "kayak paddle and river trip planning",
+        "river kayak trip in the mountains",
+    ] * 4
+    for t in corpus:
+        mem.digest(t)
+    mem.embed_pending()
+    e = mem.embedder
+    q, related, unrelated = e.embed(["postgres", "database", "kayak"])
+    assert cos(q, related) > cos(q, unrelated) + 0.2
+
+
+def test_every_vector_records_its_embedder(mem):
+    mem.digest("a memory to embed")
+    mem.embed_pending()
+    names = {n for (n,) in mem.conn.execute("SELECT embedder FROM node_vectors")}
+    assert names == {"default/ri-v1"}
+
+
+class _OllamaStub(BaseHTTPRequestHandler):
+    calls = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).calls.append((self.path, body))
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vecs = [[float(len(t)), float(t.count("a")) + 1.0, 1.0, 0.5] for t in texts]
+        payload = json.dumps({"model": body["model"], "embeddings": vecs}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def ollama_stub():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OllamaStub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_ollama_embedder_against_loopback_stub(home, ollama_stub):
+    m = Memory(load_settings(home, embedder="ollama", ollama_host=ollama_stub, ollama_model="stub-embed"))
+    try:
+        m.digest("banana bandana")
+        m.digest("x")
+        r = m.embed_pending()
+        assert r["embedded"] == 2 and r["embedder"] == "ollama/stub-embed"
+        rows = list(m.conn.execute("SELECT embedder, dim FROM node_vectors"))
+        assert rows == [("ollama/stub-embed", 4)] * 2
+        assert _OllamaStub.calls[-1][0] == "/api/embed"
+        assert _OllamaStub.calls[-1][1]["model"] == "stub-embed"
+        hit = m.recall("banana bandana")["items"][0]           # the query goes through the stub too
+        assert hit["content"] == "banana bandana"
+        assert _OllamaStub.calls[-1][1]["input"] == ["banana bandana"]
+    finally:
+        m.close()
+
+
+def test_unknown_embedder_is_a_clear_error(home):
+    from tidemind.errors import InvalidInput
+    with pytest.raises(InvalidInput, match="unknown embedder"):
+        get_embedder(load_settings(home, embedder="nope"), None)

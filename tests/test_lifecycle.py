@@ -1,0 +1,125 @@
+"""Correct, archive, unarchive, forget: versions kept, corrections stick, forget leaves no bytes."""
+import pytest
+
+from tidemind.errors import Conflict, NotFound
+
+
+def test_correction_keeps_prior_version_and_recall_serves_the_correction(mem):
+    old = mem.digest("The payments API listens on port 3000.", scope="project:shop")["node_ids"][0]
+    c = mem.correct(old, "The payments API listens on port 8080.")
+    new = c["node_ids"][0]
+    mem.embed_pending()
+    shown = mem.show(new, scopes=["project:shop"])
+    assert [(v["id"], v["status"]) for v in shown["versions"]] == [(old, "superseded"), (new, "live")]
+    assert shown["versions"][0]["content"] == "The payments API listens on port 3000."
+    r = mem.recall("payments API port", scopes=["project:shop"])
+    ids = [i["id"] for i in r["items"]]
+    assert new in ids and old not in ids
+    with pytest.raises(NotFound, match="corrected"):
+        mem.show(old, scopes=["project:shop"])
+
+
+def test_redigest_of_corrected_claim_is_flagged_not_merged(mem):
+    old = mem.digest("The payments API listens on port 3000.")["node_ids"][0]
+    new = mem.correct(old, "The payments API listens on port 8080.")["node_ids"][0]
+    again = mem.digest("the payments api listens on port 3000")       # same claim, different case/punctuation
+    assert again["warnings"] and "corrected" in again["warnings"][0]
+    assert len(again["review_items"]) == 1
+    item = mem.conn.execute("SELECT kind, status, node_id, other_node_id FROM review_items").fetchone()
+    assert item == ("reasserted_correction", "open", again["node_ids"][0], new)
+    # the correction still stands: its text is unchanged and it is still live
+    assert mem.show(new)["content"] == "The payments API listens on port 8080."
+    mem.embed_pending()
+    r = mem.recall("payments API port")
+    flagged = {i["id"]: i["flags"] for i in r["items"]}
+    assert any(f.startswith("contradiction") for f in flagged[new])
+    assert any(f.startswith("contradiction") for f in flagged[again["node_ids"][0]])
+
+
+def test_near_duplicate_of_corrected_claim_is_flagged(mem):
+    old = mem.digest("Deploys to production happen every Friday afternoon after the standup meeting.")["node_ids"][0]
+    mem.correct(old, "Deploys to production happen every Tuesday morning.")
+    again = mem.digest("Deploys to production happen every Friday afternoon after the standup meeting!!")
+    assert again["review_items"]
+    unrelated = mem.digest("The standup meeting moved to the small room.")
+    assert unrelated["review_items"] == []
+
+
+def test_correcting_twice_and_stale_targets(mem):
+    a = mem.digest("version one of the fact")["node_ids"][0]
+    b = mem.correct(a, "version two of the fact")["node_ids"][0]
+    with pytest.raises(Conflict, match=str(b)):
+        mem.correct(a, "version three")
+    c = mem.correct(b, "version three of the fact")["node_ids"][0]
+    assert [v["version"] for v in mem.show(c)["versions"]] == [1, 2, 3]
+
+
+def test_archive_hides_and_unarchive_restores(mem):
+    nid = mem.digest("The office wifi network is called seagull")["node_ids"][0]
+    mem.embed_pending()
+    assert mem.recall("office wifi seagull")["items"][0]["id"] == nid
+    mem.archive(nid)
+    assert mem.recall("office wifi seagull")["abstained"]
+    assert mem.conn.execute("SELECT count(*) FROM node_vectors WHERE node_id=?", (nid,)).fetchone()[0] == 0
+    with pytest.raises(NotFound, match="archived"):
+        mem.show(nid)
+    with pytest.raises(Conflict):
+        mem.archive(nid)
+    mem.unarchive(nid)
+    mem.embed_pending()
+    assert mem.conn.execute("SELECT count(*) FROM node_vectors WHERE node_id=?", (nid,)).fetchone()[0] == 1
+    assert mem.recall("office wifi seagull")["items"][0]["id"] == nid
+
+
+def _files_containing(root, needle: bytes):
+    hits = []
+    for path in root.rglob("*"):
+        if path.is_file() and needle in path.read_bytes():
+            hits.append(path)
+    return hits
+
+
+def test_forget_leaves_no_bytes_anywhere(mem, home):
+    secret = "Quokkafeather Wintermoss account recovery phrase is lantern-orbit-velvet"
+    keep = mem.digest("An unrelated memory about gardening and tomatoes")["node_ids"][0]
+    first = mem.digest(secret + "\n\nA second unit in the same capture about bicycles and gears.")
+    nid = first["node_ids"][0]
+    assert len(first["node_ids"]) == 2
+    mem.embed_pending()
+    corrected = mem.correct(nid, secret + " (updated)")["node_ids"][0]
+    mem.embed_pending()
+    mem.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert _files_containing(home, b"Quokkafeather")            # it really was on disk
+    result = mem.forget(corrected)
+    assert set(result["node_ids"]) == {nid, corrected}
+    mem.close()
+    for needle in (b"Quokkafeather", b"quokkafeather", b"Wintermoss", b"lantern-orbit-velvet", b"lantern"):
+        assert _files_containing(home, needle) == [], needle
+    from tidemind.memory import Memory
+    m2 = Memory.open(home)
+    try:
+        assert m2.recall("quokkafeather wintermoss recovery phrase", all_scopes=True)["abstained"]
+        with pytest.raises(NotFound, match="forgotten"):
+            m2.show(nid)
+        # the sibling unit and the unrelated memory survive, and the store is healthy
+        sibling = first["node_ids"][1]
+        assert "bicycles" in m2.show(sibling)["content"]
+        assert m2.show(keep)["content"].startswith("An unrelated")
+        tomb = m2.conn.execute("SELECT content, content_hash, status FROM nodes WHERE id=?", (nid,)).fetchone()
+        assert tomb[0] == "" and len(tomb[1]) == 64 and tomb[2] == "forgotten"
+        assert m2.doctor()["ok"], m2.doctor()
+    finally:
+        m2.close()
+
+
+def test_forget_takes_text_out_of_embedder_statistics(mem):
+    base = mem.digest("ordinary note about the weekly planning meeting")["node_ids"][0]
+    mem.embed_pending()
+    before = list(mem.conn.execute("SELECT term_id, df, ctx FROM embed_terms ORDER BY term_id"))
+    nid = mem.digest("zyxwvut blorptastic quantumfrog planning")["node_ids"][0]
+    mem.embed_pending()
+    assert len(list(mem.conn.execute("SELECT 1 FROM embed_terms"))) > len(before)
+    mem.forget(nid)
+    after = list(mem.conn.execute("SELECT term_id, df, ctx FROM embed_terms ORDER BY term_id"))
+    assert [(t, d) for t, d, _ in after] == [(t, d) for t, d, _ in before]
+    assert base

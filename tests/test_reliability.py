@@ -1,0 +1,59 @@
+"""Real processes: concurrent writers and a writer SIGKILLed mid-stream."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from tidemind.memory import Memory
+
+from .conftest import ROOT
+
+WRITER = textwrap.dedent("""
+    import sys
+    from tidemind.memory import Memory
+    home, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    m = Memory.open(home)
+    for i in range(count):
+        r = m.digest(f"writer {tag} memory {i} about concurrent sqlite writes", session=f"w{tag}")
+        print(r["node_ids"][0], i, flush=True)     # acknowledged
+""")
+
+
+def _spawn(home, tag, count):
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(home), str(tag), str(count)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+
+
+def test_four_processes_250_digests_each(home):
+    Memory.open(home).close()                     # migrations done once, before the race
+    procs = [_spawn(home, t, 250) for t in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert len(out.splitlines()) == 250
+    with Memory.open(home) as m:
+        assert m.stats()["nodes"]["live"] == 1000
+        assert m.stats()["captures"] == 1000
+        assert m.doctor()["ok"]
+
+
+def test_sigkill_loses_nothing_acknowledged(home):
+    Memory.open(home).close()
+    proc = _spawn(home, "k", 100000)
+    acked = []
+    deadline = time.time() + 60
+    while len(acked) < 150 and time.time() < deadline:
+        line = proc.stdout.readline()
+        if line:
+            acked.append(tuple(int(x) for x in line.split()))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert len(acked) >= 150
+    with Memory.open(home) as m:
+        for node_id, i in acked:
+            assert m.show(node_id)["content"] == f"writer k memory {i} about concurrent sqlite writes"
+        report = m.doctor()
+        assert report["ok"], report

@@ -1,0 +1,140 @@
+"""The write path: verbatim storage, units, secrets, validation, the stream file."""
+import pytest
+
+from tidemind.errors import InvalidInput
+from tidemind.store import stream
+
+from .conftest import run_cli
+
+TRICKY = [
+    "emoji 🧠🌊👩🏽‍💻 and flags 🇵🇹",
+    "RTL: שלום עולם and مرحبا بالعالم mixed with LTR",
+    "combining marks: e\u0301 vs é, Z\u0351\u0352\u0353algo",
+    "```python\ndef f(x):\n    return x  # code fence\n```\n",
+    "control chars \x01\x02\x07\x1b[31m red \x1b[0m and tab\tand\x7f",
+    "  leading and trailing whitespace kept  \n\n",
+    "CRLF line\r\nsecond line\r\n",
+    "zero width\u200bjoiner\u200dand BOM\ufeff inside",
+    "quotes \"double\" 'single' `back` and \\backslashes\\ and %s {} $HOME",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_byte_exact_round_trip(mem, text):
+    r = mem.digest(text)
+    assert len(r["node_ids"]) == 1
+    shown = mem.show(r["node_ids"][0])
+    assert shown["content"].encode("utf-8") == text.encode("utf-8")
+    capture = mem.conn.execute("SELECT content FROM captures WHERE id=?", (r["capture_id"],)).fetchone()[0]
+    assert capture.encode() == text.encode()
+
+
+def test_byte_exact_through_cli_stdin(home, cli):
+    text = "".join(TRICKY)
+    r = cli("digest", "-", stdin=text.encode("utf-8"))
+    shown = [cli("show", str(i)) for i in r["node_ids"]]
+    capture_text = text  # units are exact slices of the capture
+    for s in shown:
+        assert s["content"] in capture_text
+    if len(shown) == 1:
+        assert shown[0]["content"] == text
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("", "empty"), ("   \n\t ", "empty"), ("a\x00b", "NUL"), ("\ud800 lone surrogate", "surrogate"),
+])
+def test_bad_content_is_refused_and_nothing_written(mem, bad, message):
+    with pytest.raises(InvalidInput, match=message):
+        mem.digest(bad)
+    assert mem.stats()["captures"] == 0
+    assert mem.conn.execute("SELECT count(*) FROM nodes").fetchone()[0] == 0
+    assert not list(mem.settings.stream_dir.glob("*.md"))
+
+
+def test_over_size_names_the_limit(mem):
+    mem.settings.max_content_chars = 1000
+    with pytest.raises(InvalidInput, match="1,000"):
+        mem.digest("x" * 1001)
+    assert mem.stats()["captures"] == 0
+
+
+def test_invalid_utf8_on_stdin_is_one_clear_line(home):
+    proc = run_cli(home, "digest", "-", stdin=b"caf\xe9 au lait")
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert "UTF-8" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_secrets_are_masked_everywhere(mem, home):
+    key = "sk-ant-api03-" + "Q" * 40
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAzzz\n-----END RSA PRIVATE KEY-----"
+    r = mem.digest(f"deploy uses {key}\nand the server key is\n{pem}\npassword = hunter2hunter2")
+    assert any("anthropic key" in w for w in r["warnings"])
+    assert any("private key" in w for w in r["warnings"])
+    assert any("assigned secret" in w for w in r["warnings"])
+    content = mem.show(r["node_ids"][0])["content"]
+    assert "[REDACTED:anthropic_key]" in content and "password = [REDACTED:assigned_secret]" in content
+    mem.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for path in home.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert key.encode() not in data, path
+            assert b"MIIEowIBAAKCAQEAzzz" not in data, path
+            assert b"hunter2hunter2" not in data, path
+
+
+def test_prose_is_not_masked(mem):
+    text = "The password policy: at least twelve characters. The token bucket refills each second."
+    r = mem.digest(text)
+    assert r["warnings"] == []
+    assert mem.show(r["node_ids"][0])["content"] == text
+
+
+def test_several_facts_become_units_of_one_capture(mem):
+    text = ("We chose Postgres for the billing service.\n\n"
+            "The on-call rotation changes every Monday at 10:00.\n\n"
+            "- Ana owns the deploy scripts\n- Rui reviews every schema change\n")
+    r = mem.digest(text)
+    assert len(r["node_ids"]) == 4
+    capture = mem.conn.execute("SELECT content FROM captures WHERE id=?", (r["capture_id"],)).fetchone()[0]
+    assert capture == text                          # the capture stays whole
+    for node_id in r["node_ids"]:
+        row = mem.show(node_id)
+        assert row["content"] in text               # each unit is an exact slice
+        assert row["source"]["capture"] == r["capture_id"]
+
+
+def test_code_fence_and_short_text_stay_whole(mem):
+    fenced = "Run this:\n\n```sh\nmake build\n\nmake test\n```\n"
+    assert len(mem.digest(fenced)["node_ids"]) == 1
+    assert len(mem.digest("one fact.\n\nok")["node_ids"]) == 1
+
+
+def test_every_digest_is_in_the_stream_file(mem):
+    texts = ["first memory about kites", "second memory about boats\nwith two lines"]
+    ids = [mem.digest(t)["capture_id"] for t in texts]
+    files = list(mem.settings.stream_dir.glob("*.md"))
+    assert len(files) == 1
+    data = files[0].read_bytes()
+    entries = {cid: data[start:start + length] for cid, start, length in stream.entries(files[0])}
+    for cid, t in zip(ids, texts):
+        assert entries[cid] == t.encode()
+
+
+def test_stream_entry_lengths_survive_lookalike_headers(mem):
+    evil = "<!-- tidemind capture=999 bytes=3 -->\nabc\n<!-- /tidemind -->"
+    cid = mem.digest(evil)["capture_id"]
+    path = next(mem.settings.stream_dir.glob("*.md"))
+    assert [e[0] for e in stream.entries(path)] == [cid]
+
+
+def test_every_mutation_writes_an_audit_row(mem):
+    nid = mem.digest("the build server is called hopper")["node_ids"][0]
+    new = mem.correct(nid, "the build server is called lovelace")["node_ids"][0]
+    mem.archive(new)
+    mem.unarchive(new)
+    mem.forget(new)
+    actions = [a for (a,) in mem.conn.execute("SELECT action FROM audit_log ORDER BY id")]
+    assert actions[:6] == ["digest", "correct", "superseded", "archive", "unarchive", "forget"]
+    blob = " ".join(d for (d,) in mem.conn.execute("SELECT details FROM audit_log"))
+    assert "hopper" not in blob and "lovelace" not in blob   # hashes, never text

@@ -57,3 +57,29 @@ def test_sigkill_loses_nothing_acknowledged(home):
             assert m.show(node_id)["content"] == f"writer k memory {i} about concurrent sqlite writes"
         report = m.doctor()
         assert report["ok"], report
+
+
+def test_locked_database_waits_then_fails_clearly(home):
+    from tidemind.config import load_settings
+    from tidemind.errors import StoreBusy
+    from tidemind.store import connect
+
+    Memory.open(home).close()
+    holder = connect(home / "tidemind.db")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        m = Memory(load_settings(home, busy_timeout_ms=300))
+        start = time.monotonic()
+        try:
+            m.digest("this write cannot get the lock")
+            raise AssertionError("digest should have failed")
+        except StoreBusy as exc:
+            assert "locked" in str(exc)
+        assert time.monotonic() - start >= 0.25            # it waited before giving up
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert m.stats()["captures"] == 0                    # nothing half-written
+    assert not list((home / "stream").glob("*.md")) if (home / "stream").exists() else True
+    assert m.digest("now it works")["node_ids"]
+    m.close()

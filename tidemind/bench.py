@@ -8,7 +8,9 @@ same run:
 - recall_ms: the full hybrid `Memory.recall` in one scope (how an MCP server reads);
 - recall_all_scopes_ms: the same over every scope;
 - fts_floor_ms: the bare FTS5 MATCH + bm25 ORDER BY LIMIT, no join or predicate;
-- vec_floor_ms: the bare sqlite-vec KNN on the bit index (same k, same scope), query vector given.
+- vec_floor_ms: the bare sqlite-vec KNN on the bit index (same k, same scope), query vector given;
+- fts_all_terms_ms: the bare FTS5 query with every content word kept (what pruning common
+  words saves).
 
 Medians and p95 over the query set; the machine is shared, so compare ratios, not single runs.
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from . import text
 from .memory import Memory
-from .search.recall import VEC_CANDIDATES, FTS_CANDIDATES
+from .search.recall import COMMON_WINDOW, FTS_CANDIDATES, VEC_CANDIDATES, query_terms
 from .store import captures, fts, immediate, nodes, stream, vectors
 
 SYLLABLES = ["ka", "lo", "mi", "ra", "te", "su", "no", "vi", "pe", "da", "go", "ri", "shu", "ban", "tor", "el",
@@ -145,15 +147,21 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             picked = rng.sample(words, k=min(len(words), rng.randint(2, 4)))
             probe.append((" ".join(["what", "about"] + picked), row["scope"]))
 
-        recall_ms, recall_all_ms, fts_ms, vec_ms = [], [], [], []
+        recall_ms, recall_all_ms, fts_ms, fts_all_terms_ms, vec_ms = [], [], [], [], []
         emb = m.embedder
         for q, scope in probe:
             recall_ms.append(_timed(lambda: m.recall(q, scopes=[scope])))
         for q, scope in probe[: max(1, len(probe) // 4)]:
             recall_all_ms.append(_timed(lambda: m.recall(q, all_scopes=True)))
         for q, scope in probe:
-            expression = fts.match_expression([w for w in fts.tokens(q) if w not in text.STOPWORDS])
-            fts_ms.append(_timed(lambda: fts.bare_search(m.conn, expression, FTS_CANDIDATES)))
+            # the same FTS5 query the arm runs first (see search.recall.fts_arm), minus join and predicate
+            terms, all_common = query_terms(m.conn, q)
+            expression = fts.match_expression(terms, "AND" if all_common and len(terms) > 1 else "OR")
+            window = fts.newest_rowid(m.conn) - COMMON_WINDOW if all_common else None
+            if expression:
+                fts_ms.append(_timed(lambda: fts.bare_search(m.conn, expression, FTS_CANDIDATES, window)))
+            unpruned = fts.match_expression([w for w in fts.tokens(q) if w not in text.STOPWORDS])
+            fts_all_terms_ms.append(_timed(lambda: fts.bare_search(m.conn, unpruned, FTS_CANDIDATES)))
             qv = emb.embed([q])[0]
             vec_ms.append(_timed(lambda: vectors.knn_candidates(m.conn, qv, [scope], emb.name, VEC_CANDIDATES)))
         digest_ms = []
@@ -171,6 +179,7 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             "recall_all_scopes_ms": _pct(recall_all_ms),
             "fts_floor_ms": _pct(fts_ms),
             "vec_floor_ms": _pct(vec_ms),
+            "fts_all_terms_ms": _pct(fts_all_terms_ms),
             "load_s": round(load_s, 2),
             "embed_s": round(embed_s, 2),
             "embedded": embedded,
@@ -191,7 +200,7 @@ def format_table(r: dict) -> str:
              f"  load {r['load_s']} s, embed {r['embed_s']} s, {r['db_bytes_per_1000_nodes']:,} bytes/1000 nodes,"
              f" peak RSS {r['peak_rss_mb']} MB", "",
              f"  {'measure':<24}{'p50 ms':>10}{'p95 ms':>10}{'n':>8}"]
-    for key in ("digest_ms", "recall_ms", "recall_all_scopes_ms", "fts_floor_ms", "vec_floor_ms"):
+    for key in ("digest_ms", "recall_ms", "recall_all_scopes_ms", "fts_floor_ms", "vec_floor_ms", "fts_all_terms_ms"):
         v = r[key]
         lines.append(f"  {key:<24}{v['p50']:>10}{v['p95']:>10}{v['n']:>8}")
     lines.append(f"\n  recall p50 / (fts floor p50 + vec floor p50) = {r['recall_over_floors']}")

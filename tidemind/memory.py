@@ -412,6 +412,11 @@ class Memory:
         checks["authored"] = "ok" if not bad_hash else f"{len(bad_hash)} node(s) whose text no longer matches its hash"
         if bad_hash:
             problems.append(f"authored: text changed outside a correction in node(s) {bad_hash[:10]}")
+        counted = scalar(self.conn, "SELECT df FROM fts_terms WHERE term_id = 0") or 0
+        indexed = scalar(self.conn, "SELECT count(*) FROM nodes WHERE status != 'forgotten'")
+        if counted != indexed:
+            problems.append(f"fts: term statistics count {counted} documents, the store has {indexed}")
+            checks["fts"] = "term statistics out of step"
         in_stream = stream.capture_ids(self.settings.stream_dir)
         missing = [c["id"] for c in captures.all_with_stream(self.conn) if c["id"] not in in_stream]
         checks["stream"] = "ok" if not missing else f"{len(missing)} capture(s) missing from the stream files"

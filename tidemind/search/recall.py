@@ -38,6 +38,9 @@ NEIGHBOUR_FACTOR = 0.35
 NEIGHBOUR_MIN_EVIDENCE = 0.15
 LINK_FACTOR = 0.5
 EXPAND_SEEDS = 5
+COMMON_TERM_SHARE = 0.08
+PRUNE_MIN_DOCS = 2000
+COMMON_WINDOW = 20_000
 
 
 @dataclass
@@ -62,14 +65,49 @@ def _where(req: RecallRequest) -> tuple[str, list]:
     return pred, params
 
 
+def query_terms(conn: apsw.Connection, query: str, prune: bool = True) -> tuple[list[str], bool]:
+    """The words worth matching, and whether they are all common.
+
+    In a large store (PRUNE_MIN_DOCS), a word found in half the memories or more has zero IDF in
+    BM25 (FTS5 clamps it), so it is dropped: it costs a scan of half the index and ranks
+    nothing. Words found in more than COMMON_TERM_SHARE of memories are dropped while rarer words
+    remain; they cost most of the FTS time and move BM25 little. When every word is common the
+    two rarest are kept and flagged `all_common`. Function words go first, unless they are all
+    the query has. Filtered queries are not pruned (see fts_arm).
+    """
+    words = list(dict.fromkeys(fts.tokens(query)))
+    content = [w for w in words if w not in STOPWORDS]
+    if not content:
+        return words, False
+    df, n_docs = fts.document_frequencies(conn, content)
+    if not prune or n_docs < PRUNE_MIN_DOCS:
+        return content, False
+    content = [w for w in content if 2 * df[w] < n_docs]
+    rare = [w for w in content if df[w] <= COMMON_TERM_SHARE * n_docs]
+    if rare or not content:
+        return rare, False
+    return sorted(content, key=lambda w: df[w])[:2], True
+
+
 def fts_arm(conn: apsw.Connection, req: RecallRequest, where: str, params: list) -> list[tuple[int, float]]:
-    words = fts.tokens(req.query)
-    # function words only cost time (they match most rows) and add no evidence; keep them only
-    # when the query has nothing else
-    expression = fts.match_expression([w for w in words if w not in STOPWORDS] or words)
+    # a filtered query keeps every word: its few matching rows may hold only common ones
+    filtered = bool(req.tags or req.source or (req.as_of and req.as_of.active))
+    terms, all_common = query_terms(conn, req.query, prune=not filtered)
+    expression = fts.match_expression(terms)
     if expression is None:
         return []
-    return fts.search(conn, expression, where, params, FTS_CANDIDATES)
+    if not all_common:
+        return fts.search(conn, expression, where, params, FTS_CANDIDATES)
+    # Only common words: lexical evidence is weak and a full OR would score a large share of the
+    # store. Rows holding both words are BM25's best anyway; failing enough of those, the OR runs
+    # over the newest COMMON_WINDOW memories (the vector arm still covers the whole store).
+    if len(terms) > 1:
+        hits = fts.search(conn, fts.match_expression(terms, "AND"), where, params, FTS_CANDIDATES,
+                          min_rowid=fts.newest_rowid(conn) - COMMON_WINDOW)
+        if len(hits) >= req.limit:
+            return hits
+    return fts.search(conn, expression, where, params, FTS_CANDIDATES,
+                      min_rowid=fts.newest_rowid(conn) - COMMON_WINDOW)
 
 
 def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str,

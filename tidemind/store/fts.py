@@ -5,6 +5,7 @@ reaches MATCH as syntax: `match_expression` quotes every token.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Sequence
 
@@ -13,6 +14,13 @@ import apsw
 DDL = """
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
   content, derived_text, content='nodes', content_rowid='id', tokenize='porter unicode61'
+);
+-- document frequency per Porter stem of authored text, keyed by a 64-bit hash of the stem (no
+-- text, so forget leaves nothing here); term_id 0 holds the document count. fts5vocab can give
+-- the same numbers but walks a term's whole doclist to count it (~1 ms per common term at 100k).
+CREATE TABLE fts_terms(
+  term_id INTEGER PRIMARY KEY,
+  df INTEGER NOT NULL
 );
 CREATE TRIGGER nodes_fts_ai AFTER INSERT ON nodes BEGIN
   INSERT INTO nodes_fts(rowid, content, derived_text) VALUES (new.id, new.content, new.derived_text);
@@ -35,25 +43,72 @@ def tokens(text: str) -> list[str]:
     return [t.lower() for t in _TOKEN.findall(text or "")]
 
 
-def match_expression(terms: Sequence[str]) -> str | None:
-    """OR of quoted terms: FTS5 syntax characters in user text become plain tokens."""
+def match_expression(terms: Sequence[str], operator: str = "OR") -> str | None:
+    """Quoted terms joined by OR (or AND): FTS5 syntax characters in user text become plain tokens."""
+    if operator not in ("OR", "AND"):
+        raise ValueError(operator)
     unique = list(dict.fromkeys(t for t in terms if t))
     if not unique:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+    return f" {operator} ".join('"' + t.replace('"', '""') + '"' for t in unique)
 
 
-def search(conn: apsw.Connection, expression: str, where: str, params: Sequence, limit: int) -> list[tuple[int, float]]:
-    """(node_id, bm25) best first; `where` (the visibility predicate and filters on alias n) is applied before LIMIT."""
+_TOKENIZERS: dict[int, object] = {}
+
+
+def stems(conn: apsw.Connection, text: str) -> list[str]:
+    """The exact terms FTS5 indexes for `text` (porter over unicode61)."""
+    tok = _TOKENIZERS.get(id(conn))
+    if tok is None:
+        tok = _TOKENIZERS[id(conn)] = conn.fts5_tokenizer("porter", ["unicode61"])
+    return [t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
+
+
+def _term_id(stem: str) -> int:
+    value = int.from_bytes(hashlib.blake2b(stem.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+    return value or 1   # 0 is the document counter
+
+
+def count_document(conn: apsw.Connection, text: str, sign: int) -> None:
+    """Add (+1) or remove (-1) one document's terms from the frequency table."""
+    ids = {_term_id(s) for s in stems(conn, text)}
+    conn.executemany("INSERT INTO fts_terms(term_id, df) VALUES(?, ?) ON CONFLICT(term_id) DO UPDATE SET df = df + ?",
+                     [(i, max(sign, 0), sign) for i in ids] + [(0, max(sign, 0), sign)])
+    if sign < 0:
+        conn.executemany("DELETE FROM fts_terms WHERE term_id = ? AND df <= 0", [(i,) for i in ids])
+
+
+def document_frequencies(conn: apsw.Connection, words: Sequence[str]) -> tuple[dict[str, int], int]:
+    """({word: df of its stem}, number of documents)."""
+    by_word = {w: _term_id(st[0]) if (st := stems(conn, w)) else None for w in words}
+    ids = [i for i in by_word.values() if i is not None] + [0]
+    marks = ",".join("?" * len(ids))
+    found = dict(conn.execute(f"SELECT term_id, df FROM fts_terms WHERE term_id IN ({marks})", ids))
+    return {w: found.get(i, 0) if i is not None else 0 for w, i in by_word.items()}, found.get(0, 0)
+
+
+def search(conn: apsw.Connection, expression: str, where: str, params: Sequence, limit: int,
+           min_rowid: int | None = None) -> list[tuple[int, float]]:
+    """(node_id, bm25) best first; `where` (the visibility predicate and filters on alias n) is applied
+    before LIMIT. `min_rowid` confines the match to newer rows (FTS5 seeks to it)."""
+    window = " AND nodes_fts.rowid >= ?" if min_rowid is not None else ""
     sql = (f"SELECT n.id, bm25(nodes_fts, {WEIGHTS[0]}, {WEIGHTS[1]}) AS s FROM nodes_fts"
-           f" JOIN nodes n ON n.id = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {where} ORDER BY s LIMIT ?")
-    return [(i, s) for i, s in conn.execute(sql, [expression, *params, limit])]
+           f" JOIN nodes n ON n.id = nodes_fts.rowid WHERE nodes_fts MATCH ?{window} AND {where} ORDER BY s LIMIT ?")
+    args = [expression, *([min_rowid] if min_rowid is not None else []), *params, limit]
+    return [(i, s) for i, s in conn.execute(sql, args)]
 
 
-def bare_search(conn: apsw.Connection, expression: str, limit: int) -> list[tuple[int, float]]:
+def newest_rowid(conn: apsw.Connection) -> int:
+    for (value,) in conn.execute("SELECT max(id) FROM nodes"):
+        return value or 0
+    return 0
+
+
+def bare_search(conn: apsw.Connection, expression: str, limit: int,
+                min_rowid: int | None = None) -> list[tuple[int, float]]:
     """The physical floor: the FTS5 query alone, no join, no predicate (bench only)."""
     return list(conn.execute("SELECT rowid, bm25(nodes_fts) AS s FROM nodes_fts WHERE nodes_fts MATCH ?"
-                             " ORDER BY s LIMIT ?", (expression, limit)))
+                             " AND rowid >= ? ORDER BY s LIMIT ?", (expression, min_rowid or 0, limit)))
 
 
 def purge_deleted(conn: apsw.Connection) -> None:

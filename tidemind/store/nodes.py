@@ -9,6 +9,7 @@ from typing import Sequence
 
 import apsw
 
+from . import fts
 from .connection import rows, scalar
 from .visibility import AsOf, visible
 
@@ -65,6 +66,7 @@ def insert(conn: apsw.Connection, *, capture_id: int | None, unit_index: int, co
         (capture_id, unit_index, content, content_hash, norm_hash, scope, kind, source_tool, session,
          recorded_at, valid_from))
     node_id = conn.last_insert_rowid()
+    fts.count_document(conn, content, +1)
     if lineage_of is None:
         lineage, version = node_id, 1
     else:
@@ -105,6 +107,8 @@ def supersede(conn: apsw.Connection, old_id: int, new_id: int, at: str) -> None:
 
 def erase(conn: apsw.Connection, node_id: int) -> None:
     """Forget: blank the authored and derived text; hashes stay as the tombstone."""
+    for (content,) in conn.execute("SELECT content FROM nodes WHERE id=?", (node_id,)):
+        fts.count_document(conn, content, -1)
     conn.execute("UPDATE nodes SET content='', derived_text='', status='forgotten' WHERE id=?", (node_id,))
 
 

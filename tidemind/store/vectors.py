@@ -1,6 +1,6 @@
 """Vectors: a float table (exact cosine, reranking, as-of queries) and a sqlite-vec bit index.
 
-The `vec0` index holds one sign-quantised vector per *live* node, partitioned by scope, so a
+A `vec0` index per embedder holds one sign-quantised vector per *live* node, partitioned by scope, so a
 scoped KNN touches only that scope's rows and costs a fraction of a float scan; the top
 candidates are then reranked by exact cosine from the float table. Every vector records the
 embedder that made it; a query only meets vectors of its own embedder. The embed queue keeps
@@ -28,6 +28,13 @@ CREATE TABLE embed_queue(
   node_id INTEGER PRIMARY KEY REFERENCES nodes(id),
   enqueued_at TEXT NOT NULL
 );
+-- one vec0 bit index per embedder: a metadata filter on the embedder inside the KNN cost ~13 ms
+-- at 100k rows against ~1 ms for the partition alone, so the embedder picks the table instead
+CREATE TABLE vector_indexes(
+  id INTEGER PRIMARY KEY,
+  embedder TEXT NOT NULL UNIQUE,
+  dim INTEGER NOT NULL
+);
 """
 
 
@@ -36,26 +43,34 @@ def _bit_dim(dim: int) -> int:
     return (int(dim) + 7) // 8 * 8
 
 
-def _index(dim: int) -> str:
-    return f"vec_bits_{_bit_dim(dim)}"
-
-
 def _padded(vec: np.ndarray) -> bytes:
     vec = np.asarray(vec, dtype=np.float32)
     pad = _bit_dim(vec.shape[0]) - vec.shape[0]
     return (np.concatenate([vec, np.zeros(pad, np.float32)]) if pad else vec).tobytes()
 
 
-def ensure_index(conn: apsw.Connection, dim: int) -> str:
-    name = _index(dim)
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
-                 f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedder TEXT, embedding bit[{_bit_dim(dim)}])")
+def _index_for(conn: apsw.Connection, embedder: str) -> tuple[str, int] | None:
+    for index_id, dim in conn.execute("SELECT id, dim FROM vector_indexes WHERE embedder=?", (embedder,)):
+        return f"vec_bits_{index_id}", dim
+    return None
+
+
+def ensure_index(conn: apsw.Connection, embedder: str, dim: int) -> str:
+    found = _index_for(conn, embedder)
+    if found and found[1] == dim:
+        return found[0]
+    if found:   # same embedder name, new width (model swapped): the index layer is rebuilt
+        conn.execute(f"DROP TABLE IF EXISTS {found[0]}")
+        conn.execute("DELETE FROM vector_indexes WHERE embedder=?", (embedder,))
+    conn.execute("INSERT INTO vector_indexes(embedder, dim) VALUES(?, ?)", (embedder, dim))
+    name = f"vec_bits_{conn.last_insert_rowid()}"
+    conn.execute(f"CREATE VIRTUAL TABLE {name} USING vec0("
+                 f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedding bit[{_bit_dim(dim)}])")
     return name
 
 
 def _indexes(conn: apsw.Connection) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name GLOB 'vec_bits_*'"
-                                       " AND name NOT GLOB '*_*_*_*'")]
+    return [f"vec_bits_{i}" for (i,) in conn.execute("SELECT id FROM vector_indexes")]
 
 
 def enqueue(conn: apsw.Connection, node_id: int, at: str) -> None:
@@ -87,11 +102,10 @@ def put(conn: apsw.Connection, node_id: int, scope: str, embedder: str, vec: np.
     conn.execute("INSERT INTO node_vectors(node_id, embedder, dim, vec, created_at) VALUES(?,?,?,?,?)"
                  " ON CONFLICT(node_id) DO UPDATE SET embedder=excluded.embedder, dim=excluded.dim, vec=excluded.vec,"
                  " created_at=excluded.created_at", (node_id, embedder, vec.shape[0], vec.tobytes(), at))
-    index = ensure_index(conn, vec.shape[0])
-    for name in _indexes(conn):
-        conn.execute(f"DELETE FROM {name} WHERE node_id=?", (node_id,))
-    conn.execute(f"INSERT INTO {index}(node_id, scope, embedder, embedding) VALUES(?,?,?,vec_quantize_binary(?))",
-                 (node_id, scope, embedder, _padded(vec)))
+    index = ensure_index(conn, embedder, vec.shape[0])
+    drop_from_index(conn, node_id)
+    conn.execute(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,vec_quantize_binary(?))",
+                 (node_id, scope, _padded(vec)))
     conn.execute("DELETE FROM embed_queue WHERE node_id=?", (node_id,))
 
 
@@ -111,13 +125,13 @@ def drop(conn: apsw.Connection, node_id: int) -> None:
 def knn_candidates(conn: apsw.Connection, query: np.ndarray, scopes: Sequence[str], embedder: str,
                    k: int) -> list[int]:
     """Bare sqlite-vec KNN over the bit index: candidate ids by Hamming distance (no predicate)."""
-    name = _index(query.shape[0])
-    if name not in _indexes(conn):
+    found = _index_for(conn, embedder)
+    if found is None or found[1] != query.shape[0]:
         return []
     marks = ",".join("?" * len(scopes))
-    sql = (f"SELECT node_id FROM {name} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?"
-           f" AND scope IN ({marks}) AND embedder = ?")
-    return [r[0] for r in conn.execute(sql, [_padded(query), min(k, 4096), *scopes, embedder])]
+    sql = (f"SELECT node_id FROM {found[0]} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?"
+           f" AND scope IN ({marks})")
+    return [r[0] for r in conn.execute(sql, [_padded(query), min(k, 4096), *scopes])]
 
 
 def rerank(conn: apsw.Connection, query: np.ndarray, ids: Sequence[int], where: str, params: Sequence,

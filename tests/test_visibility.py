@@ -103,6 +103,12 @@ def test_scope_authority_is_enforced(world):
             fenced.forget(ids["other_scope"])
         everything = fenced.recall(KEY, limit=50)
         assert all(i["scope"] == S for i in everything["items"])
+        counted = fenced.stats()
+        assert counted["scopes"] == [S]
+        live_in_s = mem.conn.execute("SELECT count(*) FROM nodes WHERE scope=? AND status='live'", (S,)).fetchone()[0]
+        assert counted["nodes"]["live"] == live_in_s
+        with pytest.raises(ScopeDenied):
+            fenced.stats([OTHER])
     finally:
         fenced.close()
 

@@ -54,14 +54,19 @@ def _fmt_item(item: dict, width: int = 100) -> str:
 
 
 def _fmt_recall(r: dict) -> str:
+    searched = f"(searched scope{'s' if len(r['scopes']) > 1 else ''}: {', '.join(r['scopes'])};" \
+               " --scope S or --all-scopes to widen)"
     if r["abstained"]:
-        return f"(abstained) {r['message']}"
+        return f"(abstained) {r['message']}\n{searched}"
     return "\n".join(_fmt_item(i) for i in r["items"])
 
 
 def _fmt_show(r: dict) -> str:
-    lines = [f"node {r['id']} · {r['status']} · scope {r['scope']}",
-             f"valid_from {r['valid_from']}  valid_to {r['valid_to']}  recorded_at {r['recorded_at']}",
+    src = r["source"]
+    origin = ", ".join(f"{k} {v}" for k, v in (("tool", src["tool"]), ("session", src["session"]),
+                                                 ("capture", src["capture"])) if v)
+    lines = [f"node {r['id']} · {r['status']} · scope {r['scope']}" + (f" · {origin}" if origin else ""),
+             f"valid from {r['valid_from']} to {r['valid_to'] or 'now'} · recorded {r['recorded_at']}",
              "", r["content"], ""]
     for name, d in r["derived"].items():
         lines.append(f"derived {name} ({d['generator']}): {d['value']}")

@@ -162,7 +162,11 @@ class Memory:
         """Superseded-by-correction nodes whose text this piece repeats (exactly or nearly)."""
         hits = {r["id"]: r for r in nodes.corrected_away(self.conn, scope, text.norm_hash(piece))}
         words = set(text.content_words(piece))
-        expression = fts.match_expression(sorted(words)[:32])
+        # candidates by the few rarest words only: cheap at any store size, and a near-duplicate
+        # shares most words, so it shares the rarest ones
+        df, _ = fts.document_frequencies(self.conn, sorted(words))
+        rarest = sorted(words, key=lambda w: (df[w], w))[:8]
+        expression = fts.match_expression(rarest)
         if expression:
             candidates = [i for i, _ in fts.search(self.conn, expression, "n.scope = ? AND n.status = 'superseded'",
                                                    [scope], 10)]
@@ -345,15 +349,19 @@ class Memory:
         return f"node {node_id} was forgotten"
 
     def stats(self, scopes: Sequence[str] | None = None) -> dict:
+        """Counts by status; limited to the given scopes, and always to the readable ones."""
+        if self.readable is not None or scopes:
+            scopes = self.read_scopes(scopes)
         return {
             "nodes": nodes.count_by_status(self.conn, scopes),
-            "links": links.count_by_status(self.conn),
-            "tags": tags.count_by_status(self.conn),
-            "review": review.count_by_status(self.conn),
-            "captures": scalar(self.conn, "SELECT count(*) FROM captures"),
+            "links": links.count_by_status(self.conn, scopes),
+            "tags": tags.count_by_status(self.conn, scopes),
+            "review": review.count_by_status(self.conn, scopes),
+            "captures": scalar(self.conn, "SELECT count(*) FROM captures" + (
+                f" WHERE scope IN ({','.join('?' * len(scopes))})" if scopes else ""), list(scopes or [])),
             "embed_queue": vectors.queue_length(self.conn),
             "embedder": self.embedder.name,
-            "scopes": nodes.scopes_in_use(self.conn),
+            "scopes": [s for s in nodes.scopes_in_use(self.conn) if not scopes or s in scopes],
             "db_bytes": self.settings.db_path.stat().st_size if self.settings.db_path.exists() else 0,
         }
 

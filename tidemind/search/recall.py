@@ -217,4 +217,5 @@ def _expand(conn, req, direct, scores, via, found, where, params, evidence) -> N
         allowed = {r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
                                               [*ctx_ids, *params])}
         for seed, entries in context.items():
-            found[seed]["context"] = [c for c in entries if c["id"] in allowed]
+            unique = {c["id"]: c for c in reversed(entries) if c["id"] in allowed}   # first reason wins
+            found[seed]["context"] = sorted(unique.values(), key=lambda c: c["id"])

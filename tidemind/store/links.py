@@ -87,5 +87,9 @@ def confirmed_neighbours(conn: apsw.Connection, node_ids: Sequence[int], scopes:
     return [tuple(r) for r in conn.execute(sql, [*node_ids, *params, *node_ids, *params])]
 
 
-def count_by_status(conn: apsw.Connection) -> dict[str, int]:
-    return {s: n for s, n in conn.execute("SELECT status, count(*) FROM links GROUP BY status")}
+def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
+    if not scopes:
+        return {s: n for s, n in conn.execute("SELECT status, count(*) FROM links GROUP BY status")}
+    marks = ",".join("?" * len(scopes))
+    return {s: n for s, n in conn.execute(f"SELECT x.status, count(*) FROM links x JOIN nodes n ON n.id = x.source_id"
+                                          f" WHERE n.scope IN ({marks}) GROUP BY x.status", list(scopes))}

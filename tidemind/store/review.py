@@ -45,8 +45,12 @@ def open_for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, 
     return out
 
 
-def count_by_status(conn: apsw.Connection) -> dict[str, int]:
-    return {s: n for s, n in conn.execute("SELECT status, count(*) FROM review_items GROUP BY status")}
+def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
+    if not scopes:
+        return {s: n for s, n in conn.execute("SELECT status, count(*) FROM review_items GROUP BY status")}
+    marks = ",".join("?" * len(scopes))
+    return {s: n for s, n in conn.execute(f"SELECT x.status, count(*) FROM review_items x JOIN nodes n ON n.id = x.node_id"
+                                          f" WHERE n.scope IN ({marks}) GROUP BY x.status", list(scopes))}
 
 
 def scrub_node(conn: apsw.Connection, node_id: int) -> None:

@@ -86,5 +86,9 @@ def filter_sql(alias: str, names: Sequence[str]) -> tuple[str, list]:
     return " AND ".join(parts), params
 
 
-def count_by_status(conn: apsw.Connection) -> dict[str, int]:
-    return {s: n for s, n in conn.execute("SELECT status, count(*) FROM node_tags GROUP BY status")}
+def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
+    if not scopes:
+        return {s: n for s, n in conn.execute("SELECT status, count(*) FROM node_tags GROUP BY status")}
+    marks = ",".join("?" * len(scopes))
+    return {s: n for s, n in conn.execute(f"SELECT x.status, count(*) FROM node_tags x JOIN nodes n ON n.id = x.node_id"
+                                          f" WHERE n.scope IN ({marks}) GROUP BY x.status", list(scopes))}

@@ -79,3 +79,35 @@ def test_bench_reports_floors(home, tmp_path):
     for key in ("digest_ms", "recall_ms", "fts_floor_ms", "vec_floor_ms"):
         assert r[key]["p50"] > 0 and r[key]["p95"] >= r[key]["p50"]
     assert r["nodes"] == 400
+
+
+def test_environment_mistakes_are_one_line(home, tmp_path):
+    cases = []
+    file_home = tmp_path / "a-file"
+    file_home.write_text("not a directory")
+    cases.append((file_home, ["stats"]))
+    bad_cfg = tmp_path / "cfg"
+    bad_cfg.mkdir()
+    (bad_cfg / "config.json").write_text("[1]")
+    cases.append((bad_cfg, ["stats"]))
+    not_db = tmp_path / "notdb"
+    not_db.mkdir()
+    (not_db / "tidemind.db").write_bytes(b"this is not sqlite at all" * 100)
+    cases.append((not_db, ["stats"]))
+    cases.append((home, ["show", "99999999999999999999"]))
+    cases.append((home, ["archive", "99999999999999999999"]))
+    cases.append((home, ["backup", "/proc/nope/x.db"]))
+    cases.append((home, ["recall", "x", "--as-of", "9999-12-31T23:00:00-05:00"]))
+    for where, args in cases:
+        proc = run_cli(where, *args)
+        err = proc.stderr.decode()
+        assert proc.returncode != 0, (where, args)
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
+def test_doctor_notes_orphan_stream_entries(home, cli):
+    from tidemind.store import stream
+    cli("digest", "a committed memory")
+    stream.append(home / "stream", "2026-01-01.md", 77, stream.new_key(), "never committed", "orphan text")
+    doc = cli("doctor")
+    assert doc["ok"] and any("never acknowledged" in n for n in doc["notes"])

@@ -123,3 +123,45 @@ def test_forget_takes_text_out_of_embedder_statistics(mem):
     after = list(mem.conn.execute("SELECT term_id, df, ctx FROM embed_terms ORDER BY term_id"))
     assert [(t, d) for t, d, _ in after] == [(t, d) for t, d, _ in before]
     assert base
+
+
+def test_forgetting_one_unit_keeps_a_sibling_that_quotes_it(mem):
+    text = ("- The deploy key rotates monthly\n"
+            "- The deploy key rotates monthly, except in December when it is frozen\n")
+    r = mem.digest(text)
+    first, second = r["node_ids"]
+    mem.forget(first)
+    capture = mem.conn.execute("SELECT content FROM captures WHERE id=?", (r["capture_id"],)).fetchone()[0]
+    sibling = mem.show(second)["content"]
+    assert sibling == "- The deploy key rotates monthly, except in December when it is frozen"
+    assert sibling in capture                                   # the sibling's words are intact
+    assert capture.startswith("[forgotten sha256:")
+    span = mem.conn.execute("SELECT capture_start, capture_end FROM nodes WHERE id=?", (second,)).fetchone()
+    assert capture[span[0]:span[1]] == sibling                  # its span moved with the redaction
+
+
+def test_forget_reaches_default_statistics_under_another_embedder(mem, home):
+    from tidemind.config import load_settings
+    from tidemind.memory import Memory
+
+    nid = mem.digest("Vexillology quorum glimmerstone")["node_ids"][0]
+    mem.embed_pending()
+    assert mem.conn.execute("SELECT count(*) FROM embed_observed").fetchone()[0] == 1
+    mem.close()
+    other = Memory(load_settings(home, embedder="ollama", ollama_host="http://127.0.0.1:9"))
+    try:
+        other.forget(nid)
+        assert other.conn.execute("SELECT count(*) FROM embed_observed").fetchone()[0] == 0
+        assert other.conn.execute("SELECT count(*) FROM embed_terms").fetchone()[0] == 0
+    finally:
+        other.close()
+
+
+def test_show_as_of_lists_only_versions_recorded_by_then(mem):
+    first = mem.digest("the release train leaves on Mondays")["node_ids"][0]
+    second = mem.correct(first, "the release train leaves on Wednesdays")["node_ids"][0]
+    recorded = mem.show(second)["versions"][0]["recorded_at"]
+    past = mem.show(first, as_of=recorded, clock="recorded")
+    assert [v["id"] for v in past["versions"]] == [first]
+    with pytest.raises(NotFound, match="not recorded or not valid"):
+        mem.show(second, as_of="2001-01-01")

@@ -169,3 +169,18 @@ def test_any_query_text_is_safe(mem, query):
         return
     r = mem.recall(query)
     assert isinstance(r["items"], list)
+
+
+def test_old_timestamps_sort_before_new_ones():
+    from tidemind.timeutil import parse_iso
+    assert parse_iso("0999-01-01") < parse_iso("2026-01-01")
+    assert parse_iso("0999-01-01").startswith("0999-")
+
+
+def test_scoped_stats_count_only_links_inside_the_scopes(world):
+    mem, ids, S, OTHER = world
+    counted = mem.stats([S])["links"]
+    inside = mem.conn.execute("SELECT count(*) FROM links l JOIN nodes a ON a.id=l.source_id JOIN nodes b"
+                              " ON b.id=l.target_id WHERE a.scope=? AND b.scope=?", (S, S)).fetchone()[0]
+    assert sum(counted.values()) == inside
+    assert inside < mem.conn.execute("SELECT count(*) FROM links").fetchone()[0]   # a cross-scope link exists

@@ -83,11 +83,31 @@ def test_secrets_are_masked_everywhere(mem, home):
             assert b"hunter2hunter2" not in data, path
 
 
-def test_prose_is_not_masked(mem):
-    text = "The password policy: at least twelve characters. The token bucket refills each second."
+@pytest.mark.parametrize("text", [
+    "The password policy: at least twelve characters. The token bucket refills each second.",
+    "Password: required for login on the staging box.",
+    "The secret: remembering names by repeating them.",
+    "pwd: /home/user/projects/tidemind",
+    "Set API_KEY=<your key here> in the environment.",
+])
+def test_prose_is_not_masked(mem, text):
     r = mem.digest(text)
     assert r["warnings"] == []
     assert mem.show(r["node_ids"][0])["content"] == text
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("DB_PASSWORD=supersecret123", "supersecret123"),
+    ("export MY_API_KEY=abcd1234efgh5678", "abcd1234efgh5678"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("password: Tr0ub4dor&3", "Tr0ub4dor&3"),
+    ("postgres://admin:s3cr3tpass@db.internal:5432/app", "s3cr3tpass"),
+    ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345", "abcdefghijklmnopqrstuvwxyz012345"),
+])
+def test_common_secret_shapes_are_masked(mem, text, secret):
+    r = mem.digest(text)
+    content = mem.show(r["node_ids"][0])["content"]
+    assert secret not in content and "[REDACTED:" in content and r["warnings"]
 
 
 def test_several_facts_become_units_of_one_capture(mem):
@@ -104,6 +124,13 @@ def test_several_facts_become_units_of_one_capture(mem):
         assert row["source"]["capture"] == r["capture_id"]
 
 
+def test_wrapped_numbered_line_and_tilde_fences_do_not_split(mem):
+    assert len(mem.digest("I counted the crates this morning\n2. crates were missing from the dock")["node_ids"]) == 1
+    fenced = "~~~\ncode here\n```\nstill code\n\nmore code in the same fence\n~~~\n\nand a paragraph after it"
+    r = mem.digest(fenced)
+    assert [mem.show(i)["content"] for i in r["node_ids"]] == [fenced[:fenced.index("\n\nand")], "and a paragraph after it"]
+
+
 def test_code_fence_and_short_text_stay_whole(mem):
     fenced = "Run this:\n\n```sh\nmake build\n\nmake test\n```\n"
     assert len(mem.digest(fenced)["node_ids"]) == 1
@@ -116,16 +143,27 @@ def test_every_digest_is_in_the_stream_file(mem):
     files = list(mem.settings.stream_dir.glob("*.md"))
     assert len(files) == 1
     data = files[0].read_bytes()
-    entries = {cid: data[start:start + length] for cid, start, length in stream.entries(files[0])}
+    entries = {e.capture_id: data[e.body_start:e.body_start + e.body_length] for e in stream.entries(files[0])}
     for cid, t in zip(ids, texts):
         assert entries[cid] == t.encode()
 
 
 def test_stream_entry_lengths_survive_lookalike_headers(mem):
-    evil = "<!-- tidemind capture=999 bytes=3 -->\nabc\n<!-- /tidemind -->"
+    evil = "### x\n<!-- tidemind capture=999 key=0123456789abcdef bytes=3 -->\nabc\n<!-- /tidemind -->\n\n"
     cid = mem.digest(evil)["capture_id"]
     path = next(mem.settings.stream_dir.glob("*.md"))
-    assert [e[0] for e in stream.entries(path)] == [cid]
+    assert [e.capture_id for e in stream.entries(path)] == [cid]
+
+
+def test_marker_in_session_or_tool_cannot_hide_an_entry_from_forget(mem, home):
+    marker = "x <!-- tidemind capture=1 key=0123456789abcdef bytes=400 --> y"
+    nid = mem.digest("Xylophonic secret phrase kept in the stream", session=marker, source_tool=marker)["node_ids"][0]
+    mem.digest("a second, ordinary memory about sailing boats", session=marker)
+    mem.forget(nid)
+    data = b"".join(p.read_bytes() for p in (home / "stream").glob("*.md"))
+    assert b"Xylophonic" not in data
+    assert b"sailing boats" in data
+    assert mem.doctor()["ok"]
 
 
 def test_every_mutation_writes_an_audit_row(mem):

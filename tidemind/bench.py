@@ -88,20 +88,21 @@ def bulk_load(m: Memory, corpus: Corpus, n: int, scopes: list[str], batch: int =
                 scope = scopes[(made + i) % len(scopes)]
                 body = corpus.memory(scope)
                 session = f"bench-{(made + i) // 20}"
+                key = stream.new_key()
                 cid = captures.insert(m.conn, content=body, content_hash=text.sha256(body), scope=scope,
                                       source_tool="bench", session=session, recorded_at=now,
-                                      stream_file=stream.file_for(now))
+                                      stream_file=stream.file_for(now), stream_key=key)
                 nid = nodes.insert(m.conn, capture_id=cid, unit_index=0, content=body,
                                    content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
                                    source_tool="bench", session=session, recorded_at=now, valid_from=now,
                                    actor="bench")
                 vectors.enqueue(m.conn, nid, now)
-                entries.append((cid, body))
+                entries.append((cid, key, body))
             path = m.settings.stream_dir
             path.mkdir(parents=True, exist_ok=True)
             with open(path / stream.file_for(now), "ab") as fh:   # one fsync per batch: bulk load only
-                for cid, body in entries:
-                    fh.write(stream._entry(cid, f"{now} bench", body.encode()))
+                for cid, key, body in entries:
+                    fh.write(stream.encode_entry(cid, key, f"{now} bench", body.encode()))
                 fh.flush()
                 os.fsync(fh.fileno())
         made += size
@@ -155,9 +156,9 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             recall_all_ms.append(_timed(lambda: m.recall(q, all_scopes=True)))
         for q, scope in probe:
             # the same FTS5 query the arm runs first (see search.recall.fts_arm), minus join and predicate
-            terms, all_common = query_terms(m.conn, q)
+            terms, all_common = query_terms(m.conn, q, [scope])
             expression = fts.match_expression(terms, "AND" if all_common and len(terms) > 1 else "OR")
-            window = fts.newest_rowid(m.conn) - COMMON_WINDOW if all_common else None
+            window = nodes.window_start(m.conn, [scope], COMMON_WINDOW) if all_common else None
             if expression:
                 fts_ms.append(_timed(lambda: fts.bare_search(m.conn, expression, FTS_CANDIDATES, window)))
             unpruned = fts.match_expression([w for w in fts.tokens(q) if w not in text.STOPWORDS])

@@ -122,7 +122,8 @@ def cmd_correct(args):
 def _simple(verb):
     def run(args):
         with _memory(args) as m:
-            _emit(args, getattr(m, verb)(args.id), lambda r: r["done"])
+            _emit(args, getattr(m, verb)(args.id),
+                  lambda r: "\n".join([r["done"], *[f"warning: {w}" for w in r.get("warnings", [])]]))
     return run
 
 
@@ -160,7 +161,8 @@ def cmd_demo(args):
 def cmd_bench(args):
     from .bench import run_bench
 
-    r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed)
+    r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed,
+                  n_scopes=args.scopes)
     from .bench import format_table
 
     _emit(args, r, format_table)
@@ -224,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--queries", type=int, default=200)
     s.add_argument("--digests", type=int, default=200)
     s.add_argument("--seed", type=int, default=7)
+    s.add_argument("--scopes", type=int, default=10, help="spread the nodes over this many scopes (default 10)")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")
     return p
 
@@ -242,6 +245,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (OSError, OverflowError) as exc:     # the environment, not a bug: say it in one line
+        if os.environ.get("TIDEMIND_DEBUG"):
+            raise
+        message = f"{type(exc).__name__}: {exc}"
+        if getattr(args, "json", False):
+            print(json.dumps({"error": message}, ensure_ascii=False))
+        print(f"tidemind: {message}", file=sys.stderr)
         return 1
     return 0
 

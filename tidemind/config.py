@@ -45,9 +45,12 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
     cfg = root / "config.json"
     if cfg.exists():
         try:
-            values.update(json.loads(cfg.read_text(encoding="utf-8")))
+            loaded = json.loads(cfg.read_text(encoding="utf-8"))
         except (ValueError, OSError) as exc:
             raise InvalidInput(f"cannot read {cfg}: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise InvalidInput(f"{cfg} must hold a JSON object of settings")
+        values.update(loaded)
     env_map = {
         "TIDEMIND_EMBEDDER": "embedder",
         "TIDEMIND_OLLAMA_HOST": "ollama_host",
@@ -61,6 +64,12 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
     values.update({k: v for k, v in overrides.items() if v is not None})
     known = {f for f in Settings.__dataclass_fields__ if f not in {"home", "extra"}}
     settings = Settings(home=root, **{k: v for k, v in values.items() if k in known})
-    settings.max_content_chars = int(settings.max_content_chars)
+    for key in ("max_content_chars", "busy_timeout_ms"):
+        try:
+            setattr(settings, key, int(getattr(settings, key)))
+        except (TypeError, ValueError):
+            raise InvalidInput(f"setting {key} must be a whole number, got {getattr(settings, key)!r}") from None
+        if getattr(settings, key) <= 0:
+            raise InvalidInput(f"setting {key} must be positive")
     settings.extra = {k: v for k, v in values.items() if k not in known}
     return settings

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import apsw
 from typing import Iterable, Sequence
 
 from . import embed as embed_pkg
@@ -41,8 +43,13 @@ class Memory:
         self.actor = actor
         self.readable = list(readable_scopes) if readable_scopes is not None else None
         self.writable = list(writable_scopes) if writable_scopes is not None else None
+        if settings.home.exists() and not settings.home.is_dir():
+            raise InvalidInput(f"the TideMind home {settings.home} exists and is not a directory")
         settings.home.mkdir(parents=True, exist_ok=True)
-        self.conn = open_store(settings.db_path, settings.busy_timeout_ms)
+        try:
+            self.conn = open_store(settings.db_path, settings.busy_timeout_ms)
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            raise InvalidInput(f"{settings.db_path} is not a usable TideMind database ({exc})") from None
         self._embedder = None
 
     @classmethod
@@ -115,14 +122,14 @@ class Memory:
 
     # -- write path -----------------------------------------------------------------------------
     def _capture(self, content: str, scope: str, now: str, source_tool: str | None, session: str | None) -> int:
+        """Insert the capture and append it to the stream (fsync'd) before the caller commits."""
+        key = stream.new_key()
         capture_id = captures.insert(self.conn, content=content, content_hash=text.sha256(content), scope=scope,
                                      source_tool=source_tool, session=session, recorded_at=now,
-                                     stream_file=stream.file_for(now))
-        return capture_id
-
-    def _stream(self, capture_id: int, content: str, scope: str, now: str, source_tool, session) -> None:
+                                     stream_file=stream.file_for(now), stream_key=key)
         title = " · ".join(x for x in (now, scope, source_tool or self.actor, session) if x)
-        stream.append(self.settings.stream_dir, stream.file_for(now), capture_id, title, content)
+        stream.append(self.settings.stream_dir, stream.file_for(now), capture_id, key, title, content)
+        return capture_id
 
     def digest(self, content, *, scope: str | None = None, valid_at: str | None = None,
                source_tool: str | None = None, session: str | None = None) -> dict:
@@ -136,11 +143,12 @@ class Memory:
         with immediate(self.conn):
             capture_id = self._capture(body, scope, now, source_tool, session)
             check_corrections = nodes.has_corrections(self.conn, scope)
-            for index, piece in pieces:
+            for index, start, end in pieces:
+                piece = body[start:end]
                 node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=index, content=piece,
                                        content_hash=text.sha256(piece), norm_hash=text.norm_hash(piece),
                                        scope=scope, source_tool=source_tool, session=session, recorded_at=now,
-                                       valid_from=valid_from or now, actor=self.actor)
+                                       valid_from=valid_from or now, actor=self.actor, span=(start, end))
                 vectors.enqueue(self.conn, node_id, now)
                 audit.record(self.conn, at=now, actor=self.actor, action="digest", node_id=node_id,
                              capture_id=capture_id, content_hash=text.sha256(piece), scope=scope)
@@ -154,7 +162,6 @@ class Memory:
                             f"node {node_id} repeats a claim that was corrected (node {old['id']} was replaced by "
                             f"node {old['superseded_by']}); stored as written and filed for review (item {item}),"
                             " the correction still stands")
-            self._stream(capture_id, body, scope, now, source_tool, session)
         return {"node_ids": node_ids, "capture_id": capture_id, "warnings": warnings, "review_items": review_ids,
                 "scope": scope, "done": f"stored {len(node_ids)} unit(s)"}
 
@@ -164,7 +171,7 @@ class Memory:
         words = set(text.content_words(piece))
         # candidates by the few rarest words only: cheap at any store size, and a near-duplicate
         # shares most words, so it shares the rarest ones
-        df, _ = fts.document_frequencies(self.conn, sorted(words))
+        df, _ = fts.document_frequencies(self.conn, sorted(words), [scope])
         rarest = sorted(words, key=lambda w: (df[w], w))[:8]
         expression = fts.match_expression(rarest)
         if expression:
@@ -177,7 +184,7 @@ class Memory:
         return list(hits.values())
 
     def _live_node(self, node_id: int, verb: str) -> dict:
-        row = nodes.get_any(self.conn, int(node_id))
+        row = nodes.get_any(self.conn, _node_id(node_id))
         if row is None or (self.writable is not None and row["scope"] not in self.writable):
             raise NotFound(f"no node {node_id} in a scope writable here")
         if row["status"] == "superseded":
@@ -211,7 +218,6 @@ class Memory:
                          supersedes=old["id"], content_hash=text.sha256(body), old_hash=old["content_hash"])
             audit.record(self.conn, at=now, actor=self.actor, action="superseded", node_id=old["id"],
                          superseded_by=new_id)
-            self._stream(capture_id, body, old["scope"], now, source_tool, session)
         return {"node_ids": [new_id], "capture_id": capture_id, "supersedes": old["id"], "warnings": warnings,
                 "done": f"node {old['id']} corrected by node {new_id}; the old version is kept"}
 
@@ -254,7 +260,7 @@ class Memory:
         """Erase the text of the node and every version of it, everywhere; keep hash tombstones."""
         now = self.now()
         with immediate(self.conn):
-            row = nodes.get_any(self.conn, int(node_id))
+            row = nodes.get_any(self.conn, _node_id(node_id))
             if row is None or (self.writable is not None and row["scope"] not in self.writable):
                 raise NotFound(f"no node {node_id} in a scope writable here")
             lineage = nodes.lineage_ids(self.conn, row["id"]) or [row["id"]]
@@ -262,11 +268,11 @@ class Memory:
             targets = [t for t in targets if t["status"] != "forgotten"]
             if not targets:
                 raise Conflict(f"node {node_id} is already forgotten")
-            self.embedder.unobserve(self.conn, [t["id"] for t in targets])
-            touched: dict[int, list[str]] = {}
+            embed_pkg.unobserve_everywhere(self.conn, [t["id"] for t in targets])
+            touched: dict[int, list[dict]] = {}
             for t in targets:
                 if t["capture_id"] is not None:
-                    touched.setdefault(t["capture_id"], []).append(t["content"])
+                    touched.setdefault(t["capture_id"], []).append(t)
                 nodes.erase(self.conn, t["id"])
                 derived.delete_for_node(self.conn, t["id"])
                 vectors.drop(self.conn, t["id"])
@@ -274,26 +280,58 @@ class Memory:
                 self.conn.execute("DELETE FROM node_tags WHERE node_id=?", (t["id"],))
                 audit.record(self.conn, at=now, actor=self.actor, action="forget", node_id=t["id"],
                              capture_id=t["capture_id"], content_hash=t["content_hash"])
-            for capture_id, texts in touched.items():
-                self._redact_capture(capture_id, texts, now)
-        fts.purge_deleted(self.conn)
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return {"node_ids": [t["id"] for t in targets], "done": f"forgot {len(targets)} version(s); hashes kept as tombstones"}
+            warnings = []
+            for capture_id, units_gone in touched.items():
+                warnings += self._redact_capture(capture_id, units_gone, now)
+        warnings += self._scrub_files()
+        if (self.settings.home / "backups").exists():
+            warnings.append("backups made before this forget (e.g. pre-migration ones under backups/) still hold the text")
+        return {"node_ids": [t["id"] for t in targets], "warnings": warnings,
+                "done": f"forgot {len(targets)} version(s); hashes kept as tombstones"}
 
-    def _redact_capture(self, capture_id: int, texts: list[str], now: str) -> None:
+    def _redact_capture(self, capture_id: int, units_gone: list[dict], now: str) -> list[str]:
+        """Replace the forgotten units' spans in the capture and its stream entry by tombstones."""
         cap = captures.get(self.conn, capture_id)
         content = cap["content"] or ""
-        for piece in sorted(set(texts), key=len, reverse=True):
-            if piece:
-                content = content.replace(piece, f"[forgotten sha256:{text.sha256(piece)[:16]}]")
-        siblings_live = scalar(self.conn, "SELECT count(*) FROM nodes WHERE capture_id=? AND status != 'forgotten'",
-                               (capture_id,))
-        tombstone = content if siblings_live else f"[forgotten capture sha256:{cap['content_hash'][:16]}]"
-        if siblings_live:
+        for unit in sorted(units_gone, key=lambda u: u["capture_start"] or 0, reverse=True):
+            start, end = unit["capture_start"], unit["capture_end"]
+            if start is None or content[start:end] != unit["content"]:
+                raise Conflict(f"capture {capture_id} does not hold node {unit['id']} where expected; nothing was"
+                               " forgotten (run `tidemind doctor`)")
+            tomb = f"[forgotten sha256:{unit['content_hash'][:16]}]"
+            content = content[:start] + tomb + content[end:]
+            nodes.shift_spans(self.conn, capture_id, end, len(tomb) - (end - start))
+        remaining = [u for u in nodes.of_capture(self.conn, capture_id) if u["status"] != "forgotten"]
+        if remaining:
             self.conn.execute("UPDATE captures SET content=? WHERE id=?", (content, capture_id))
+            tombstone = content
         else:
             captures.redact(self.conn, capture_id, now)
-        stream.redact(self.settings.stream_dir, cap["stream_file"], capture_id, tombstone)
+            tombstone = f"[forgotten capture sha256:{cap['content_hash'][:16]}]"
+        stream_path = self.settings.stream_dir / (cap["stream_file"] or "")
+        if stream.redact(self.settings.stream_dir, cap["stream_file"], capture_id, cap["stream_key"], tombstone):
+            return []
+        if stream_path.is_file():
+            raise Conflict(f"the stream entry of capture {capture_id} could not be found in {stream_path.name};"
+                           " nothing was forgotten (run `tidemind doctor`)")
+        return [f"stream file {cap['stream_file']} is missing; nothing to redact there"]
+
+    def _scrub_files(self) -> list[str]:
+        """After forget commits: merge FTS segments (deleted terms leave the index) and empty the WAL."""
+        warnings = []
+        try:
+            fts.purge_deleted(self.conn)
+            busy, wal_frames, copied = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy or wal_frames != copied:
+                warnings.append("another process is reading the store, so the write-ahead log still holds old"
+                                " pages; they are overwritten at the next checkpoint")
+        except apsw.BusyError:
+            warnings.append("the store was busy: the full-text index and write-ahead log will drop the old text"
+                            " at the next forget or checkpoint")
+        if (self.settings.home / "backups").exists():
+            warnings.append("backups made before this forget (e.g. pre-migration ones under backups/) still hold"
+                            " the text")
+        return warnings
 
     # -- reads ----------------------------------------------------------------------------------
     def recall(self, query: str, *, scopes: Sequence[str] | None = None, all_scopes: bool = False,
@@ -323,30 +361,31 @@ class Memory:
 
     def show(self, node_id, *, scopes: Sequence[str] | None = None, as_of: str | None = None,
              clock: str = "both") -> dict:
-        try:
-            node_id = int(node_id)
-        except (TypeError, ValueError):
-            raise InvalidInput(f"node id must be a number, got {node_id!r}") from None
+        node_id = _node_id(node_id)
         read = self.read_scopes(scopes, all_scopes=True)
         moment = self._as_of(as_of, clock)
         found = nodes.get_visible(self.conn, [node_id], read, moment)
         if node_id not in found:
-            raise NotFound(self._why_not_visible(node_id, read))
+            raise NotFound(self._why_not_visible(node_id, read, moment))
         item = views.describe(self.conn, found, [node_id], read, moment)[0]
-        # the lineage shares one scope; archived or forgotten versions are listed without their text
+        # the lineage shares one scope. Archived and forgotten versions are listed without text;
+        # as of a recorded time, versions recorded after it are not listed at all
+        limit = moment.recorded if moment else None
         item["versions"] = [{**v, "content": v["content"] if v["status"] in ("live", "superseded") else None}
-                            for v in nodes.versions(self.conn, node_id)]
+                            for v in nodes.versions(self.conn, node_id) if not limit or v["recorded_at"] <= limit]
         return item
 
-    def _why_not_visible(self, node_id: int, read: list[str]) -> str:
+    def _why_not_visible(self, node_id: int, read: list[str], moment: AsOf | None) -> str:
         row = nodes.get_any(self.conn, node_id)
         if row is None or row["scope"] not in read:
             return f"no node {node_id} in scope(s) {', '.join(read)}"
         if row["status"] == "archived":
             return f"node {node_id} is archived (hidden); `tidemind unarchive {node_id}` restores it"
-        if row["status"] == "superseded":
-            return f"node {node_id} was corrected; the current version is node {row['superseded_by']}"
-        return f"node {node_id} was forgotten"
+        if row["status"] == "forgotten":
+            return f"node {node_id} was forgotten"
+        if moment and moment.active:
+            return f"node {node_id} was not recorded or not valid at that time"
+        return f"node {node_id} was corrected; the current version is node {row['superseded_by']}"
 
     def stats(self, scopes: Sequence[str] | None = None) -> dict:
         """Counts by status; limited to the given scopes, and always to the readable ones."""
@@ -357,12 +396,11 @@ class Memory:
             "links": links.count_by_status(self.conn, scopes),
             "tags": tags.count_by_status(self.conn, scopes),
             "review": review.count_by_status(self.conn, scopes),
-            "captures": scalar(self.conn, "SELECT count(*) FROM captures" + (
-                f" WHERE scope IN ({','.join('?' * len(scopes))})" if scopes else ""), list(scopes or [])),
-            "embed_queue": vectors.queue_length(self.conn),
+            "captures": captures.count(self.conn, scopes),
+            "embed_queue": vectors.queue_length(self.conn, scopes),
             "embedder": self.embedder.name,
             "scopes": [s for s in nodes.scopes_in_use(self.conn) if not scopes or s in scopes],
-            "db_bytes": self.settings.db_path.stat().st_size if self.settings.db_path.exists() else 0,
+            **({} if scopes else {"db_bytes": self.settings.db_path.stat().st_size}),
         }
 
     # -- maintenance ----------------------------------------------------------------------------
@@ -399,37 +437,64 @@ class Memory:
             raise InvalidInput("backup target is the live database itself")
         if target.exists() and target.is_dir():
             target = target / f"tidemind-backup-{self.now()[:19].replace(':', '')}.db"
-        backup_to(self.conn, target)
+        try:
+            backup_to(self.conn, target)
+        except (apsw.CantOpenError, OSError) as exc:
+            raise InvalidInput(f"cannot write a backup to {target}: {exc}") from None
         return {"backup": str(target), "bytes": target.stat().st_size}
 
     def doctor(self) -> dict:
+        """Integrity of SQLite, FTS, vectors, authored text and the stream files, read in one snapshot."""
         problems: list[str] = []
         checks: dict[str, str] = {}
-        result = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
-        checks["sqlite"] = "ok" if result == ["ok"] else "; ".join(result[:5])
-        if result != ["ok"]:
-            problems.append("sqlite: " + checks["sqlite"])
-        fts_problems = fts.integrity_problems(self.conn)
-        checks["fts"] = "ok" if not fts_problems else "; ".join(fts_problems)
-        problems += fts_problems
-        vec_problems = vectors.integrity_problems(self.conn)
-        checks["vectors"] = "ok" if not vec_problems else "; ".join(vec_problems)
-        problems += vec_problems
-        bad_hash = [i for i, c, h in self.conn.execute(
-            "SELECT id, content, content_hash FROM nodes WHERE status != 'forgotten'") if text.sha256(c) != h]
-        checks["authored"] = "ok" if not bad_hash else f"{len(bad_hash)} node(s) whose text no longer matches its hash"
-        if bad_hash:
-            problems.append(f"authored: text changed outside a correction in node(s) {bad_hash[:10]}")
-        counted = scalar(self.conn, "SELECT df FROM fts_terms WHERE term_id = 0") or 0
-        indexed = scalar(self.conn, "SELECT count(*) FROM nodes WHERE status != 'forgotten'")
-        if counted != indexed:
-            problems.append(f"fts: term statistics count {counted} documents, the store has {indexed}")
-            checks["fts"] = "term statistics out of step"
-        in_stream = stream.capture_ids(self.settings.stream_dir)
-        missing = [c["id"] for c in captures.all_with_stream(self.conn) if c["id"] not in in_stream]
+        notes: list[str] = []
+        self.conn.execute("BEGIN")          # one read snapshot: a digest landing meanwhile cannot skew counts
+        try:
+            result = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
+            checks["sqlite"] = "ok" if result == ["ok"] else "; ".join(result[:5])
+            if result != ["ok"]:
+                problems.append("sqlite: " + checks["sqlite"])
+            fts_problems = fts.integrity_problems(self.conn)
+            counted = fts.counted_documents(self.conn)
+            indexed = scalar(self.conn, "SELECT count(*) FROM nodes WHERE status != 'forgotten'")
+            if counted != indexed:
+                fts_problems.append(f"fts: term statistics count {counted} documents, the store has {indexed}")
+            checks["fts"] = "ok" if not fts_problems else "; ".join(fts_problems)
+            problems += fts_problems
+            vec_problems = vectors.integrity_problems(self.conn)
+            checks["vectors"] = "ok" if not vec_problems else "; ".join(vec_problems)
+            problems += vec_problems
+            bad_hash = [i for i, c, h in self.conn.execute(
+                "SELECT id, content, content_hash FROM nodes WHERE status != 'forgotten'") if text.sha256(c) != h]
+            checks["authored"] = "ok" if not bad_hash else f"{len(bad_hash)} node(s) whose text no longer matches its hash"
+            if bad_hash:
+                problems.append(f"authored: text changed outside a correction in node(s) {bad_hash[:10]}")
+            known = captures.all_with_stream(self.conn)
+            unembedded = vectors.queue_length(self.conn)
+        finally:
+            self.conn.execute("COMMIT")
+        in_stream = stream.all_entries(self.settings.stream_dir)
+        missing = [c["id"] for c in known if (c["id"], c["stream_key"]) not in in_stream]
+        orphans = len(set(in_stream) - {(c["id"], c["stream_key"]) for c in known})
         checks["stream"] = "ok" if not missing else f"{len(missing)} capture(s) missing from the stream files"
         if missing:
             problems.append(f"stream: captures {missing[:10]} have no stream entry")
-        unembedded = vectors.queue_length(self.conn)
-        return {"ok": not problems, "problems": problems, "checks": checks,
-                "notes": [f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)"] if unembedded else []}
+        if orphans:
+            notes.append(f"{orphans} stream entr{'y' if orphans == 1 else 'ies'} from digests that were never"
+                         " acknowledged (their transaction did not commit); kept as written")
+        if unembedded:
+            notes.append(f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)")
+        return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes}
+
+
+_MAX_ID = 2**63 - 1
+
+
+def _node_id(value) -> int:
+    try:
+        node_id = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"node id must be a number, got {value!r}") from None
+    if not 0 < node_id <= _MAX_ID:
+        raise InvalidInput(f"node id out of range: {value}")
+    return node_id

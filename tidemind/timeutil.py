@@ -19,7 +19,9 @@ def system_clock() -> dt.datetime:
 def to_iso(moment: dt.datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    m = moment.astimezone(dt.timezone.utc)
+    # the year is zero-padded by hand: strftime('%Y') writes year 999 as '999', which sorts after 2026
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}.{m.microsecond:06d}Z"
 
 
 def parse_iso(text: str) -> str:
@@ -32,9 +34,10 @@ def parse_iso(text: str) -> str:
             moment = dt.datetime.fromisoformat(raw).replace(tzinfo=dt.timezone.utc)
         else:
             moment = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(f"not an ISO-8601 timestamp: {text!r} (use e.g. 2026-03-01 or 2026-03-01T09:30:00Z)") from None
-    return to_iso(moment)
+        return to_iso(moment)
+    except (ValueError, OverflowError):
+        raise InvalidInput(f"not a usable ISO-8601 timestamp: {text!r} (use e.g. 2026-03-01 or 2026-03-01T09:30:00Z)"
+                           ) from None
 
 
 def from_iso(text: str) -> dt.datetime:

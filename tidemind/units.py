@@ -1,16 +1,17 @@
 """Split a digest that holds several separate facts into units.
 
-The capture keeps the whole text; each unit is an exact slice of it, so every unit's bytes can
-be found verbatim in what was said. We split only on clear structure — blank-line separated
-paragraphs or a top-level list — never inside a code fence, and a lead-in line ending in ':'
-stays with what it introduces. Short inputs and anything ambiguous stay one unit.
+The capture keeps the whole text; each unit is an exact slice of it (`text[start:end]`), so
+every unit's bytes can be found verbatim in what was said and `forget` can redact one unit of a
+capture by position. We split only on clear structure — blank-line separated paragraphs, or the
+items of a block that starts as a top-level list — never inside a code fence, and a lead-in line
+ending in ':' stays with what it introduces. Short inputs and anything ambiguous stay one unit.
 """
 from __future__ import annotations
 
 import re
 
 _BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+\S")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 MIN_UNIT_CHARS = 12
 MAX_UNITS = 64
 
@@ -19,39 +20,48 @@ def _blocks(text: str) -> list[tuple[int, int]]:
     """(start, end) offsets of top-level blocks: paragraphs and list items, code fences kept whole."""
     blocks: list[tuple[int, int]] = []
     start: int | None = None
-    in_fence = False
+    block_is_list = False
+    fence: str | None = None          # the opening marker of the fence we are in
     pos = 0
     for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        is_blank = not stripped and not in_fence
+        m = _FENCE.match(line)
+        opens_or_closes = bool(m) and (fence is None or m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence))
+        in_fence = fence is not None
+        is_blank = not line.strip() and not in_fence
         is_item = bool(_BULLET.match(line)) and not in_fence and not line[:1].isspace()
         if is_blank:
             if start is not None:
                 blocks.append((start, pos))
                 start = None
-        elif is_item and start is not None and not _FENCE.match(line):
+        elif start is None:
+            start, block_is_list = pos, is_item
+        elif is_item and block_is_list:
             blocks.append((start, pos))
             start = pos
-        elif start is None:
-            start = pos
+        if opens_or_closes:
+            fence = None if in_fence else m.group(1)
         pos += len(line)
     if start is not None:
         blocks.append((start, pos))
     return blocks
 
 
-def split_units(text: str) -> list[tuple[int, str]]:
-    """[(unit_index, exact slice)]; a single unit is the whole text, untouched."""
-    blocks = _blocks(text)
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while end > start and text[end - 1] in " \t\r\n\f\v":
+        end -= 1
+    while start < end and text[start] in "\r\n":
+        start += 1
+    return start, end
+
+
+def split_units(text: str) -> list[tuple[int, int, int]]:
+    """[(unit_index, start, end)]; a single unit is the whole text, untouched."""
     merged: list[tuple[int, int]] = []
     carry: int | None = None
-    for start, end in blocks:
-        body = text[start:end].rstrip()
+    for start, end in _blocks(text):
         if carry is not None:
             start, carry = carry, None
-        if body.endswith(":"):
+        if text[start:end].rstrip().endswith(":"):
             carry = start
             continue
         merged.append((start, end))
@@ -60,7 +70,7 @@ def split_units(text: str) -> list[tuple[int, str]]:
             merged[-1] = (merged[-1][0], len(text))
         else:
             merged.append((carry, len(text)))
-    pieces = [text[s:e].strip("\n").rstrip() for s, e in merged]
-    if len(pieces) < 2 or len(pieces) > MAX_UNITS or any(len(p.strip()) < MIN_UNIT_CHARS for p in pieces):
-        return [(0, text)]
-    return list(enumerate(pieces))
+    spans = [_trimmed(text, s, e) for s, e in merged]
+    if len(spans) < 2 or len(spans) > MAX_UNITS or any(len(text[s:e].strip()) < MIN_UNIT_CHARS for s, e in spans):
+        return [(0, 0, len(text))]
+    return [(i, s, e) for i, (s, e) in enumerate(spans)]

@@ -49,6 +49,15 @@ def get_embedder(settings, conn: apsw.Connection) -> Embedder:
     return _REGISTRY[key](settings, conn)
 
 
+def unobserve_everywhere(conn: apsw.Connection, node_ids: Sequence[int]) -> None:
+    """Forget: take the nodes out of every embedder's learned statistics, whichever is configured now
+    (statistics learned while the default embedder was in use stay in its tables otherwise)."""
+    for factory in _REGISTRY.values():
+        learner = getattr(factory, "learner", None)
+        if learner is not None:
+            learner(conn).unobserve(conn, node_ids)
+
+
 def normalise(mat: np.ndarray) -> np.ndarray:
     mat = np.asarray(mat, dtype=np.float32)
     norms = np.linalg.norm(mat, axis=1, keepdims=True)

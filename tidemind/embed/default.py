@@ -213,4 +213,9 @@ def _chunked_select(conn: apsw.Connection, ids: list[int]):
     return _chunked(conn, "SELECT term_id, df, ctx FROM embed_terms WHERE term_id IN ({})", ids)
 
 
-register("default", lambda settings, conn: DefaultEmbedder(conn))
+def _factory(settings, conn):
+    return DefaultEmbedder(conn)
+
+
+_factory.learner = DefaultEmbedder   # it keeps corpus statistics: forget must reach them
+register("default", _factory)

@@ -11,7 +11,10 @@ from . import normalise, register
 
 class OllamaEmbedder:
     def __init__(self, host: str, model: str, dim: int | None = None):
-        import ollama  # imported here so the default path never pays for it
+        try:
+            import ollama  # imported here so the default path never pays for it
+        except ImportError:
+            raise TideMindError("the ollama embedder needs the `ollama` package (pip install ollama)") from None
 
         self._client = ollama.Client(host=host)
         self.model = model

@@ -65,10 +65,12 @@ def _where(req: RecallRequest) -> tuple[str, list]:
     return pred, params
 
 
-def query_terms(conn: apsw.Connection, query: str, prune: bool = True) -> tuple[list[str], bool]:
+def query_terms(conn: apsw.Connection, query: str, scopes: Sequence[str] | None = None,
+                prune: bool = True) -> tuple[list[str], bool]:
     """The words worth matching, and whether they are all common.
 
-    In a large store (PRUNE_MIN_DOCS), a word found in half the memories or more has zero IDF in
+    Frequencies are counted within the scopes read, so a word common elsewhere still counts as
+    rare here. In a large scope (PRUNE_MIN_DOCS), a word found in half its memories or more has zero IDF in
     BM25 (FTS5 clamps it), so it is dropped: it costs a scan of half the index and ranks
     nothing. Words found in more than COMMON_TERM_SHARE of memories are dropped while rarer words
     remain; they cost most of the FTS time and move BM25 little. When every word is common the
@@ -79,7 +81,7 @@ def query_terms(conn: apsw.Connection, query: str, prune: bool = True) -> tuple[
     content = [w for w in words if w not in STOPWORDS]
     if not content:
         return words, False
-    df, n_docs = fts.document_frequencies(conn, content)
+    df, n_docs = fts.document_frequencies(conn, content, scopes)
     if not prune or n_docs < PRUNE_MIN_DOCS:
         return content, False
     content = [w for w in content if 2 * df[w] < n_docs]
@@ -92,22 +94,22 @@ def query_terms(conn: apsw.Connection, query: str, prune: bool = True) -> tuple[
 def fts_arm(conn: apsw.Connection, req: RecallRequest, where: str, params: list) -> list[tuple[int, float]]:
     # a filtered query keeps every word: its few matching rows may hold only common ones
     filtered = bool(req.tags or req.source or (req.as_of and req.as_of.active))
-    terms, all_common = query_terms(conn, req.query, prune=not filtered)
+    terms, all_common = query_terms(conn, req.query, req.scopes, prune=not filtered)
     expression = fts.match_expression(terms)
     if expression is None:
         return []
     if not all_common:
         return fts.search(conn, expression, where, params, FTS_CANDIDATES)
     # Only common words: lexical evidence is weak and a full OR would score a large share of the
-    # store. Rows holding both words are BM25's best anyway; failing enough of those, the OR runs
-    # over the newest COMMON_WINDOW memories (the vector arm still covers the whole store).
+    # scope. Both the AND (rows holding both words are BM25's best anyway) and, failing enough of
+    # those, the OR run over the newest COMMON_WINDOW memories of each scope read (the whole scope
+    # when it is smaller); the vector arm still covers everything.
+    window = nodes.window_start(conn, req.scopes, COMMON_WINDOW)
     if len(terms) > 1:
-        hits = fts.search(conn, fts.match_expression(terms, "AND"), where, params, FTS_CANDIDATES,
-                          min_rowid=fts.newest_rowid(conn) - COMMON_WINDOW)
+        hits = fts.search(conn, fts.match_expression(terms, "AND"), where, params, FTS_CANDIDATES, window)
         if len(hits) >= req.limit:
             return hits
-    return fts.search(conn, expression, where, params, FTS_CANDIDATES,
-                      min_rowid=fts.newest_rowid(conn) - COMMON_WINDOW)
+    return fts.search(conn, expression, where, params, FTS_CANDIDATES, window)
 
 
 def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str,
@@ -118,7 +120,9 @@ def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str,
     if not np.any(query):
         return []
     filtered = bool(req.tags or req.source or (req.as_of and req.as_of.active))
-    if filtered and vectors.count_matching(conn, where, params, embedder.name) <= SCAN_LIMIT:
+    # the bit index holds live nodes only: the recorded clock (superseded versions) always scans
+    past = bool(req.as_of and req.as_of.recorded)
+    if past or (filtered and vectors.count_matching(conn, where, params, embedder.name) <= SCAN_LIMIT):
         return vectors.scan(conn, query, where, params, embedder.name, VEC_CANDIDATES)
     k = 4096 if filtered else VEC_CANDIDATES
     ids = vectors.knn_candidates(conn, query, req.scopes, embedder.name, k)

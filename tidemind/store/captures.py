@@ -15,24 +15,19 @@ CREATE TABLE captures(
   session TEXT,
   recorded_at TEXT NOT NULL,
   stream_file TEXT,                  -- name of the dated stream file holding the raw entry
+  stream_key TEXT,                   -- random key of that entry (capture ids can be reused after a rollback)
   forgotten_at TEXT
 );
 """
 
 
 def insert(conn: apsw.Connection, *, content: str, content_hash: str, scope: str, source_tool: str | None,
-           session: str | None, recorded_at: str, stream_file: str) -> int:
+           session: str | None, recorded_at: str, stream_file: str, stream_key: str) -> int:
     conn.execute(
-        "INSERT INTO captures(content, content_hash, scope, source_tool, session, recorded_at, stream_file)"
-        " VALUES(?,?,?,?,?,?,?)",
-        (content, content_hash, scope, source_tool, session, recorded_at, stream_file))
+        "INSERT INTO captures(content, content_hash, scope, source_tool, session, recorded_at, stream_file, stream_key)"
+        " VALUES(?,?,?,?,?,?,?,?)",
+        (content, content_hash, scope, source_tool, session, recorded_at, stream_file, stream_key))
     return conn.last_insert_rowid()
-
-
-def next_id(conn: apsw.Connection) -> int:
-    for (mx,) in conn.execute("SELECT coalesce(max(id), 0) + 1 FROM captures"):
-        return mx
-    return 1
 
 
 def get(conn: apsw.Connection, capture_id: int) -> dict | None:
@@ -45,4 +40,11 @@ def redact(conn: apsw.Connection, capture_id: int, at: str) -> None:
 
 
 def all_with_stream(conn: apsw.Connection) -> list[dict]:
-    return rows(conn, "SELECT id, stream_file, content_hash, forgotten_at FROM captures")
+    return rows(conn, "SELECT id, stream_file, stream_key, content_hash, forgotten_at FROM captures")
+
+
+def count(conn: apsw.Connection, scopes=None) -> int:
+    if not scopes:
+        return next(iter(conn.execute("SELECT count(*) FROM captures")))[0]
+    marks = ",".join("?" * len(scopes))
+    return next(iter(conn.execute(f"SELECT count(*) FROM captures WHERE scope IN ({marks})", list(scopes))))[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import weakref
 from typing import Sequence
 
 import apsw
@@ -15,13 +16,16 @@ DDL = """
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
   content, derived_text, content='nodes', content_rowid='id', tokenize='porter unicode61'
 );
--- document frequency per Porter stem of authored text, keyed by a 64-bit hash of the stem (no
--- text, so forget leaves nothing here); term_id 0 holds the document count. fts5vocab can give
--- the same numbers but walks a term's whole doclist to count it (~1 ms per common term at 100k).
+-- document frequency per scope and Porter stem of authored text, keyed by a 64-bit hash of the
+-- stem (no text, so forget leaves nothing here); term_id 0 holds the scope's document count.
+-- fts5vocab gives store-wide numbers only, and walks a term's whole doclist to count it
+-- (~1 ms per common term at 100k).
 CREATE TABLE fts_terms(
-  term_id INTEGER PRIMARY KEY,
-  df INTEGER NOT NULL
-);
+  scope TEXT NOT NULL,
+  term_id INTEGER NOT NULL,
+  df INTEGER NOT NULL,
+  PRIMARY KEY(scope, term_id)
+) WITHOUT ROWID;
 CREATE TRIGGER nodes_fts_ai AFTER INSERT ON nodes BEGIN
   INSERT INTO nodes_fts(rowid, content, derived_text) VALUES (new.id, new.content, new.derived_text);
 END;
@@ -53,14 +57,14 @@ def match_expression(terms: Sequence[str], operator: str = "OR") -> str | None:
     return f" {operator} ".join('"' + t.replace('"', '""') + '"' for t in unique)
 
 
-_TOKENIZERS: dict[int, object] = {}
+_TOKENIZERS: "weakref.WeakKeyDictionary[apsw.Connection, object]" = weakref.WeakKeyDictionary()
 
 
 def stems(conn: apsw.Connection, text: str) -> list[str]:
     """The exact terms FTS5 indexes for `text` (porter over unicode61)."""
-    tok = _TOKENIZERS.get(id(conn))
+    tok = _TOKENIZERS.get(conn)
     if tok is None:
-        tok = _TOKENIZERS[id(conn)] = conn.fts5_tokenizer("porter", ["unicode61"])
+        tok = _TOKENIZERS[conn] = conn.fts5_tokenizer("porter", ["unicode61"])
     return [t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
 
 
@@ -69,22 +73,36 @@ def _term_id(stem: str) -> int:
     return value or 1   # 0 is the document counter
 
 
-def count_document(conn: apsw.Connection, text: str, sign: int) -> None:
-    """Add (+1) or remove (-1) one document's terms from the frequency table."""
+def count_document(conn: apsw.Connection, scope: str, text: str, sign: int) -> None:
+    """Add (+1) or remove (-1) one document's terms from its scope's frequency table."""
     ids = {_term_id(s) for s in stems(conn, text)}
-    conn.executemany("INSERT INTO fts_terms(term_id, df) VALUES(?, ?) ON CONFLICT(term_id) DO UPDATE SET df = df + ?",
-                     [(i, max(sign, 0), sign) for i in ids] + [(0, max(sign, 0), sign)])
+    conn.executemany("INSERT INTO fts_terms(scope, term_id, df) VALUES(?, ?, ?) ON CONFLICT(scope, term_id)"
+                     " DO UPDATE SET df = df + ?", [(scope, i, max(sign, 0), sign) for i in ids | {0}])
     if sign < 0:
-        conn.executemany("DELETE FROM fts_terms WHERE term_id = ? AND df <= 0", [(i,) for i in ids])
+        conn.executemany("DELETE FROM fts_terms WHERE scope = ? AND term_id = ? AND df <= 0",
+                         [(scope, i) for i in ids | {0}])
 
 
-def document_frequencies(conn: apsw.Connection, words: Sequence[str]) -> tuple[dict[str, int], int]:
-    """({word: df of its stem}, number of documents)."""
+def document_frequencies(conn: apsw.Connection, words: Sequence[str],
+                         scopes: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
+    """({word: df of its stem}, number of documents), summed over `scopes` (all when None)."""
     by_word = {w: _term_id(st[0]) if (st := stems(conn, w)) else None for w in words}
     ids = [i for i in by_word.values() if i is not None] + [0]
     marks = ",".join("?" * len(ids))
-    found = dict(conn.execute(f"SELECT term_id, df FROM fts_terms WHERE term_id IN ({marks})", ids))
+    if scopes:
+        in_scopes = f" AND scope IN ({','.join('?' * len(scopes))})"
+        args = [*ids, *scopes]
+    else:
+        in_scopes, args = "", ids
+    found = dict(conn.execute(f"SELECT term_id, sum(df) FROM fts_terms WHERE term_id IN ({marks}){in_scopes}"
+                              f" GROUP BY term_id", args))
     return {w: found.get(i, 0) if i is not None else 0 for w, i in by_word.items()}, found.get(0, 0)
+
+
+def counted_documents(conn: apsw.Connection) -> int:
+    for (n,) in conn.execute("SELECT coalesce(sum(df), 0) FROM fts_terms WHERE term_id = 0"):
+        return n
+    return 0
 
 
 def search(conn: apsw.Connection, expression: str, where: str, params: Sequence, limit: int,
@@ -97,11 +115,6 @@ def search(conn: apsw.Connection, expression: str, where: str, params: Sequence,
     args = [expression, *([min_rowid] if min_rowid is not None else []), *params, limit]
     return [(i, s) for i, s in conn.execute(sql, args)]
 
-
-def newest_rowid(conn: apsw.Connection) -> int:
-    for (value,) in conn.execute("SELECT max(id) FROM nodes"):
-        return value or 0
-    return 0
 
 
 def bare_search(conn: apsw.Connection, expression: str, limit: int,

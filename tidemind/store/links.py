@@ -91,5 +91,6 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
     if not scopes:
         return {s: n for s, n in conn.execute("SELECT status, count(*) FROM links GROUP BY status")}
     marks = ",".join("?" * len(scopes))
-    return {s: n for s, n in conn.execute(f"SELECT x.status, count(*) FROM links x JOIN nodes n ON n.id = x.source_id"
-                                          f" WHERE n.scope IN ({marks}) GROUP BY x.status", list(scopes))}
+    return {s: n for s, n in conn.execute(
+        f"SELECT x.status, count(*) FROM links x JOIN nodes a ON a.id = x.source_id JOIN nodes b ON b.id = x.target_id"
+        f" WHERE a.scope IN ({marks}) AND b.scope IN ({marks}) GROUP BY x.status", [*scopes, *scopes])}

@@ -18,6 +18,8 @@ CREATE TABLE nodes(
   id INTEGER PRIMARY KEY,
   capture_id INTEGER REFERENCES captures(id),
   unit_index INTEGER NOT NULL DEFAULT 0,      -- position of this unit within its capture
+  capture_start INTEGER,                      -- the unit is captures.content[capture_start:capture_end]
+  capture_end INTEGER,
   content TEXT NOT NULL,                      -- authored text, verbatim ('' once forgotten)
   content_hash TEXT NOT NULL,                 -- sha256 of content; the tombstone after forget
   norm_hash TEXT NOT NULL,                    -- sha256 of case/space/punctuation-folded text (correction stickiness)
@@ -35,6 +37,7 @@ CREATE TABLE nodes(
   derived_text TEXT NOT NULL DEFAULT ''       -- index layer: searchable derived fields, rebuilt from `derived`
 );
 CREATE INDEX nodes_scope_status ON nodes(scope, status, recorded_at);
+CREATE INDEX nodes_scope_id ON nodes(scope, id);
 CREATE INDEX nodes_capture ON nodes(capture_id, unit_index);
 CREATE INDEX nodes_session ON nodes(session, id) WHERE session IS NOT NULL;
 CREATE INDEX nodes_norm_hash ON nodes(norm_hash);
@@ -50,7 +53,7 @@ CREATE TABLE node_versions(
 );
 """
 
-COLUMNS = ("id", "capture_id", "unit_index", "content", "content_hash", "scope", "status", "kind",
+COLUMNS = ("id", "capture_id", "unit_index", "capture_start", "capture_end", "content", "content_hash", "scope", "status", "kind",
            "source_tool", "session", "recorded_at", "superseded_at", "valid_from", "valid_to",
            "superseded_by", "heat")
 _SELECT = ", ".join(f"n.{c}" for c in COLUMNS)
@@ -59,14 +62,15 @@ _SELECT = ", ".join(f"n.{c}" for c in COLUMNS)
 def insert(conn: apsw.Connection, *, capture_id: int | None, unit_index: int, content: str, content_hash: str,
            norm_hash: str, scope: str, source_tool: str | None, session: str | None, recorded_at: str,
            valid_from: str, kind: str = "memory", reason: str = "digest", actor: str = "cli",
-           lineage_of: int | None = None) -> int:
+           lineage_of: int | None = None, span: tuple[int, int] | None = None) -> int:
+    start, end = span if span is not None else (0, len(content))
     conn.execute(
-        "INSERT INTO nodes(capture_id, unit_index, content, content_hash, norm_hash, scope, kind, source_tool,"
-        " session, recorded_at, valid_from) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-        (capture_id, unit_index, content, content_hash, norm_hash, scope, kind, source_tool, session,
+        "INSERT INTO nodes(capture_id, unit_index, capture_start, capture_end, content, content_hash, norm_hash, scope,"
+        " kind, source_tool, session, recorded_at, valid_from) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (capture_id, unit_index, start, end, content, content_hash, norm_hash, scope, kind, source_tool, session,
          recorded_at, valid_from))
     node_id = conn.last_insert_rowid()
-    fts.count_document(conn, content, +1)
+    fts.count_document(conn, scope, content, +1)
     if lineage_of is None:
         lineage, version = node_id, 1
     else:
@@ -107,8 +111,8 @@ def supersede(conn: apsw.Connection, old_id: int, new_id: int, at: str) -> None:
 
 def erase(conn: apsw.Connection, node_id: int) -> None:
     """Forget: blank the authored and derived text; hashes stay as the tombstone."""
-    for (content,) in conn.execute("SELECT content FROM nodes WHERE id=?", (node_id,)):
-        fts.count_document(conn, content, -1)
+    for scope, content in conn.execute("SELECT scope, content FROM nodes WHERE id=?", (node_id,)):
+        fts.count_document(conn, scope, content, -1)
     conn.execute("UPDATE nodes SET content='', derived_text='', status='forgotten' WHERE id=?", (node_id,))
 
 
@@ -131,8 +135,25 @@ def lineage_ids(conn: apsw.Connection, node_id: int) -> list[int]:
         (node_id,))]
 
 
-def of_capture(conn: apsw.Connection, capture_id: int) -> list[int]:
-    return [r[0] for r in conn.execute("SELECT id FROM nodes WHERE capture_id=? ORDER BY unit_index", (capture_id,))]
+def of_capture(conn: apsw.Connection, capture_id: int) -> list[dict]:
+    return rows(conn, "SELECT id, status, capture_start, capture_end FROM nodes WHERE capture_id=? ORDER BY unit_index",
+                (capture_id,))
+
+
+def shift_spans(conn: apsw.Connection, capture_id: int, after: int, delta: int) -> None:
+    """After a redaction changed the capture's length, move the spans of the units that follow."""
+    conn.execute("UPDATE nodes SET capture_start = capture_start + ?, capture_end = capture_end + ?"
+                 " WHERE capture_id = ? AND capture_start >= ?", (delta, delta, capture_id, after))
+
+
+def window_start(conn: apsw.Connection, scopes: Sequence[str], size: int) -> int:
+    """Smallest id among the newest `size` nodes of each scope (0 when a scope has fewer)."""
+    starts = []
+    for scope in scopes:
+        found = [r[0] for r in conn.execute("SELECT id FROM nodes WHERE scope = ? ORDER BY id DESC LIMIT 1 OFFSET ?",
+                                            (scope, size))]
+        starts.append(found[0] if found else 0)
+    return min(starts, default=0)
 
 
 def corrected_away(conn: apsw.Connection, scope: str, norm_hash: str) -> list[dict]:

@@ -49,8 +49,10 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
     if not scopes:
         return {s: n for s, n in conn.execute("SELECT status, count(*) FROM review_items GROUP BY status")}
     marks = ",".join("?" * len(scopes))
-    return {s: n for s, n in conn.execute(f"SELECT x.status, count(*) FROM review_items x JOIN nodes n ON n.id = x.node_id"
-                                          f" WHERE n.scope IN ({marks}) GROUP BY x.status", list(scopes))}
+    return {s: n for s, n in conn.execute(
+        f"SELECT x.status, count(*) FROM review_items x JOIN nodes n ON n.id = x.node_id"
+        f" LEFT JOIN nodes o ON o.id = x.other_node_id WHERE n.scope IN ({marks})"
+        f" AND (o.id IS NULL OR o.scope IN ({marks})) GROUP BY x.status", [*scopes, *scopes])}
 
 
 def scrub_node(conn: apsw.Connection, node_id: int) -> None:

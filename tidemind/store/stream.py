@@ -1,11 +1,15 @@
 """The dated Markdown stream: every capture appended raw to stream/YYYY-MM-DD.md, fsync'd.
 
-It is the second copy of what was said, readable in any editor. Each entry carries its byte
-length, so a reader walks the file by lengths and text that looks like a header cannot
-confuse it. `redact` (forget) rewrites one entry in place under the same lock appends take.
+It is the second copy of what was said, readable in any editor. The entry is written before
+the database commits, so an acknowledged digest is always in the stream; an entry whose
+transaction then failed is an *orphan* (its key matches no capture) and `doctor` lists it.
+Each entry carries its capture id, a random key stored with the capture (ids can be reused
+after a rollback, keys cannot), and its byte length, so a reader walks the file by lengths and
+content that looks like a header cannot confuse it. `redact` (forget) rewrites one entry in
+place under the same lock appends take.
 
     ### 2026-11-30T02:37:27.123456Z · personal · cli · session-1
-    <!-- tidemind capture=17 bytes=42 -->
+    <!-- tidemind capture=17 key=9f2c4e1ab07d3c55 bytes=42 -->
     ...exactly 42 bytes of content...
     <!-- /tidemind -->
 """
@@ -15,11 +19,20 @@ import contextlib
 import fcntl
 import os
 import re
+import secrets as _random
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
-_HEAD = re.compile(rb"<!-- tidemind capture=(\d+) bytes=(\d+) -->\n")
+_ENTRY = re.compile(rb"(?m)^### [^\n]*\n<!-- tidemind capture=(\d+) key=([0-9a-f]{16}) bytes=(\d+) -->\n")
 _TAIL = b"\n<!-- /tidemind -->\n\n"
+
+
+class Entry(NamedTuple):
+    capture_id: int
+    key: str
+    head_start: int      # offset of the '### ' title line
+    body_start: int
+    body_length: int
 
 
 @contextlib.contextmanager
@@ -33,17 +46,26 @@ def _locked(stream_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def new_key() -> str:
+    return _random.token_hex(8)
+
+
 def file_for(recorded_at: str) -> str:
     return f"{recorded_at[:10]}.md"
 
 
-def _entry(capture_id: int, title: str, body: bytes) -> bytes:
-    head = f"### {title}\n<!-- tidemind capture={capture_id} bytes={len(body)} -->\n".encode()
+def _title(text: str) -> str:
+    """One line, and nothing a reader could take for an entry marker."""
+    return " ".join(text.split()).replace("<!--", "<! --").replace("-->", "-- >")
+
+
+def encode_entry(capture_id: int, key: str, title: str, body: bytes) -> bytes:
+    head = f"### {_title(title)}\n<!-- tidemind capture={capture_id} key={key} bytes={len(body)} -->\n".encode()
     return head + body + _TAIL
 
 
-def append(stream_dir: Path, name: str, capture_id: int, title: str, content: str) -> None:
-    data = _entry(capture_id, title.replace("\n", " "), content.encode("utf-8"))
+def append(stream_dir: Path, name: str, capture_id: int, key: str, title: str, content: str) -> None:
+    data = encode_entry(capture_id, key, title, content.encode("utf-8"))
     with _locked(stream_dir):
         fd = os.open(stream_dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -53,38 +75,47 @@ def append(stream_dir: Path, name: str, capture_id: int, title: str, content: st
             os.close(fd)
 
 
-def entries(path: Path) -> list[tuple[int, int, int]]:
-    """(capture_id, body_start, body_length) for each entry, found by walking lengths."""
-    data = path.read_bytes()
+def parse(data: bytes) -> list[Entry]:
+    """Entries found by walking lengths; a header is only taken where the previous entry ended
+    (or, after damage, at the next line that is a well-formed title + marker pair)."""
     out, pos = [], 0
     while True:
-        m = _HEAD.search(data, pos)
+        m = _ENTRY.search(data, pos)
         if not m:
             return out
-        cid, length = int(m.group(1)), int(m.group(2))
-        out.append((cid, m.end(), length))
-        pos = m.end() + length
+        length = int(m.group(3))
+        end = m.end() + length
+        if data[end:end + len(_TAIL)] != _TAIL:     # not a real entry boundary: keep looking past it
+            pos = m.start() + 1
+            continue
+        out.append(Entry(int(m.group(1)), m.group(2).decode(), m.start(), m.end(), length))
+        pos = end + len(_TAIL)
 
 
-def redact(stream_dir: Path, name: str, capture_id: int, tombstone: str) -> bool:
-    """Replace the capture's body with `tombstone`; atomic (temp file + fsync + rename)."""
+def entries(path: Path) -> list[Entry]:
+    return parse(path.read_bytes())
+
+
+def redact(stream_dir: Path, name: str, capture_id: int, key: str, tombstone: str) -> bool:
+    """Replace the body of the capture's entry with `tombstone`; atomic (temp file, fsync, rename).
+    Returns False when the file or the entry is not there."""
     path = stream_dir / name
     with _locked(stream_dir):
         if not path.exists():
             return False
         data = path.read_bytes()
-        found = [e for e in entries(path) if e[0] == capture_id]
+        found = [e for e in parse(data) if e.capture_id == capture_id and e.key == key]
         if not found:
             return False
         out, pos = bytearray(), 0
-        new_body = tombstone.encode("utf-8")
-        for _, start, length in found:
-            head_start = data.rfind(b"<!-- tidemind capture=", 0, start)
-            out += data[pos:head_start]
-            out += f"<!-- tidemind capture={capture_id} bytes={len(new_body)} -->\n".encode() + new_body
-            pos = start + length
+        body = tombstone.encode("utf-8")
+        for e in found:
+            title_end = data.index(b"\n", e.head_start) + 1
+            out += data[pos:title_end]
+            out += f"<!-- tidemind capture={capture_id} key={key} bytes={len(body)} -->\n".encode() + body
+            pos = e.body_start + e.body_length
         out += data[pos:]
-        tmp = path.with_suffix(".md.tmp")
+        tmp = path.with_name(path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(fd, bytes(out))
@@ -100,11 +131,11 @@ def redact(stream_dir: Path, name: str, capture_id: int, tombstone: str) -> bool
         return True
 
 
-def capture_ids(stream_dir: Path) -> dict[int, str]:
-    """capture id -> stream file name, over every stream file."""
-    found: dict[int, str] = {}
+def all_entries(stream_dir: Path) -> dict[tuple[int, str], str]:
+    """(capture id, key) -> stream file name, over every stream file."""
+    found: dict[tuple[int, str], str] = {}
     if stream_dir.exists():
         for path in sorted(stream_dir.glob("*.md")):
-            for cid, _, _ in entries(path):
-                found[cid] = path.name
+            for e in entries(path):
+                found[(e.capture_id, e.key)] = path.name
     return found

@@ -85,8 +85,12 @@ def queued(conn: apsw.Connection, limit: int) -> list[tuple[int, str, str]]:
                              " ORDER BY q.node_id LIMIT ?", (limit,)))
 
 
-def queue_length(conn: apsw.Connection) -> int:
-    return scalar(conn, "SELECT count(*) FROM embed_queue")
+def queue_length(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> int:
+    if not scopes:
+        return scalar(conn, "SELECT count(*) FROM embed_queue")
+    marks = ",".join("?" * len(scopes))
+    return scalar(conn, f"SELECT count(*) FROM embed_queue q JOIN nodes n ON n.id = q.node_id"
+                        f" WHERE n.scope IN ({marks})", list(scopes))
 
 
 def enqueue_stale(conn: apsw.Connection, embedder: str, at: str) -> int:

@@ -51,7 +51,7 @@ def test_every_vector_records_its_embedder(mem):
     mem.digest("a memory to embed")
     mem.embed_pending()
     names = {n for (n,) in mem.conn.execute("SELECT embedder FROM node_vectors")}
-    assert names == {"default/ri-v1"}
+    assert names == {"default/ri-v2"}
 
 
 class _OllamaStub(BaseHTTPRequestHandler):

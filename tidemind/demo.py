@@ -83,8 +83,8 @@ def run_demo(home: str | None = None, as_json: bool = False) -> dict:
             for v in shown["versions"]:
                 _say(out, as_json, f"  v{v['version']} node {v['id']} {v['status']:<10} {v['content'][:70]!r}")
 
-            _show_recall(out, as_json, '"when does my kid go swimming"',
-                         m.recall("when does my kid go swimming"))
+            _show_recall(out, as_json, '"what day is Inês swimming"',
+                         m.recall("what day is Inês swimming"))
             _show_recall(out, as_json, '"what is the wifi password at the office"',
                          m.recall("what is the wifi password at the office", all_scopes=True))
             before = shown["versions"][0]["recorded_at"]

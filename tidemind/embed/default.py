@@ -10,7 +10,11 @@ three parts:
 3. the word's *context vector*, learned by random indexing from the store's own text: the sum
    of the index vectors of the words that appear within ±4 positions of it in stored memories.
    Words used in the same company ("postgres", "database", "migration") get similar context
-   vectors, so a query can meet a memory that shares none of its words.
+   vectors, so a query can meet a memory that shares none of its words. Every context vector
+   also carries the company of the most frequent words, a direction all of them share; it is
+   projected out (the running sum of all context vectors is kept for that), otherwise any two
+   memories look alike (mean document-to-document cosine 0.67 before, 0.24 after, on the bench
+   corpus) and sign-quantised search loses most of its precision.
 
 The corpus statistics (document frequency and context vector per word) live in `embed_terms`,
 keyed by a 64-bit hash of the word, never the word itself, so `forget` can subtract a text's
@@ -54,7 +58,13 @@ CREATE TABLE embed_stats(
   value INTEGER NOT NULL
 );
 """
-register_migrations("embed-default", [("0001_terms", DDL)])
+COMMON_DDL = """
+CREATE TABLE embed_common(            -- running sum of all context vectors: the direction every word shares
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  vec BLOB NOT NULL
+);
+"""
+register_migrations("embed-default", [("0001_terms", DDL), ("0002_common_direction", COMMON_DDL)])
 
 
 def _digest(feature: str) -> bytes:
@@ -103,7 +113,7 @@ def _word_index(word: str) -> np.ndarray:
 
 
 class DefaultEmbedder:
-    name = "default/ri-v1"
+    name = "default/ri-v2"
     dim = DIM
 
     def __init__(self, conn: apsw.Connection | None = None):
@@ -161,6 +171,11 @@ class DefaultEmbedder:
             updates.append((tid, max(0, old_df + sign * count), vec.tobytes()))
         conn.executemany("INSERT INTO embed_terms(term_id, df, ctx) VALUES(?,?,?) ON CONFLICT(term_id)"
                          " DO UPDATE SET df=excluded.df, ctx=excluded.ctx", updates)
+        total = sum(ctx.values(), np.zeros(DIM, np.float32)) * sign
+        for (blob,) in conn.execute("SELECT vec FROM embed_common WHERE id = 1"):
+            total = total + np.frombuffer(blob, np.float32)
+        conn.execute("INSERT INTO embed_common(id, vec) VALUES(1, ?) ON CONFLICT(id) DO UPDATE SET vec = excluded.vec",
+                     (total.astype(np.float32).tobytes(),))
         gone = [(u[0],) for u in updates if u[1] == 0]
         if gone:
             conn.executemany("DELETE FROM embed_terms WHERE term_id=?", gone)
@@ -174,6 +189,7 @@ class DefaultEmbedder:
         vocab = sorted({w for toks in token_lists for w in toks})
         stats = self._stats(vocab)
         n_docs = stats.pop(None, (0, None))[0]
+        common = self._common_direction()
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         for row, toks in enumerate(token_lists):
             if not toks:
@@ -187,11 +203,22 @@ class DefaultEmbedder:
                 weight = (1.0 + math.log(tf)) * max(idf, 0.1)
                 part = _surface(w)
                 if ctx is not None:
+                    if common is not None:
+                        ctx = ctx - float(ctx @ common) * common
                     norm = float(np.linalg.norm(ctx))
                     if norm > 0:
                         part = part + CONTEXT_WEIGHT * math.sqrt(NONZERO) * ctx / norm
                 out[row] += weight * part
         return normalise(out)
+
+    def _common_direction(self) -> np.ndarray | None:
+        if self.conn is None:
+            return None
+        for (blob,) in self.conn.execute("SELECT vec FROM embed_common WHERE id = 1"):
+            total = np.frombuffer(blob, np.float32)
+            norm = float(np.linalg.norm(total))
+            return total / norm if norm > 0 else None
+        return None
 
     def _stats(self, vocab: list[str]) -> dict:
         if self.conn is None or not vocab:

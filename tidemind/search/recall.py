@@ -8,8 +8,8 @@
 3. Weighted reciprocal-rank fusion plus tiny recency/heat priors (`fusion`).
 4. Evidence gate: each direct hit gets an evidence score in [0, 1], the better of lexical
    coverage (share of the query's content words it contains) and calibrated cosine. Hits below
-   ITEM_EVIDENCE are dropped rather than padding the answer; if nothing reaches
-   ABSTAIN_BELOW, recall abstains with a plain message.
+   ITEM_EVIDENCE, or below RELATIVE_EVIDENCE of the best hit's evidence, are dropped rather than
+   padding the answer; if nothing reaches ABSTAIN_BELOW, recall abstains with a plain message.
 5. Context: sibling units of a hit's capture and the adjacent digests of its session join below
    their seed's score when they carry some evidence of their own, else are listed as the seed's `context`;
    nodes one confirmed link away join below their seed's score (pending links are never walked).
@@ -29,11 +29,12 @@ from ..timeutil import from_iso
 from . import fusion
 
 FTS_CANDIDATES = 60
-VEC_CANDIDATES = 120
+VEC_CANDIDATES = 48
 SCAN_LIMIT = 20_000
 COS_FLOOR, COS_FULL = 0.20, 0.50
 ITEM_EVIDENCE = 0.30
 ABSTAIN_BELOW = 0.4
+RELATIVE_EVIDENCE = 0.5
 NEIGHBOUR_FACTOR = 0.35
 NEIGHBOUR_MIN_EVIDENCE = 0.15
 LINK_FACTOR = 0.5
@@ -160,14 +161,16 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest) -> dict:
         row = found.get(node_id)
         if row is None:
             continue
-        ev = max(_coverage(query_stems, row["content"] + " " + derived_text.get(node_id, "")),
-                 _cos_evidence(cosines.get(node_id)))
-        evidence[node_id] = ev
-        if ev < ITEM_EVIDENCE:
+        evidence[node_id] = max(_coverage(query_stems, row["content"] + " " + derived_text.get(node_id, "")),
+                                _cos_evidence(cosines.get(node_id)))
+    best = max(evidence.values(), default=0.0)
+    keep_from = max(ITEM_EVIDENCE, RELATIVE_EVIDENCE * best)   # a strong answer is not padded with weak ones
+    for node_id, ev in evidence.items():
+        if ev < keep_from:
             continue
+        row = found[node_id]
         age = (now - from_iso(row["recorded_at"])).total_seconds() / 86400 if now else 0.0
         scores[node_id] = fused[node_id] + fusion.prior(age, row["heat"])
-    best = max(evidence.values(), default=0.0)
     arms = {"fts": len(lexical), "vector": len(semantic)}
     if best < ABSTAIN_BELOW or not scores:
         return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms,

@@ -1,6 +1,6 @@
 """Vectors: a float table (exact cosine, reranking, as-of queries) and a sqlite-vec bit index.
 
-A `vec0` index per embedder holds one sign-quantised vector per *live* node, partitioned by scope, so a
+A `vec0` index per embedder holds one SimHash bit vector per *live* node, partitioned by scope, so a
 scoped KNN touches only that scope's rows and costs a fraction of a float scan; the top
 candidates are then reranked by exact cosine from the float table. Every vector records the
 embedder that made it; a query only meets vectors of its own embedder. The embed queue keeps
@@ -8,6 +8,7 @@ embedding off the digest's critical path.
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import apsw
@@ -38,15 +39,24 @@ CREATE TABLE vector_indexes(
 """
 
 
-def _bit_dim(dim: int) -> int:
-    """sqlite-vec packs bits by the byte: pad the quantised vector to a multiple of 8 dims."""
-    return (int(dim) + 7) // 8 * 8
+# SimHash: the bit index stores the signs of HASH_BITS fixed random projections of a vector, so
+# Hamming distance estimates the angle whatever the embedder's width. On the bench corpus
+# (default embedder, 20k nodes) recall@10 of bits+rerank against an exact scan was 0.64 with the
+# 256 raw signs and k=120, 0.90 with 1,024 projected bits and k=48; sqlite-vec's KNN time grows
+# with k far more than with the width (100k rows: 256 bits k=120 15 ms, 1,024 bits k=48 12 ms).
+HASH_BITS = 1024
 
 
-def _padded(vec: np.ndarray) -> bytes:
+@functools.lru_cache(maxsize=8)
+def _projection(dim: int) -> np.ndarray:
+    # fixed seed: the same dimension always gets the same hyperplanes (rebuildable index layer)
+    return np.random.default_rng(20261130 + dim).standard_normal((dim, HASH_BITS)).astype(np.float32)
+
+
+def _hash_input(vec: np.ndarray) -> bytes:
+    """Float32 projections whose signs vec_quantize_binary turns into the stored bits."""
     vec = np.asarray(vec, dtype=np.float32)
-    pad = _bit_dim(vec.shape[0]) - vec.shape[0]
-    return (np.concatenate([vec, np.zeros(pad, np.float32)]) if pad else vec).tobytes()
+    return (vec @ _projection(vec.shape[0])).astype(np.float32).tobytes()
 
 
 def _index_for(conn: apsw.Connection, embedder: str) -> tuple[str, int] | None:
@@ -65,7 +75,7 @@ def ensure_index(conn: apsw.Connection, embedder: str, dim: int) -> str:
     conn.execute("INSERT INTO vector_indexes(embedder, dim) VALUES(?, ?)", (embedder, dim))
     name = f"vec_bits_{conn.last_insert_rowid()}"
     conn.execute(f"CREATE VIRTUAL TABLE {name} USING vec0("
-                 f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedding bit[{_bit_dim(dim)}])")
+                 f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedding bit[{HASH_BITS}])")
     return name
 
 
@@ -109,7 +119,7 @@ def put(conn: apsw.Connection, node_id: int, scope: str, embedder: str, vec: np.
     index = ensure_index(conn, embedder, vec.shape[0])
     drop_from_index(conn, node_id)
     conn.execute(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,vec_quantize_binary(?))",
-                 (node_id, scope, _padded(vec)))
+                 (node_id, scope, _hash_input(vec)))
     conn.execute("DELETE FROM embed_queue WHERE node_id=?", (node_id,))
 
 
@@ -135,7 +145,7 @@ def knn_candidates(conn: apsw.Connection, query: np.ndarray, scopes: Sequence[st
     marks = ",".join("?" * len(scopes))
     sql = (f"SELECT node_id FROM {found[0]} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?"
            f" AND scope IN ({marks})")
-    return [r[0] for r in conn.execute(sql, [_padded(query), min(k, 4096), *scopes])]
+    return [r[0] for r in conn.execute(sql, [_hash_input(query), min(k, 4096), *scopes])]
 
 
 def rerank(conn: apsw.Connection, query: np.ndarray, ids: Sequence[int], where: str, params: Sequence,

@@ -104,3 +104,33 @@ def test_unknown_embedder_is_a_clear_error(home):
     from tidemind.errors import InvalidInput
     with pytest.raises(InvalidInput, match="unknown embedder"):
         get_embedder(load_settings(home, embedder="nope"), None)
+
+
+def test_bit_index_candidates_contain_the_exact_nearest_neighbours(mem):
+    """SimHash KNN + rerank must agree with an exact scan on most of the top 10."""
+    import random
+    from tidemind.search.recall import VEC_CANDIDATES
+    from tidemind.store import vectors
+
+    rng = random.Random(4)
+    vocab = [f"w{i}x" for i in range(400)]
+    texts = [" ".join(rng.choice(vocab) for _ in range(12)) for _ in range(1500)]
+    now = mem.now()
+    with immediate(mem.conn):
+        from tidemind import text as T
+        from tidemind.store import nodes
+        for t in texts:
+            nid = nodes.insert(mem.conn, capture_id=None, unit_index=0, content=t, content_hash=T.sha256(t),
+                               norm_hash=T.norm_hash(t), scope="personal", source_tool=None, session=None,
+                               recorded_at=now, valid_from=now)
+            vectors.enqueue(mem.conn, nid, now)
+    mem.embed_pending(batch=500)
+    agree = []
+    for t in rng.sample(texts, 20):
+        q = mem.embedder.embed([" ".join(t.split()[:5])])[0]
+        exact = [i for i, _ in vectors.scan(mem.conn, q, "n.status = 'live'", [], mem.embedder.name, 10)]
+        cand = vectors.knn_candidates(mem.conn, q, ["personal"], mem.embedder.name, VEC_CANDIDATES)
+        fast = [i for i, _ in vectors.rerank(mem.conn, q, cand, "n.status = 'live'", [], mem.embedder.name)[:10]]
+        agree.append(len(set(exact) & set(fast)) / 10)
+        assert exact[0] in fast
+    assert sum(agree) / len(agree) >= 0.8

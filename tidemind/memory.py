@@ -51,6 +51,7 @@ class Memory:
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             raise InvalidInput(f"{settings.db_path} is not a usable TideMind database ({exc})") from None
         self._embedder = None
+        self._side = None        # (executor, read connection) for the vector arm, opened on first recall
 
     @classmethod
     def open(cls, home=None, **kwargs) -> "Memory":
@@ -58,7 +59,21 @@ class Memory:
         return cls(load_settings(home, **settings_keys), **kwargs)
 
     def close(self) -> None:
+        if self._side is not None:
+            self._side[0].shutdown(wait=True)
+            self._side[1].close()
+            self._side = None
         self.conn.close()
+
+    def _recall_side(self):
+        if self._side is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from .store import connect
+
+            self._side = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemind-vector"),
+                          connect(self.settings.db_path, self.settings.busy_timeout_ms))
+        return self._side
 
     def __enter__(self):
         return self
@@ -345,7 +360,7 @@ class Memory:
         moment = self._as_of(as_of, clock)
         req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),
                             as_of=moment, now=self.now())
-        result = hybrid_recall(self.conn, self.embedder, req)
+        result = hybrid_recall(self.conn, self.embedder, req, side=self._recall_side())
         result["scopes"] = read
         return result
 

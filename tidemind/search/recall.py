@@ -113,13 +113,19 @@ def fts_arm(conn: apsw.Connection, req: RecallRequest, where: str, params: list)
     return fts.search(conn, expression, where, params, FTS_CANDIDATES, window)
 
 
-def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str,
-               params: list) -> list[tuple[int, float]]:
+def embed_query(embedder, req: RecallRequest) -> np.ndarray | None:
     if not content_words(req.query):
-        return []
+        return None
     query = embedder.embed([req.query])[0]
-    if not np.any(query):
-        return []
+    return query if np.any(query) else None
+
+
+def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str, params: list,
+               query: np.ndarray | None = None) -> list[tuple[int, float]]:
+    if query is None:
+        query = embed_query(embedder, req)
+        if query is None:
+            return []
     filtered = bool(req.tags or req.source or (req.as_of and req.as_of.active))
     # the bit index holds live nodes only: the recorded clock (superseded versions) always scans
     past = bool(req.as_of and req.as_of.recorded)
@@ -143,10 +149,21 @@ def _cos_evidence(cos: float | None) -> float:
     return float(min(1.0, max(0.0, (cos - COS_FLOOR) / (COS_FULL - COS_FLOOR))))
 
 
-def recall(conn: apsw.Connection, embedder, req: RecallRequest) -> dict:
+def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | None = None) -> dict:
+    """`side` = (executor, second connection): the vector arm then runs on that connection in a
+    worker thread while the FTS arm runs here (SQLite releases the GIL while it works), so the
+    arms cost max(fts, vector) instead of their sum. Both see committed data only, and every hit
+    is re-checked against the predicate below, so differing snapshots cannot leak anything."""
     where, params = _where(req)
-    lexical = fts_arm(conn, req, where, params)
-    semantic = vector_arm(conn, embedder, req, where, params)
+    query = embed_query(embedder, req)
+    if side is not None and query is not None:
+        executor, other = side
+        pending = executor.submit(vector_arm, other, embedder, req, where, params, query)
+        lexical = fts_arm(conn, req, where, params)
+        semantic = pending.result()
+    else:
+        lexical = fts_arm(conn, req, where, params)
+        semantic = vector_arm(conn, embedder, req, where, params, query) if query is not None else []
     fused = fusion.rrf({"fts": [i for i, _ in lexical], "vector": [i for i, _ in semantic]})
     cosines = dict(semantic)
     pool = sorted(fused, key=lambda i: (-fused[i], i))[: max(req.limit * 3, 24)]

@@ -158,6 +158,18 @@ def cmd_demo(args):
     run_demo(args.home, as_json=args.json)
 
 
+def cmd_serve(args):
+    from .mcp_server import serve   # imported here: the other commands never pay for the MCP SDK
+
+    serve(args.home, args.scope)
+
+
+def cmd_prepare(args):
+    with _memory(args) as m:
+        r = m.prepare(args.hint, args.budget, scopes=args.scope)
+        _emit(args, r, lambda r: r["text"])
+
+
 def cmd_bench(args):
     from .bench import run_bench
 
@@ -221,6 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("embed", cmd_embed, "drain the embedding queue")
     s.add_argument("--batch", type=int, default=256)
     s.add_argument("--all", action="store_true", help="re-embed every live node made by another embedder")
+    s = add("serve", cmd_serve, "run the MCP stdio server (brain_prepare, brain_recall, brain_digest)")
+    s.add_argument("--scope", action="append", help="scope this server may touch (repeatable; the first gets writes)")
+    s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
+    s.add_argument("--scope", action="append")
+    s.add_argument("--hint")
+    s.add_argument("--budget", type=int, default=9000)
     s = add("bench", cmd_bench, "measure digest and recall latency on a synthetic store")
     s.add_argument("--nodes", type=int, default=10_000)
     s.add_argument("--queries", type=int, default=200)

@@ -390,6 +390,21 @@ class Memory:
                             for v in nodes.versions(self.conn, node_id) if not limit or v["recorded_at"] <= limit]
         return item
 
+    def prepare(self, hint: str | None = None, budget_chars: int = 9_000, scopes: Sequence[str] | None = None) -> dict:
+        from . import prepare as prepare_mod
+
+        read = self.read_scopes(scopes)
+        write_scope = self.writable[0] if self.writable else read[0]
+        return prepare_mod.build(self.conn, read, write_scope, hint, budget_chars)
+
+    def neighbourhood(self, node_id, *, scopes: Sequence[str] | None = None, limit: int = 20) -> dict:
+        """The node and the nodes one confirmed link away; links in other states are listed, not walked."""
+        start = self.show(node_id, scopes=scopes)
+        read = self.read_scopes(scopes, all_scopes=True)
+        hop = [other for _, other, _ in links.confirmed_neighbours(self.conn, [start["id"]], read)][:limit]
+        found = nodes.get_visible(self.conn, hop, read)
+        return {"node": start, "neighbours": views.describe(self.conn, found, hop, read)}
+
     def _why_not_visible(self, node_id: int, read: list[str], moment: AsOf | None) -> str:
         row = nodes.get_any(self.conn, node_id)
         if row is None or row["scope"] not in read:

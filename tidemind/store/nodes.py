@@ -212,3 +212,9 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
 
 def scopes_in_use(conn: apsw.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT scope FROM nodes ORDER BY scope")]
+
+
+def recent(conn: apsw.Connection, scopes: Sequence[str], limit: int) -> list[dict]:
+    """The newest visible nodes of the scopes, newest first."""
+    pred, params = visible("n", scopes)
+    return rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE {pred} ORDER BY n.id DESC LIMIT ?", [*params, limit])

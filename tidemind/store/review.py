@@ -59,3 +59,18 @@ def scrub_node(conn: apsw.Connection, node_id: int) -> None:
     """Forget: payloads may quote text; drop it for items that name the node."""
     conn.execute("UPDATE review_items SET payload='{\"forgotten\": true}' WHERE node_id=? OR other_node_id=?",
                  (node_id, node_id))
+
+
+def open_in_scopes(conn: apsw.Connection, scopes: Sequence[str], kinds: Sequence[str], limit: int = 20) -> list[dict]:
+    """Open items of these kinds whose nodes are all live and in the scopes."""
+    from .visibility import visible
+
+    pred_n, params_n = visible("n", scopes)
+    pred_o, params_o = visible("o", scopes)
+    kind_marks = ",".join("?" * len(kinds))
+    return rows(conn, f"""
+        SELECT r.id, r.kind, r.node_id, r.other_node_id, r.created_at FROM review_items r
+        JOIN nodes n ON n.id = r.node_id LEFT JOIN nodes o ON o.id = r.other_node_id
+        WHERE r.status = 'open' AND r.kind IN ({kind_marks}) AND {pred_n}
+          AND (r.other_node_id IS NULL OR ({pred_o}))
+        ORDER BY r.id DESC LIMIT ?""", [*kinds, *params_n, *params_o, limit])

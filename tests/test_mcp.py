@@ -1,0 +1,151 @@
+"""The MCP server through a real client over stdio (`tidemind serve` as a subprocess)."""
+import json
+import sys
+from contextlib import asynccontextmanager
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tidemind.memory import Memory
+from tidemind.store import immediate, links
+
+from .conftest import ROOT
+
+TRICKY = "naïve café 🧠 שלום e\u0301\n```py\nx = 1\n```\ttab \x07 end  "
+
+
+@asynccontextmanager
+async def session_for(home, *scopes):
+    args = ["-m", "tidemind.cli", "--home", str(home), "serve"]
+    for s in scopes:
+        args += ["--scope", s]
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def call(session, tool, **arguments):
+    r = await session.call_tool(tool, arguments)
+    if r.is_error:
+        return {"error": r.content[0].text}
+    if r.structured_content is not None:
+        return r.structured_content.get("result", r.structured_content)
+    return r.content[0].text
+
+
+def test_every_intent_and_mode_end_to_end(home):
+    async def main():
+        async with session_for(home, "project:a") as s:
+            names = {t.name for t in (await s.list_tools()).tools}
+            assert names == {"brain_prepare", "brain_recall", "brain_digest"}
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert tools["brain_recall"].annotations.read_only_hint is True
+            assert tools["brain_digest"].annotations.destructive_hint is True
+
+            stored = await call(s, "brain_digest", content=TRICKY, source={"tool": "pytest", "session": "s1"})
+            nid = stored["node_ids"][0]
+            shown = await call(s, "brain_recall", node_id=nid)
+            assert shown["items"][0]["content"] == TRICKY                  # byte-exact through JSON
+            assert shown["items"][0]["source"] == {"tool": "pytest", "session": "s1", "capture": stored["capture_id"]}
+
+            port = await call(s, "brain_digest", content="The payments service listens on port 3000.")
+            old = port["node_ids"][0]
+            fixed = await call(s, "brain_digest", intent="correct", target_node=old,
+                               content="The payments service listens on port 8080.")
+            new = fixed["node_ids"][0]
+            again = await call(s, "brain_digest", content="The payments service listens on port 3000.")
+            assert again["warnings"] and again["review_items"]
+
+            hits = await call(s, "brain_recall", query="payments service port")
+            ids = [i["id"] for i in hits["items"]]
+            assert new in ids and old not in ids
+            flags = next(i["flags"] for i in hits["items"] if i["id"] == new)
+            assert any(f.startswith("contradiction") for f in flags)
+            index = await call(s, "brain_recall", query="payments service port", mode="index")
+            assert set(index["items"][0]) == {"id", "title", "score"}
+
+            past = await call(s, "brain_recall", query="payments service port", as_of=shown["items"][0]["recorded_at"],
+                              clock="recorded")
+            assert old not in [i["id"] for i in past["items"]]             # recorded before the old claim existed
+            nothing = await call(s, "brain_recall", query="favourite ice cream flavour of the CFO")
+            assert nothing["abstained"] is True and nothing["items"] == []
+
+            archived = await call(s, "brain_digest", intent="archive", target_node=nid)
+            assert archived["node_ids"] == [nid]
+            gone = await call(s, "brain_recall", node_id=nid)
+            assert "archived" in gone["error"]
+            forgotten = await call(s, "brain_digest", intent="forget", target_node=new)
+            assert set(forgotten["node_ids"]) == {old, new}
+
+            text = await call(s, "brain_prepare")
+            assert "project:a" in text and len(text) <= 9800
+            assert "8080" not in text and TRICKY.split()[0] not in text    # forgotten and archived stay out
+
+            bad = await call(s, "brain_digest", intent="correct", content="x")
+            assert "target_node" in bad["error"]
+            empty = await call(s, "brain_digest", content="   ")
+            assert "empty" in empty["error"]
+    anyio.run(main)
+
+
+def test_traversal_walks_confirmed_links_only(home):
+    with Memory.open(home) as m:
+        a, b, c = (m.digest(t, scope="project:a")["node_ids"][0] for t in
+                   ("hub memory about the release process", "confirmed neighbour: tag first", "pending neighbour"))
+        now = m.now()
+        with immediate(m.conn):
+            links.add(m.conn, a, b, status="confirmed", proposed_by="test", at=now)
+            links.add(m.conn, a, c, status="pending", proposed_by="test", at=now)
+
+    async def main():
+        async with session_for(home, "project:a") as s:
+            r = await call(s, "brain_recall", from_node=a)
+            ids = [i["id"] for i in r["items"]]
+            assert ids == [a, b]
+            statuses = {l["target"]: l["status"] for l in r["items"][0]["links"]}
+            assert statuses == {b: "confirmed", c: "pending"}
+    anyio.run(main)
+
+
+def test_a_server_for_one_scope_cannot_touch_another(home):
+    with Memory.open(home) as m:
+        other = m.digest("secret plans of project b", scope="project:b")["node_ids"][0]
+        m.digest("ordinary note of project a", scope="project:a")
+
+    async def main():
+        async with session_for(home, "project:a") as s:
+            for args in ({"query": "secret plans", "scope": "project:b"},
+                         {"query": "secret plans", "scope": ["project:a", "project:b"]},
+                         {"node_id": other}, {"from_node": other}):
+                r = await call(s, "brain_recall", **args)
+                assert "error" in r, args
+            r = await call(s, "brain_recall", query="secret plans of project b")
+            assert r["abstained"] is True
+            for args in ({"content": "sneaky", "scope": "project:b"},
+                         {"intent": "archive", "target_node": other},
+                         {"intent": "forget", "target_node": other},
+                         {"intent": "correct", "target_node": other, "content": "rewritten"}):
+                r = await call(s, "brain_digest", **args)
+                assert "error" in r, args
+            text = await call(s, "brain_prepare")
+            assert "secret plans" not in text
+    anyio.run(main)
+    with Memory.open(home) as m:
+        assert m.show(other, scopes=["project:b"])["content"] == "secret plans of project b"
+        assert m.stats(["project:b"])["nodes"]["live"] == 1
+
+
+def test_scope_is_derived_from_the_git_repository(tmp_path):
+    from tidemind.config import load_settings
+    from tidemind.mcp_server import derive_scopes
+
+    repo = tmp_path / "My Shop"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    settings = load_settings(tmp_path / "home")
+    assert derive_scopes(None, settings, repo / "src") == ["project:My-Shop"]
+    assert derive_scopes(["personal"], settings, repo) == ["personal"]
+    assert derive_scopes(None, settings, tmp_path) == ["personal"]

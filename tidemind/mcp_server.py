@@ -1,0 +1,179 @@
+"""`tidemind serve`: the MCP stdio server, a thin shell over `tidemind.memory.Memory`.
+
+Its scopes are fixed when it starts (`--scope`, else config, else the git repository of the
+working directory as `project:<name>`, else `personal`); a call may narrow what it reads,
+never widen it. Every user-caused problem is a `ToolError` with a sentence the model can act on.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from .config import load_settings
+from .errors import TideMindError
+from .memory import Memory, check_scope
+from .views import title_of
+
+INSTRUCTIONS = """TideMind is this user's long-term memory, shared across sessions and tools.
+Call brain_prepare once at the start of a session. Call brain_recall before answering anything
+that may depend on earlier work, decisions or the user's preferences. Call brain_digest when
+something worth keeping happens: a decision and its reason, a correction from the user, a stated
+preference, a fact learned about the project or the person. Memories are stored verbatim."""
+
+DIGEST_DOC = """Store, correct, archive or forget a memory. Text is stored exactly as given (secrets such as
+API keys are masked); nothing is rewritten later.
+
+Digest: decisions and why, corrections the user made ("no, the port is 8080"), stated preferences,
+facts about the project or the person, lessons from mistakes. Do not digest chit-chat, things
+already in the code or docs, or text you only guessed.
+
+intent:
+- "store" (default): save `content` as a new memory; several separate facts (paragraphs or a list)
+  become separate units of one capture.
+- "correct": `target_node` was wrong; `content` is the full corrected text. The old version is
+  kept as history and recall serves the correction. Prefer this over storing a contradicting
+  memory; re-storing an old, corrected claim is flagged for review, never merged.
+- "archive": hide `target_node` from every read (reversible by a person).
+- "forget": erase `target_node`'s text everywhere (irreversible; use when the user asks to forget).
+
+source: {"tool": host name, "session": conversation id}, so neighbouring memories of one session
+can be found together. valid_at: ISO date when the fact started to hold, if not now.
+Returns node_ids, what was done, and warnings."""
+
+RECALL_DOC = """Search memory. Read-only.
+
+Give exactly one of:
+- query: words or a question; hybrid full-text + semantic search, best first.
+- node_id: fetch one memory with its versions, tags, links and derived fields.
+- from_node: the memory and those one *confirmed* link away (pending links are listed with their
+  status but not followed).
+
+mode "index" returns only id, title and score (cheap; fetch details with node_id); "detail"
+returns full items: authored content, layer labels, tags and links with their status
+(proposed/pending are inferences, not facts), provenance, both clocks (valid_from/valid_to and
+recorded_at), and flags: contradiction:review:N (a correction was contradicted), superseded_by:N,
+has_derived (derived fields are model or heuristic output, labelled "derived").
+scope narrows the scopes read (never widens them). as_of (ISO) answers as of that time on the
+`clock` given: "valid" (the facts that held), "recorded" (what memory held then) or "both".
+When nothing matches well enough the answer says abstained: true: then say you do not know
+rather than guessing."""
+
+PREPARE_DOC = """Session-start context: who the user is and their standing preferences (their own words),
+lessons and decisions, recent memories in this project, and open review items about your
+corrections. Call once at the start of a session. Read-only; at most 9,800 characters."""
+
+
+def derive_scopes(cli_scopes: list[str] | None, settings, cwd: Path | None = None) -> list[str]:
+    """--scope values, else config `scopes`, else project:<git repo name>, else personal."""
+    if cli_scopes:
+        return [check_scope(s) for s in cli_scopes]
+    configured = settings.extra.get("scopes")
+    if configured:
+        if isinstance(configured, str):
+            configured = [configured]
+        return [check_scope(s) for s in configured]
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            name = re.sub(r"[^A-Za-z0-9_.\-]+", "-", folder.name).strip("-") or "repo"
+            return [f"project:{name}"]
+    return ["personal"]
+
+
+def _narrow(allowed: list[str], scope: str | list[str] | None) -> list[str] | None:
+    if scope is None:
+        return None
+    asked = [scope] if isinstance(scope, str) else list(scope)
+    outside = [s for s in asked if s not in allowed]
+    if outside:
+        raise ToolError(f"scope {', '.join(outside)} is outside this server's scopes ({', '.join(allowed)});"
+                        " a call may only narrow them")
+    return asked
+
+
+def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: Path | None = None) -> MCPServer:
+    """A fresh server over the store at `home` (tests build one per case)."""
+    settings = load_settings(home)
+    fixed = derive_scopes(scopes, settings, cwd)
+    memory = Memory(settings, actor="mcp", readable_scopes=fixed, writable_scopes=fixed)
+    lock = threading.Lock()          # tools run in worker threads; one connection serves them in turn
+    server = MCPServer("tidemind", instructions=INSTRUCTIONS)
+
+    def call(fn, *args, **kwargs):
+        try:
+            with lock:
+                return fn(*args, **kwargs)
+        except TideMindError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(description=DIGEST_DOC, annotations=ToolAnnotations(
+        title="Store or change a memory", read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+        open_world_hint=False))
+    def brain_digest(content: str = "", intent: Literal["store", "correct", "archive", "forget"] = "store",
+                     target_node: int | None = None, scope: str | None = None,
+                     source: dict[str, str] | None = None, valid_at: str | None = None) -> dict[str, Any]:
+        source = source or {}
+        if intent == "store":
+            if target_node is not None:
+                raise ToolError("target_node is only for intent correct, archive or forget")
+            if scope is not None:
+                _narrow(fixed, scope)
+            r = call(memory.digest, content, scope=scope, valid_at=valid_at, source_tool=source.get("tool"),
+                     session=source.get("session"))
+            return {"intent": intent, **r}
+        if target_node is None:
+            raise ToolError(f"intent {intent!r} needs target_node: the id of the memory to {intent}")
+        if intent == "correct":
+            r = call(memory.correct, target_node, content, valid_at=valid_at, source_tool=source.get("tool"),
+                     session=source.get("session"))
+        else:
+            r = call(getattr(memory, intent), target_node)
+        return {"intent": intent, "warnings": [], **r}
+
+    @server.tool(description=RECALL_DOC, annotations=ToolAnnotations(
+        title="Search memory", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+        open_world_hint=False))
+    def brain_recall(query: str | None = None, node_id: int | None = None, from_node: int | None = None,
+                     scope: str | list[str] | None = None, tags: list[str] | None = None, limit: int = 8,
+                     mode: Literal["detail", "index"] = "detail", as_of: str | None = None,
+                     clock: Literal["both", "valid", "recorded"] = "both") -> dict[str, Any]:
+        given = [x is not None for x in (query, node_id, from_node)]
+        if sum(given) != 1:
+            raise ToolError("give exactly one of query, node_id or from_node")
+        scopes = _narrow(fixed, scope)
+        if node_id is not None:
+            item = call(memory.show, node_id, scopes=scopes, as_of=as_of, clock=clock)
+            return {"items": [item], "abstained": False, "message": "1 memory"}
+        if from_node is not None:
+            r = call(memory.neighbourhood, from_node, scopes=scopes, limit=limit)
+            items = [r["node"], *r["neighbours"]]
+            return {"items": items if mode == "detail" else [_index(i) for i in items], "abstained": False,
+                    "message": f"node {from_node} and {len(r['neighbours'])} confirmed neighbour(s)"}
+        r = call(memory.recall, query, scopes=scopes, tags_filter=tags or (), limit=limit, as_of=as_of,
+                 clock=clock)
+        if mode == "index":
+            r["items"] = [_index(i) for i in r["items"]]
+        return r
+
+    @server.tool(description=PREPARE_DOC, annotations=ToolAnnotations(
+        title="Session context", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+        open_world_hint=False))
+    def brain_prepare(hint: str | None = None, budget_chars: int = 9000) -> str:
+        return call(memory.prepare, hint, budget_chars)["text"]
+
+    server.memory = memory          # for tests and the bench
+    return server
+
+
+def _index(item: dict) -> dict:
+    return {"id": item["id"], "title": title_of(item), "score": item.get("score")}
+
+
+def serve(home: str | None, scopes: list[str] | None) -> None:
+    build_server(home, scopes).run()

@@ -1,0 +1,84 @@
+"""Session-start context (`brain_prepare`, the session-start hook): what an agent should know
+before it says anything, built only from authored memories in the caller's scopes.
+
+Deterministic (the same store gives the same text), under the budget and never over the hard
+cap, and short when there is little to say: sections with nothing in them are left out.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import apsw
+
+from .store import nodes, review
+
+HARD_CAP = 9_800
+WINDOW = 2_000          # how many recent memories the heuristics look through
+LINE_CHARS = 240
+
+_ABOUT = re.compile(r"(?i)\b(?:i|i'm|my|me)\b[^.\n]{0,80}\b(?:prefer|like|love|hate|always|never|name is|am an?|"
+                    r"work as|work at|live in|want|don't want|avoid|usually|allergic)\b")
+_LESSON = re.compile(r"(?i)^\s*(?:[-*]\s*)?(?:lesson|principle|rule|guideline|convention|decision)s?\s*[:\-]")
+
+
+def _line(node: dict) -> str:
+    first = " ".join(node["content"].split())
+    if len(first) > LINE_CHARS:
+        first = first[: LINE_CHARS - 1] + "…"
+    return f"- [{node['id']}] {first}"
+
+
+def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: str | None = None,
+          budget_chars: int = 9_000) -> dict:
+    budget = max(200, min(int(budget_chars), HARD_CAP))
+    window = nodes.recent(conn, scopes, WINDOW)
+    used: set[int] = set()
+
+    def pick(predicate, limit):
+        out = []
+        for node in window:
+            if node["id"] not in used and predicate(node):
+                out.append(node)
+                used.add(node["id"])
+                if len(out) >= limit:
+                    break
+        return out
+
+    about = pick(lambda n: bool(_ABOUT.search(n["content"])), 12)
+    lessons = pick(lambda n: bool(_LESSON.search(n["content"])), 10)
+    recent = pick(lambda n: n["scope"] == write_scope, 15)
+    flagged = review.open_in_scopes(conn, scopes, ("reasserted_correction", "contradiction"))
+    sections = [
+        ("About the person (their own words)", [_line(n) for n in about]),
+        ("Lessons, principles and decisions", [_line(n) for n in lessons]),
+        (f"Recent memories in {write_scope}", [_line(n) for n in recent]),
+        ("Needs attention", [f"- review {r['id']}: node {r['node_id']} repeats a claim that node "
+                             f"{r['other_node_id']} corrected; trust node {r['other_node_id']} until a person decides"
+                             if r["kind"] == "reasserted_correction" else
+                             f"- review {r['id']}: nodes {r['node_id']} and {r['other_node_id']} contradict each other"
+                             for r in flagged]),
+    ]
+    head = f"# TideMind memory · scope{'s' if len(scopes) > 1 else ''} {', '.join(scopes)}"
+    if hint:
+        head += f"\n(session hint: {' '.join(hint.split())[:200]})"
+    parts = [head]
+    size = len(head)
+    shown = 0
+    for title, lines in sections:
+        if not lines:
+            continue
+        block = [f"\n## {title}"]
+        for line in lines:
+            if size + sum(len(b) + 1 for b in block) + len(line) + 1 > budget:
+                break
+            block.append(line)
+        if len(block) > 1:
+            parts += block
+            size += sum(len(b) + 1 for b in block)
+            shown += len(block) - 1
+    if shown == 0:
+        parts.append("\nNo memories in these scopes yet. Digest decisions, corrections, preferences and facts"
+                     " worth keeping with brain_digest.")
+    text = "\n".join(parts)[:HARD_CAP]
+    return {"text": text, "chars": len(text), "items": shown, "scopes": list(scopes)}

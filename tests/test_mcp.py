@@ -140,7 +140,7 @@ def test_a_server_for_one_scope_cannot_touch_another(home):
 
 def test_scope_is_derived_from_the_git_repository(tmp_path):
     from tidemind.config import load_settings
-    from tidemind.mcp_server import derive_scopes
+    from tidemind.scopes import derive_scopes
 
     repo = tmp_path / "My Shop"
     (repo / ".git").mkdir(parents=True)

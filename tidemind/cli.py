@@ -164,6 +164,12 @@ def cmd_serve(args):
     serve(args.home, args.scope)
 
 
+def cmd_hook(args):
+    from .hooks import run
+
+    sys.exit(run(args.event, args.home))
+
+
 def cmd_prepare(args):
     with _memory(args) as m:
         r = m.prepare(args.hint, args.budget, scopes=args.scope)
@@ -235,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", action="store_true", help="re-embed every live node made by another embedder")
     s = add("serve", cmd_serve, "run the MCP stdio server (brain_prepare, brain_recall, brain_digest)")
     s.add_argument("--scope", action="append", help="scope this server may touch (repeatable; the first gets writes)")
+    s = add("hook", cmd_hook, "run a Claude Code style hook (reads the event JSON on stdin)")
+    s.add_argument("event", choices=["session-start", "user-prompt", "pre-compact", "stop"])
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

@@ -6,7 +6,6 @@ never widen it. Every user-caused problem is a `ToolError` with a sentence the m
 """
 from __future__ import annotations
 
-import re
 import threading
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +16,8 @@ from mcp.types import ToolAnnotations
 
 from .config import load_settings
 from .errors import TideMindError
-from .memory import Memory, check_scope
+from .memory import Memory
+from .scopes import derive_scopes
 from .views import title_of
 
 INSTRUCTIONS = """TideMind is this user's long-term memory, shared across sessions and tools.
@@ -67,23 +67,6 @@ rather than guessing."""
 PREPARE_DOC = """Session-start context: who the user is and their standing preferences (their own words),
 lessons and decisions, recent memories in this project, and open review items about your
 corrections. Call once at the start of a session. Read-only; at most 9,800 characters."""
-
-
-def derive_scopes(cli_scopes: list[str] | None, settings, cwd: Path | None = None) -> list[str]:
-    """--scope values, else config `scopes`, else project:<git repo name>, else personal."""
-    if cli_scopes:
-        return [check_scope(s) for s in cli_scopes]
-    configured = settings.extra.get("scopes")
-    if configured:
-        if isinstance(configured, str):
-            configured = [configured]
-        return [check_scope(s) for s in configured]
-    here = (cwd or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            name = re.sub(r"[^A-Za-z0-9_.\-]+", "-", folder.name).strip("-") or "repo"
-            return [f"project:{name}"]
-    return ["personal"]
 
 
 def _narrow(allowed: list[str], scope: str | list[str] | None) -> list[str] | None:

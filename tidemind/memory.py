@@ -6,7 +6,6 @@ row, the stream file) and leaves SQL to the store modules. It imports no CLI, MC
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import apsw
@@ -16,6 +15,7 @@ from . import embed as embed_pkg
 from . import secrets, text, units
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ScopeDenied
+from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, derived, fts, immediate, links, nodes, open_store, review, scalar,
                     stream, tags, vectors)
@@ -23,15 +23,6 @@ from .store import backup_to
 from .store.connection import rows
 from .timeutil import Clock, parse_iso, system_clock, to_iso
 from . import views
-
-_SCOPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+\-]{0,99}$")
-
-
-def check_scope(scope: str) -> str:
-    if not isinstance(scope, str) or not _SCOPE.match(scope):
-        raise InvalidInput(f"invalid scope {scope!r}: use letters, digits and _.:/@+- (e.g. personal, project:tidemind)")
-    return scope
-
 
 class Memory:
     """One open store. `writable_scopes`/`readable_scopes` of None mean any (the person's CLI)."""
@@ -396,6 +387,25 @@ class Memory:
         read = self.read_scopes(scopes)
         write_scope = self.writable[0] if self.writable else read[0]
         return prepare_mod.build(self.conn, read, write_scope, hint, budget_chars)
+
+    def propose_lessons(self, lessons: list[dict], session: str | None = None) -> list[int]:
+        """File heuristic findings (corrections, repeated failures) as `proposed_lesson` review items in
+        the write scope. They are proposals for a person, never authored memories. Repeats of an
+        open proposal are not filed twice."""
+        scope = self._write_scope(None)
+        now = self.now()
+        filed = []
+        with immediate(self.conn):
+            for lesson in lessons:
+                digest = text.sha256(lesson["kind"] + "\x00" + lesson["said"])
+                if review.open_with_digest(self.conn, scope, digest):
+                    continue
+                filed.append(review.file(self.conn, "proposed_lesson", node_id=None, other_node_id=None, at=now,
+                                         scope=scope, digest=digest, session=session,
+                                         finding=lesson["kind"], **{k: v for k, v in lesson.items() if k != "kind"}))
+                audit.record(self.conn, at=now, actor=self.actor, action="propose_lesson", scope=scope,
+                             review_item=filed[-1])
+        return filed
 
     def neighbourhood(self, node_id, *, scopes: Sequence[str] | None = None, limit: int = 20) -> dict:
         """The node and the nodes one confirmed link away; links in other states are listed, not walked."""

@@ -11,7 +11,9 @@ from .connection import rows
 DDL = """
 CREATE TABLE review_items(
   id INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL,                  -- 'reasserted_correction' | 'merge' | 'contradiction' | 'crystal' | ...
+  kind TEXT NOT NULL,                  -- 'reasserted_correction' | 'proposed_lesson' | 'merge' | 'contradiction' | ...
+  scope TEXT,                          -- for items not tied to a node (proposed lessons)
+  digest TEXT,                         -- sha256 identifying the proposal, to avoid filing it twice
   status TEXT NOT NULL DEFAULT 'open' CHECK(status IN ('open','approved','rejected')),
   node_id INTEGER REFERENCES nodes(id),
   other_node_id INTEGER REFERENCES nodes(id),
@@ -26,10 +28,25 @@ CREATE INDEX review_node ON review_items(node_id);
 
 
 def file(conn: apsw.Connection, kind: str, *, node_id: int | None, other_node_id: int | None, at: str,
-         **payload) -> int:
-    conn.execute("INSERT INTO review_items(kind, node_id, other_node_id, payload, created_at) VALUES(?,?,?,?,?)",
-                 (kind, node_id, other_node_id, json.dumps(payload, sort_keys=True), at))
+         scope: str | None = None, digest: str | None = None, **payload) -> int:
+    conn.execute("INSERT INTO review_items(kind, scope, digest, node_id, other_node_id, payload, created_at)"
+                 " VALUES(?,?,?,?,?,?,?)",
+                 (kind, scope, digest, node_id, other_node_id, json.dumps(payload, sort_keys=True), at))
     return conn.last_insert_rowid()
+
+
+def open_with_digest(conn: apsw.Connection, scope: str, digest: str) -> bool:
+    return any(conn.execute("SELECT 1 FROM review_items WHERE status='open' AND scope=? AND digest=? LIMIT 1",
+                            (scope, digest)))
+
+
+def proposals(conn: apsw.Connection, scopes: Sequence[str], kind: str, limit: int = 50) -> list[dict]:
+    marks = ",".join("?" * len(scopes))
+    found = rows(conn, f"SELECT id, kind, scope, status, payload, created_at FROM review_items WHERE kind=? AND"
+                       f" scope IN ({marks}) ORDER BY id DESC LIMIT ?", [kind, *scopes, limit])
+    for r in found:
+        r["payload"] = json.loads(r["payload"])
+    return found
 
 
 def open_for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[dict]]:

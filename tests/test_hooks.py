@@ -1,0 +1,105 @@
+"""Claude Code hooks as the host runs them: a subprocess with the event JSON on stdin."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from tidemind.memory import Memory
+from tidemind.store import connect, review
+
+from .conftest import ROOT
+
+
+def hook(home, event_name, event: dict | str | None):
+    data = event if isinstance(event, str) else json.dumps(event or {})
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "hook", event_name],
+                          input=data.encode(), capture_output=True, cwd=ROOT, timeout=60,
+                          env=dict(os.environ))
+    return proc, time.monotonic() - start
+
+
+def _repo(tmp_path, name="shop"):
+    repo = tmp_path / name
+    (repo / ".git").mkdir(parents=True)
+    return repo
+
+
+def test_session_start_injects_prepare_for_the_repo_scope(home, tmp_path):
+    repo = _repo(tmp_path)
+    with Memory.open(home) as m:
+        m.digest("Decision: the shop uses Stripe for payments.", scope="project:shop")
+        m.digest("Unrelated project detail about the garden", scope="project:garden")
+    proc, _ = hook(home, "session-start", {"hook_event_name": "SessionStart", "cwd": str(repo), "source": "startup"})
+    assert proc.returncode == 0
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "SessionStart"
+    assert "Stripe" in out["additionalContext"] and "garden" not in out["additionalContext"]
+
+
+def test_hooks_exit_zero_when_store_missing_locked_or_input_broken(home, tmp_path):
+    proc, _ = hook(home, "session-start", {"cwd": str(tmp_path)})
+    assert proc.returncode == 0 and "no TideMind store" in proc.stdout.decode()
+    with Memory.open(home) as m:
+        m.digest("I prefer short answers.", scope="personal")
+    holder = connect(home / "tidemind.db")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        proc, took = hook(home, "session-start", {"cwd": str(tmp_path)})
+        assert proc.returncode == 0 and took < 10
+        proc, _ = hook(home, "stop", {"cwd": str(tmp_path), "transcript_path": str(tmp_path / "none.jsonl")})
+        assert proc.returncode == 0
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    proc, _ = hook(home, "user-prompt", "{not json")
+    assert proc.returncode == 0 and proc.stdout == b""
+
+
+def test_user_prompt_injects_only_strong_matches(home, tmp_path):
+    repo = _repo(tmp_path)
+    with Memory.open(home) as m:
+        m.digest("The staging database listens on port 5433.", scope="project:shop")
+        m.embed_pending()
+    proc, _ = hook(home, "user-prompt", {"cwd": str(repo), "prompt": "what port does the staging database use?"})
+    assert proc.returncode == 0
+    ctx = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "5433" in ctx and len(ctx) < 2000
+    proc, _ = hook(home, "user-prompt", {"cwd": str(repo), "prompt": "write a haiku about autumn leaves"})
+    assert proc.returncode == 0 and proc.stdout == b""
+
+
+def test_pre_compact_reminds_to_digest(home):
+    proc, _ = hook(home, "pre-compact", {"trigger": "auto"})
+    assert proc.returncode == 0 and "brain_digest" in json.loads(proc.stdout)["systemMessage"]
+
+
+def _transcript(path, turns):
+    with open(path, "w") as fh:
+        for role, text in turns:
+            fh.write(json.dumps({"type": role, "message": {"role": role, "content": text}}) + "\n")
+    return path
+
+
+def test_stop_files_a_correction_as_a_proposed_lesson(home, tmp_path):
+    repo = _repo(tmp_path)
+    Memory.open(home).close()
+    bad = _transcript(tmp_path / "t1.jsonl", [
+        ("user", "start the dev server"),
+        ("assistant", "Started it on port 3000."),
+        ("user", "no, the port is 8080, not 3000"),
+        ("assistant", "Restarted on 8080."),
+    ])
+    proc, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(bad), "session_id": "abc"})
+    assert proc.returncode == 0 and "1 proposed lesson" in proc.stdout.decode()
+    with Memory.open(home) as m:
+        items = review.proposals(m.conn, ["project:shop"], "proposed_lesson")
+        assert len(items) == 1 and "8080" in items[0]["payload"]["said"] and items[0]["status"] == "open"
+        assert m.stats()["nodes"]["live"] == 0              # a proposal, never an authored memory
+    again, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(bad), "session_id": "abc"})
+    assert again.stdout == b""                            # not filed twice
+    clean = _transcript(tmp_path / "t2.jsonl", [("user", "list the files"), ("assistant", "Here they are."),
+                                                 ("user", "thanks, now run the tests"), ("assistant", "All green.")])
+    proc, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(clean)})
+    assert proc.returncode == 0 and proc.stdout == b""

@@ -1,0 +1,48 @@
+"""brain_prepare: scoped, capped, deterministic, from authored text only, no padding."""
+from tidemind.memory import Memory
+from tidemind.prepare import HARD_CAP
+
+
+def test_prepare_sections_come_from_authored_memories(mem):
+    mem.digest("I prefer small pull requests and I always want tests with every change.", scope="project:a")
+    mem.digest("Lesson: run the migrations inside BEGIN IMMEDIATE.", scope="project:a")
+    mem.digest("The staging host is staging-3.internal.", scope="project:a")
+    scoped = Memory(mem.settings, readable_scopes=["project:a"], writable_scopes=["project:a"])
+    try:
+        r = scoped.prepare()
+    finally:
+        scoped.close()
+    text = r["text"]
+    assert "## About the person" in text and "small pull requests" in text
+    assert "## Lessons" in text and "BEGIN IMMEDIATE" in text
+    assert "## Recent memories in project:a" in text and "staging-3" in text
+
+
+def test_prepare_is_deterministic_and_short_when_empty(mem):
+    empty = mem.prepare(scopes=["project:none"])
+    assert empty["items"] == 0 and len(empty["text"]) < 300
+    mem.digest("My name is Ana and I work as a backend engineer.")
+    assert mem.prepare()["text"] == mem.prepare()["text"]
+
+
+def test_prepare_never_exceeds_the_cap_or_leaks(mem):
+    for i in range(400):
+        mem.digest(f"I prefer option {i} for the {i}th thing, always, " + "padding words " * 20, scope="personal")
+    hidden = mem.digest("I always hide the Zephyrine archived memory", scope="personal")["node_ids"][0]
+    gone = mem.digest("I always forget the Quillborne memory", scope="personal")["node_ids"][0]
+    other = mem.digest("I prefer the Marblewood approach in another project", scope="project:b")["node_ids"][0]
+    mem.archive(hidden)
+    mem.forget(gone)
+    for budget in (500, 9000, 50_000):
+        r = mem.prepare(budget_chars=budget, scopes=["personal"])
+        assert len(r["text"]) <= min(max(budget, 200), HARD_CAP)
+        assert "Zephyrine" not in r["text"] and "Quillborne" not in r["text"] and "Marblewood" not in r["text"]
+    assert other
+
+
+def test_prepare_mentions_open_review_items(mem):
+    old = mem.digest("The cache TTL is 60 seconds.")["node_ids"][0]
+    new = mem.correct(old, "The cache TTL is 300 seconds.")["node_ids"][0]
+    again = mem.digest("The cache TTL is 60 seconds.")["node_ids"][0]
+    text = mem.prepare()["text"]
+    assert "## Needs attention" in text and f"node {again} repeats a claim that node {new} corrected" in text

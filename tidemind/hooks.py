@@ -1,0 +1,190 @@
+"""Claude Code style hooks: `tidemind hook session-start | user-prompt | pre-compact | stop`.
+
+Each reads the host's JSON event on stdin and prints what the host expects on stdout. A hook
+never fails the host: when the store is missing, locked or broken it says so in one line and
+exits 0. It waits at most HOOK_BUSY_MS for a lock, and imports only what its event needs.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HOOK_BUSY_MS = 400
+PROMPT_BUDGET = 1_500
+PROMPT_MAX_ITEMS = 3
+PROMPT_MIN_EVIDENCE = 0.75      # stricter than recall's own gate: injected text costs the agent attention
+
+
+def _event() -> dict:
+    try:
+        raw = sys.stdin.read() if not sys.stdin.isatty() else ""
+        data = json.loads(raw) if raw.strip() else {}
+        return data if isinstance(data, dict) else {}
+    except (ValueError, OSError):
+        return {}
+
+
+def _context(event_name: str, text: str) -> str:
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}},
+                      ensure_ascii=False)
+
+
+def _open(home, event: dict):
+    """(memory, None) or (None, reason) — never raises."""
+    try:
+        from .config import load_settings
+        from .scopes import derive_scopes
+        from .memory import Memory
+
+        settings = load_settings(home, busy_timeout_ms=HOOK_BUSY_MS)
+        if not settings.db_path.exists():
+            return None, f"no TideMind store at {settings.home} yet"
+        cwd = Path(event["cwd"]) if event.get("cwd") else None
+        scopes = derive_scopes(None, settings, cwd)
+        return Memory(settings, actor="hook", readable_scopes=scopes, writable_scopes=scopes), None
+    except Exception as exc:   # a hook must never break the host
+        return None, f"TideMind store unavailable ({type(exc).__name__}: {exc})"
+
+
+def session_start(home) -> str:
+    event = _event()
+    memory, problem = _open(home, event)
+    if memory is None:
+        return _context("SessionStart", f"(TideMind: {problem})")
+    try:
+        return _context("SessionStart", memory.prepare(budget_chars=9_000)["text"])
+    except Exception as exc:
+        return _context("SessionStart", f"(TideMind: could not build context: {type(exc).__name__}: {exc})")
+    finally:
+        memory.close()
+
+
+def user_prompt(home) -> str:
+    event = _event()
+    prompt = (event.get("prompt") or "").strip()
+    if not prompt:
+        return ""
+    memory, problem = _open(home, event)
+    if memory is None:
+        return ""                 # silence beats noise on every prompt; session-start reports problems
+    try:
+        r = memory.recall(prompt[:2_000], limit=PROMPT_MAX_ITEMS)
+    except Exception:
+        return ""
+    finally:
+        memory.close()
+    if r["abstained"]:
+        return ""
+    lines, size = [], 0
+    for item in r["items"]:
+        if item.get("evidence", 0) < PROMPT_MIN_EVIDENCE:
+            continue
+        line = f"- [{item['id']}] {' '.join(item['content'].split())[:400]}"
+        if size + len(line) > PROMPT_BUDGET:
+            break
+        lines.append(line)
+        size += len(line)
+    if not lines:
+        return ""
+    return _context("UserPromptSubmit", "Possibly relevant memories (TideMind; fetch more with brain_recall):\n"
+                    + "\n".join(lines))
+
+
+def pre_compact(home) -> str:
+    return json.dumps({"systemMessage": "TideMind: before the context is compacted, digest what matters from this "
+                       "session with brain_digest: decisions and their reasons, corrections the user made, "
+                       "preferences stated, facts learned. Correct stale memories with intent=correct."})
+
+
+# -- stop: corrections and repeated failures become proposed lessons ------------------------------
+_CORRECTION = re.compile(
+    r"(?i)^\s*(?:no[,.!]|nope\b|wrong\b|that'?s (?:not|wrong|incorrect)|actually[,\s]|not\s+\S+[,;]\s*(?:it'?s|use|but)|"
+    r"i (?:said|told you|meant)\b|don'?t\s+(?:use|do|add|change)\b|stop\s+\w+ing\b)")
+
+
+def _messages(path: Path) -> list[tuple[str, str, bool]]:
+    """(role, text, is_error) from a Claude Code JSONL transcript; unreadable lines are skipped."""
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role") or entry.get("type")
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append((role, content, False))
+        elif isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text":
+                    out.append((role, block.get("text", ""), False))
+                elif block.get("type") == "tool_result":
+                    body = block.get("content")
+                    if isinstance(body, list):
+                        body = " ".join(b.get("text", "") for b in body if isinstance(b, dict))
+                    out.append(("tool", str(body or ""), bool(block.get("is_error"))))
+    return out
+
+
+def detect_lessons(messages: list[tuple[str, str, bool]]) -> list[dict]:
+    """Cheap heuristics: a user turn that corrects the previous assistant turn, and the same tool
+    error seen twice or more. Each finding quotes what was said; none is stored as a memory."""
+    found = []
+    last_assistant = None
+    for role, text, _ in messages:
+        if role == "assistant" and text.strip():
+            last_assistant = text
+        elif role == "user" and text.strip() and last_assistant is not None and _CORRECTION.search(text):
+            found.append({"kind": "correction", "said": text.strip()[:600], "after": last_assistant.strip()[:300]})
+    errors: dict[str, int] = {}
+    for role, text, is_error in messages:
+        if role == "tool" and is_error:
+            key = " ".join(text.split())[:200]
+            errors[key] = errors.get(key, 0) + 1
+    for key, n in errors.items():
+        if n >= 2:
+            found.append({"kind": "repeated_failure", "said": key, "times": n})
+    return found
+
+
+def stop(home) -> str:
+    event = _event()
+    transcript = event.get("transcript_path")
+    if not transcript or not Path(transcript).is_file():
+        return ""
+    try:
+        lessons = detect_lessons(_messages(Path(transcript)))
+    except OSError:
+        return ""
+    if not lessons:
+        return ""
+    memory, problem = _open(home, event)
+    if memory is None:
+        return json.dumps({"systemMessage": f"TideMind: {len(lessons)} possible lesson(s) not filed: {problem}"})
+    try:
+        filed = memory.propose_lessons(lessons, session=event.get("session_id"))
+    except Exception as exc:
+        return json.dumps({"systemMessage": f"TideMind: lessons not filed ({type(exc).__name__}: {exc})"})
+    finally:
+        memory.close()
+    return json.dumps({"systemMessage": f"TideMind filed {len(filed)} proposed lesson(s) for review"}) if filed else ""
+
+
+HOOKS = {"session-start": session_start, "user-prompt": user_prompt, "pre-compact": pre_compact, "stop": stop}
+
+
+def run(name: str, home) -> int:
+    try:
+        out = HOOKS[name](home)
+    except Exception as exc:    # last line of defence: exit 0 with one line
+        out = json.dumps({"systemMessage": f"TideMind hook {name} failed: {type(exc).__name__}: {exc}"})
+    if out:
+        print(out)
+    return 0

@@ -103,3 +103,27 @@ def test_stop_files_a_correction_as_a_proposed_lesson(home, tmp_path):
                                                  ("user", "thanks, now run the tests"), ("assistant", "All green.")])
     proc, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(clean)})
     assert proc.returncode == 0 and proc.stdout == b""
+
+
+def test_install_hooks_is_idempotent_and_keeps_other_settings(home, tmp_path):
+    settings = tmp_path / "settings.json"
+    mcp = tmp_path / "claude.json"
+    settings.write_text(json.dumps({"theme": "dark", "hooks": {"Stop": [
+        {"matcher": "", "hooks": [{"type": "command", "command": "notify-send done"}]}]}}))
+    mcp.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
+    args = [sys.executable, "-m", "tidemind.cli", "--home", str(home), "--json", "install-hooks",
+            "--settings", str(settings), "--mcp-config", str(mcp)]
+    first = json.loads(subprocess.run(args, capture_output=True, cwd=ROOT, check=True).stdout)
+    assert first["settings_changed"] and first["settings_backup"] and first["mcp_changed"]
+    data = json.loads(settings.read_text())
+    assert data["theme"] == "dark"
+    stop_commands = [h["command"] for g in data["hooks"]["Stop"] for h in g["hooks"]]
+    assert "notify-send done" in stop_commands and any(c.endswith("hook stop") for c in stop_commands)
+    for event in ("SessionStart", "UserPromptSubmit", "PreCompact"):
+        assert any("hook" in h["command"] for g in data["hooks"][event] for h in g["hooks"])
+    servers = json.loads(mcp.read_text())["mcpServers"]
+    assert "other" in servers and servers["tidemind"]["args"][-1] == "serve"
+    second = json.loads(subprocess.run(args, capture_output=True, cwd=ROOT, check=True).stdout)
+    assert not second["settings_changed"] and not second["mcp_changed"]
+    assert json.loads(settings.read_text()) == data
+    assert len(list(tmp_path.glob("settings.json.bak-*"))) == 1

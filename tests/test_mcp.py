@@ -149,3 +149,17 @@ def test_scope_is_derived_from_the_git_repository(tmp_path):
     assert derive_scopes(None, settings, repo / "src") == ["project:My-Shop"]
     assert derive_scopes(["personal"], settings, repo) == ["personal"]
     assert derive_scopes(None, settings, tmp_path) == ["personal"]
+
+
+def test_server_embeds_in_the_background(home):
+    async def main():
+        async with session_for(home, "project:a") as s:
+            r = await call(s, "brain_digest", content="The nightly backup job runs at 02:00 from the ops host.")
+            assert r["node_ids"]
+            for _ in range(100):
+                with Memory.open(home) as m:
+                    if m.conn.execute("SELECT count(*) FROM node_vectors").fetchone()[0] == 1:
+                        return
+                await anyio.sleep(0.1)
+            raise AssertionError("the digest was never embedded")
+    anyio.run(main)

@@ -170,6 +170,21 @@ def cmd_hook(args):
     sys.exit(run(args.event, args.home))
 
 
+def cmd_install_hooks(args):
+    from pathlib import Path
+
+    from .install import install_claude_code
+
+    if args.host != "claude-code":
+        raise SystemExit("only --host claude-code is supported so far")
+    r = install_claude_code(args.home, Path(args.settings).expanduser(), Path(args.mcp_config).expanduser(),
+                            args.scope)
+    _emit(args, r, lambda r: (f"hooks: {'updated' if r['settings_changed'] else 'already up to date'} in {r['settings']}"
+                              + (f" (backup {r['settings_backup']})" if r['settings_backup'] else "")
+                              + f"\nMCP server: {'registered' if r['mcp_changed'] else 'already registered'} in"
+                              f" {r['mcp_config']}" + (f" (backup {r['mcp_backup']})" if r['mcp_backup'] else "")))
+
+
 def cmd_prepare(args):
     with _memory(args) as m:
         r = m.prepare(args.hint, args.budget, scopes=args.scope)
@@ -243,6 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scope", action="append", help="scope this server may touch (repeatable; the first gets writes)")
     s = add("hook", cmd_hook, "run a Claude Code style hook (reads the event JSON on stdin)")
     s.add_argument("event", choices=["session-start", "user-prompt", "pre-compact", "stop"])
+    s = add("install-hooks", cmd_install_hooks, "register the MCP server and hooks with an agent host")
+    s.add_argument("--host", default="claude-code", choices=["claude-code"])
+    s.add_argument("--settings", default="~/.claude/settings.json", help="the host's settings file (hooks)")
+    s.add_argument("--mcp-config", default="~/.claude.json", help="the host's MCP server registry")
+    s.add_argument("--scope", action="append", help="fix the server's scopes (default: derived per project)")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

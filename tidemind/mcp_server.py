@@ -87,6 +87,7 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     memory = Memory(settings, actor="mcp", readable_scopes=fixed, writable_scopes=fixed)
     lock = threading.Lock()          # tools run in worker threads; one connection serves them in turn
     server = MCPServer("tidemind", instructions=INSTRUCTIONS)
+    embedder = BackgroundEmbedder(memory, lock)
 
     def call(fn, *args, **kwargs):
         try:
@@ -109,12 +110,14 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
                 _narrow(fixed, scope)
             r = call(memory.digest, content, scope=scope, valid_at=valid_at, source_tool=source.get("tool"),
                      session=source.get("session"))
+            embedder.wake()           # the acknowledgement does not wait for the vectors
             return {"intent": intent, **r}
         if target_node is None:
             raise ToolError(f"intent {intent!r} needs target_node: the id of the memory to {intent}")
         if intent == "correct":
             r = call(memory.correct, target_node, content, valid_at=valid_at, source_tool=source.get("tool"),
                      session=source.get("session"))
+            embedder.wake()
         else:
             r = call(getattr(memory, intent), target_node)
         return {"intent": intent, "warnings": [], **r}
@@ -151,7 +154,36 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
         return call(memory.prepare, hint, budget_chars)["text"]
 
     server.memory = memory          # for tests and the bench
+    embedder.wake()                 # catch up on anything queued while no server ran
     return server
+
+
+class BackgroundEmbedder:
+    """Drains the embed queue in a daemon thread after writes, in small batches, taking the
+    server's lock per batch so a tool call never waits for more than one batch."""
+
+    BATCH = 32
+
+    def __init__(self, memory: Memory, lock: threading.Lock):
+        self.memory, self.lock = memory, lock
+        self.signal = threading.Event()
+        threading.Thread(target=self._loop, name="tidemind-embed", daemon=True).start()
+
+    def wake(self) -> None:
+        self.signal.set()
+
+    def _loop(self) -> None:
+        while True:
+            self.signal.wait()
+            self.signal.clear()
+            while True:
+                try:
+                    with self.lock:
+                        done = self.memory.embed_pending(batch=self.BATCH, limit=self.BATCH)["embedded"]
+                except Exception:      # e.g. Ollama down: leave the queue for `tidemind embed` or the daemon
+                    break
+                if done < self.BATCH:
+                    break
 
 
 def _index(item: dict) -> dict:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from functools import lru_cache
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -41,12 +40,3 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Words that can carry evidence: no stopwords, no single characters (digits kept)."""
     return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
-
-
-@lru_cache(maxsize=200_000)
-def stem(word: str) -> str:
-    """A crude suffix stripper for evidence matching (FTS does the real Porter stemming)."""
-    for suffix in ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import views
 from ..store import AsOf, fts, links, nodes, tags as tag_store, vectors, visible
-from ..text import STOPWORDS, content_words, stem
+from ..text import STOPWORDS, content_words
 from ..timeutil import from_iso
 from . import fusion
 
@@ -136,11 +136,15 @@ def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str, 
     return vectors.rerank(conn, query, ids, where, params, embedder.name)[:VEC_CANDIDATES]
 
 
-def _coverage(query_stems: set[str], text: str) -> float:
+def _query_stems(conn: apsw.Connection, query: str) -> set[str]:
+    """Porter stems (the FTS tokenizer's own) of the query's content words."""
+    return {s for w in content_words(query) for s in fts.stems(conn, w)}
+
+
+def _coverage(conn: apsw.Connection, query_stems: set[str], text: str) -> float:
     if not query_stems:
         return 0.0
-    doc = {stem(w) for w in content_words(text)}
-    return len(query_stems & doc) / len(query_stems)
+    return len(query_stems & set(fts.stems(conn, text))) / len(query_stems)
 
 
 def _cos_evidence(cos: float | None) -> float:
@@ -170,7 +174,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     found = nodes.get_visible(conn, pool, req.scopes, req.as_of)   # re-checked: defence in depth
     derived_text = dict(conn.execute(
         f"SELECT id, derived_text FROM nodes WHERE id IN ({','.join('?' * len(pool))})", pool)) if pool else {}
-    query_stems = {stem(w) for w in content_words(req.query)}
+    query_stems = _query_stems(conn, req.query)
     now = from_iso(req.now) if req.now else None
     scores: dict[int, float] = {}
     evidence: dict[int, float] = {}
@@ -178,7 +182,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         row = found.get(node_id)
         if row is None:
             continue
-        evidence[node_id] = max(_coverage(query_stems, row["content"] + " " + derived_text.get(node_id, "")),
+        evidence[node_id] = max(_coverage(conn, query_stems, row["content"] + " " + derived_text.get(node_id, "")),
                                 _cos_evidence(cosines.get(node_id)))
     best = max(evidence.values(), default=0.0)
     keep_from = max(ITEM_EVIDENCE, RELATIVE_EVIDENCE * best)   # a strong answer is not padded with weak ones

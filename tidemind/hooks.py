@@ -70,7 +70,8 @@ def user_prompt(home) -> str:
     if memory is None:
         return ""                 # silence beats noise on every prompt; session-start reports problems
     try:
-        r = memory.recall(prompt[:2_000], limit=PROMPT_MAX_ITEMS)
+        # lexical only: this runs before every prompt, and the strict bar is met by word evidence
+        r = memory.recall(prompt[:2_000], limit=PROMPT_MAX_ITEMS, use_vectors=False)
     except Exception:
         return ""
     finally:

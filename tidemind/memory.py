@@ -11,7 +11,7 @@ from pathlib import Path
 import apsw
 from typing import Iterable, Sequence
 
-from . import embed as embed_pkg
+from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from . import secrets, text, units
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ScopeDenied
@@ -75,6 +75,8 @@ class Memory:
     @property
     def embedder(self):
         if self._embedder is None:
+            from . import embed as embed_pkg
+
             self._embedder = embed_pkg.get_embedder(self.settings, self.conn)
         return self._embedder
 
@@ -274,6 +276,8 @@ class Memory:
             targets = [t for t in targets if t["status"] != "forgotten"]
             if not targets:
                 raise Conflict(f"node {node_id} is already forgotten")
+            from . import embed as embed_pkg
+
             embed_pkg.unobserve_everywhere(self.conn, [t["id"] for t in targets])
             touched: dict[int, list[dict]] = {}
             for t in targets:
@@ -342,7 +346,7 @@ class Memory:
     # -- reads ----------------------------------------------------------------------------------
     def recall(self, query: str, *, scopes: Sequence[str] | None = None, all_scopes: bool = False,
                tags_filter: Sequence[str] = (), source: str | None = None, limit: int = 8,
-               as_of: str | None = None, clock: str = "both") -> dict:
+               as_of: str | None = None, clock: str = "both", use_vectors: bool = True) -> dict:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("recall needs a query (or use `show ID` for one node)")
         if not 1 <= int(limit) <= 100:
@@ -350,8 +354,11 @@ class Memory:
         read = self.read_scopes(scopes, all_scopes)
         moment = self._as_of(as_of, clock)
         req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),
-                            as_of=moment, now=self.now())
-        result = hybrid_recall(self.conn, self.embedder, req, side=self._recall_side())
+                            as_of=moment, now=self.now(), use_vectors=use_vectors)
+        if use_vectors:
+            result = hybrid_recall(self.conn, self.embedder, req, side=self._recall_side())
+        else:
+            result = hybrid_recall(self.conn, None, req)
         result["scopes"] = read
         return result
 

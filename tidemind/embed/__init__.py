@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
+import importlib
+from typing import TYPE_CHECKING
+
 import apsw
-import numpy as np
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from ..errors import InvalidInput
 
@@ -32,18 +37,27 @@ class Embedder(Protocol):
 
 Factory = Callable[[object, apsw.Connection], Embedder]
 _REGISTRY: dict[str, Factory] = {}
+# built-in providers are imported on first use, so a process that never embeds (a hook building
+# session context) never pays for numpy or an HTTP client
+_BUILTIN = {"default": "tidemind.embed.default", "ollama": "tidemind.embed.ollama"}
 
 
 def register(name: str, factory: Factory) -> None:
     _REGISTRY[name] = factory
 
 
+def _load(name: str) -> None:
+    if name not in _REGISTRY and name in _BUILTIN:
+        importlib.import_module(_BUILTIN[name])
+
+
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(set(_REGISTRY) | set(_BUILTIN))
 
 
 def get_embedder(settings, conn: apsw.Connection) -> Embedder:
     key = settings.embedder.split(":", 1)[0]
+    _load(key)
     if key not in _REGISTRY:
         raise InvalidInput(f"unknown embedder {settings.embedder!r}; known: {', '.join(names())}")
     return _REGISTRY[key](settings, conn)
@@ -52,6 +66,8 @@ def get_embedder(settings, conn: apsw.Connection) -> Embedder:
 def unobserve_everywhere(conn: apsw.Connection, node_ids: Sequence[int]) -> None:
     """Forget: take the nodes out of every embedder's learned statistics, whichever is configured now
     (statistics learned while the default embedder was in use stay in its tables otherwise)."""
+    for name in names():
+        _load(name)
     for factory in _REGISTRY.values():
         learner = getattr(factory, "learner", None)
         if learner is not None:
@@ -59,11 +75,10 @@ def unobserve_everywhere(conn: apsw.Connection, node_ids: Sequence[int]) -> None
 
 
 def normalise(mat: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     mat = np.asarray(mat, dtype=np.float32)
     norms = np.linalg.norm(mat, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return mat / norms
 
-
-from . import default as _default  # noqa: E402  (registers itself)
-from . import ollama as _ollama    # noqa: E402

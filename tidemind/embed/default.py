@@ -33,7 +33,6 @@ import apsw
 import numpy as np
 
 from ..store.connection import scalar
-from ..store.migrations import register as register_migrations
 from ..text import content_words
 from . import normalise, register
 
@@ -44,27 +43,7 @@ NGRAM_WEIGHT = 1.2
 CONTEXT_WEIGHT = 0.6
 MIN_DOCS_FOR_IDF = 20
 
-DDL = """
-CREATE TABLE embed_terms(
-  term_id INTEGER PRIMARY KEY,      -- 64-bit hash of the word; the word itself is not stored
-  df INTEGER NOT NULL DEFAULT 0,
-  ctx BLOB                          -- float32[256] context vector (sum of neighbours' index vectors)
-);
-CREATE TABLE embed_observed(       -- nodes whose text is counted in embed_terms (so nothing counts twice)
-  node_id INTEGER PRIMARY KEY
-);
-CREATE TABLE embed_stats(
-  key TEXT PRIMARY KEY,
-  value INTEGER NOT NULL
-);
-"""
-COMMON_DDL = """
-CREATE TABLE embed_common(            -- running sum of all context vectors: the direction every word shares
-  id INTEGER PRIMARY KEY CHECK (id = 1),
-  vec BLOB NOT NULL
-);
-"""
-register_migrations("embed-default", [("0001_terms", DDL), ("0002_common_direction", COMMON_DDL)])
+from .schema import DDL  # noqa: F401  (tables of this embedder; registered there)
 
 
 def _digest(feature: str) -> bytes:

@@ -17,10 +17,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import apsw
-import numpy as np
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from .. import views
 from ..store import AsOf, fts, links, nodes, tags as tag_store, vectors, visible
@@ -54,6 +56,7 @@ class RecallRequest:
     as_of: AsOf | None = None
     now: str | None = None
     expand: bool = True
+    use_vectors: bool = True      # False: lexical only (hooks on every prompt: no numpy, no embedding)
 
 
 def _where(req: RecallRequest) -> tuple[str, list]:
@@ -117,7 +120,7 @@ def embed_query(embedder, req: RecallRequest) -> np.ndarray | None:
     if not content_words(req.query):
         return None
     query = embedder.embed([req.query])[0]
-    return query if np.any(query) else None
+    return query if query.any() else None
 
 
 def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str, params: list,
@@ -159,7 +162,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     arms cost max(fts, vector) instead of their sum. Both see committed data only, and every hit
     is re-checked against the predicate below, so differing snapshots cannot leak anything."""
     where, params = _where(req)
-    query = embed_query(embedder, req)
+    query = embed_query(embedder, req) if req.use_vectors else None
     if side is not None and query is not None:
         executor, other = side
         pending = executor.submit(vector_arm, other, embedder, req, where, params, query)
@@ -168,6 +171,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     else:
         lexical = fts_arm(conn, req, where, params)
         semantic = vector_arm(conn, embedder, req, where, params, query) if query is not None else []
+    # (embedder is only touched when use_vectors is set; callers may pass None otherwise)
     fused = fusion.rrf({"fts": [i for i, _ in lexical], "vector": [i for i, _ in semantic]})
     cosines = dict(semantic)
     pool = sorted(fused, key=lambda i: (-fused[i], i))[: max(req.limit * 3, 24)]

@@ -11,9 +11,10 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
+import importlib.util
+import os
+
 import apsw
-import apsw.ext
-import sqlite_vec
 
 from ..errors import StoreBusy
 
@@ -23,7 +24,7 @@ def connect(path: Path | str, busy_timeout_ms: int = 10_000, readonly: bool = Fa
     conn = apsw.Connection(str(path), flags=flags)
     conn.setbusytimeout(busy_timeout_ms)
     conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
+    conn.load_extension(_vec_extension())
     conn.enable_load_extension(False)
     if not readonly:
         _retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchall())
@@ -32,6 +33,15 @@ def connect(path: Path | str, busy_timeout_ms: int = 10_000, readonly: bool = Fa
     conn.execute("PRAGMA secure_delete=ON")
     conn.execute("PRAGMA temp_store=MEMORY")
     return conn
+
+
+def _vec_extension() -> str:
+    """Path of sqlite-vec's loadable library, found without importing the `sqlite_vec` module
+    (which imports numpy: ~100 ms that a hook starting on every prompt should not pay)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the sqlite-vec package is not installed")
+    return os.path.normpath(os.path.join(spec.submodule_search_locations[0], "vec0"))
 
 
 def _retry_busy(fn, attempts: int = 50):

@@ -9,10 +9,12 @@ embedding off the digest's critical path.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import apsw
-import numpy as np
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from .connection import scalar
 
@@ -50,11 +52,15 @@ HASH_BITS = 1024
 @functools.lru_cache(maxsize=8)
 def _projection(dim: int) -> np.ndarray:
     # fixed seed: the same dimension always gets the same hyperplanes (rebuildable index layer)
+    import numpy as np
+
     return np.random.default_rng(20261130 + dim).standard_normal((dim, HASH_BITS)).astype(np.float32)
 
 
 def _hash_input(vec: np.ndarray) -> bytes:
     """Float32 projections whose signs vec_quantize_binary turns into the stored bits."""
+    import numpy as np
+
     vec = np.asarray(vec, dtype=np.float32)
     return (vec @ _projection(vec.shape[0])).astype(np.float32).tobytes()
 
@@ -112,6 +118,8 @@ def enqueue_stale(conn: apsw.Connection, embedder: str, at: str) -> int:
 
 
 def put(conn: apsw.Connection, node_id: int, scope: str, embedder: str, vec: np.ndarray, at: str) -> None:
+    import numpy as np
+
     vec = np.asarray(vec, dtype=np.float32)
     conn.execute("INSERT INTO node_vectors(node_id, embedder, dim, vec, created_at) VALUES(?,?,?,?,?)"
                  " ON CONFLICT(node_id) DO UPDATE SET embedder=excluded.embedder, dim=excluded.dim, vec=excluded.vec,"
@@ -176,6 +184,8 @@ def count_matching(conn: apsw.Connection, where: str, params: Sequence, embedder
 def _score(query: np.ndarray, got: list) -> list[tuple[int, float]]:
     if not got:
         return []
+    import numpy as np
+
     q = np.asarray(query, np.float32)
     mat = np.frombuffer(b"".join(b for _, b in got), dtype=np.float32).reshape(len(got), -1)
     if mat.shape[1] != q.shape[0]:

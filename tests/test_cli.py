@@ -76,9 +76,10 @@ def test_bench_reports_floors(home, tmp_path):
                    "--bench-home", str(tmp_path / "bench"))
     assert proc.returncode == 0, proc.stderr.decode()
     r = json.loads(proc.stdout)
-    for key in ("digest_ms", "recall_ms", "fts_floor_ms", "vec_floor_ms"):
-        assert r[key]["p50"] > 0 and r[key]["p95"] >= r[key]["p50"]
-    assert r["nodes"] == 400
+    for key in ("digest_ms", "recall_ms", "fts_floor_ms", "vec_floor_ms", "mcp_recall_ms", "inproc_recall_ms",
+                "mcp_digest_ms", "hook_session_start_ms", "hook_user_prompt_ms"):
+        assert r[key]["p50"] > 0 and r[key]["p95"] >= r[key]["p50"], key
+    assert r["nodes"] == 400 and r["mcp_recall_overhead_ratio"] > 0
 
 
 def test_environment_mistakes_are_one_line(home, tmp_path):

@@ -120,8 +120,62 @@ def _timed(fn) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
+def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, rounds: int) -> dict:
+    """The same calls through a real stdio MCP client and in-process, and the hooks' wall time."""
+    import json
+    import subprocess
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    scope = "personal"
+    questions = [q for q, s in probe if s == scope][:rounds] or [q for q, _ in probe][:rounds]
+    bodies = [corpus.memory(scope) for _ in range(rounds)]
+    timings: dict[str, list[float]] = {"mcp_recall_ms": [], "mcp_digest_ms": [], "inproc_recall_ms": [],
+                                       "inproc_digest_ms": []}
+
+    async def over_stdio():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "tidemind.cli", "--home", home, "serve",
+                                                                     "--scope", scope])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                for q in questions:
+                    start = time.perf_counter()
+                    await session.call_tool("brain_recall", {"query": q})
+                    timings["mcp_recall_ms"].append((time.perf_counter() - start) * 1000)
+                for body in bodies:
+                    start = time.perf_counter()
+                    await session.call_tool("brain_digest", {"content": body})
+                    timings["mcp_digest_ms"].append((time.perf_counter() - start) * 1000)
+
+    anyio.run(over_stdio)
+    with Memory.open(home, readable_scopes=[scope], writable_scopes=[scope]) as m:
+        for q in questions:
+            timings["inproc_recall_ms"].append(_timed(lambda: m.recall(q)))
+        for body in bodies:
+            timings["inproc_digest_ms"].append(_timed(lambda: m.digest(body)))
+    hooks: dict[str, list[float]] = {"hook_session_start_ms": [], "hook_user_prompt_ms": []}
+    outside_git = tempfile.mkdtemp(prefix="tidemind-bench-cwd-")
+    for q in questions[:20]:
+        for name, event in (("session-start", {"cwd": outside_git}), ("user-prompt", {"cwd": outside_git, "prompt": q})):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", home, "hook", name],
+                           input=json.dumps(event).encode(), capture_output=True, check=True)
+            hooks[f"hook_{name.replace('-', '_')}_ms"].append((time.perf_counter() - start) * 1000)
+    shutil.rmtree(outside_git, ignore_errors=True)
+    out = {k: _pct(v) for k, v in {**timings, **hooks}.items() if v}
+    for arm in ("recall", "digest"):
+        inner = out.get(f"inproc_{arm}_ms", {}).get("p50")
+        if inner:
+            out[f"mcp_{arm}_overhead_ratio"] = round(out[f"mcp_{arm}_ms"]["p50"] / inner, 2)
+    return out
+
+
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
-              seed: int = 7, n_scopes: int = 10) -> dict:
+              seed: int = 7, n_scopes: int = 10, mcp: bool = True) -> dict:
     temp = None
     if home is None:
         temp = tempfile.mkdtemp(prefix="tidemind-bench-")
@@ -190,6 +244,8 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         floor = result["fts_floor_ms"]["p50"] + result["vec_floor_ms"]["p50"]
         result["recall_over_floors"] = round(result["recall_ms"]["p50"] / floor, 2) if floor else None
         m.close()
+        if mcp:
+            result.update(_mcp_and_hooks(str(home), probe, corpus, rounds=min(queries, 50)))
         return result
     finally:
         if temp:
@@ -201,8 +257,14 @@ def format_table(r: dict) -> str:
              f"  load {r['load_s']} s, embed {r['embed_s']} s, {r['db_bytes_per_1000_nodes']:,} bytes/1000 nodes,"
              f" peak RSS {r['peak_rss_mb']} MB", "",
              f"  {'measure':<24}{'p50 ms':>10}{'p95 ms':>10}{'n':>8}"]
-    for key in ("digest_ms", "recall_ms", "recall_all_scopes_ms", "fts_floor_ms", "vec_floor_ms", "fts_all_terms_ms"):
-        v = r[key]
-        lines.append(f"  {key:<24}{v['p50']:>10}{v['p95']:>10}{v['n']:>8}")
+    for key in ("digest_ms", "recall_ms", "recall_all_scopes_ms", "fts_floor_ms", "vec_floor_ms", "fts_all_terms_ms",
+                "mcp_recall_ms", "inproc_recall_ms", "mcp_digest_ms", "inproc_digest_ms", "hook_session_start_ms",
+                "hook_user_prompt_ms"):
+        if key in r:
+            v = r[key]
+            lines.append(f"  {key:<24}{v['p50']:>10}{v['p95']:>10}{v['n']:>8}")
     lines.append(f"\n  recall p50 / (fts floor p50 + vec floor p50) = {r['recall_over_floors']}")
+    if "mcp_recall_overhead_ratio" in r:
+        lines.append(f"  MCP round trip / in-process (p50): recall {r['mcp_recall_overhead_ratio']},"
+                     f" digest {r['mcp_digest_overhead_ratio']}")
     return "\n".join(lines)

@@ -195,7 +195,7 @@ def cmd_bench(args):
     from .bench import run_bench
 
     r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed,
-                  n_scopes=args.scopes)
+                  n_scopes=args.scopes, mcp=not args.no_mcp)
     from .bench import format_table
 
     _emit(args, r, format_table)
@@ -273,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--digests", type=int, default=200)
     s.add_argument("--seed", type=int, default=7)
     s.add_argument("--scopes", type=int, default=10, help="spread the nodes over this many scopes (default 10)")
+    s.add_argument("--no-mcp", action="store_true", help="skip the MCP round trips and hook timings")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")
     return p
 

@@ -185,6 +185,30 @@ def cmd_install_hooks(args):
                               f" {r['mcp_config']}" + (f" (backup {r['mcp_backup']})" if r['mcp_backup'] else "")))
 
 
+def cmd_metabolize(args):
+    from .metabolism.scheduler import run_due
+
+    with _memory(args) as m:
+        m.actor = "daemon"
+        reports = run_due(m, only=args.task or (), force=True, batch=args.batch)
+        _emit(args, {"tasks": reports}, lambda r: "\n".join(
+            f"{t['task']:<14} {t['status']:<8} " + ", ".join(f"{k}={v}" for k, v in t.items()
+                                                            if k not in ("task", "status"))
+            for t in r["tasks"]))
+
+
+def cmd_daemon(args):
+    from .metabolism.scheduler import run_due
+
+    if not args.once:
+        raise SystemExit("tidemind daemon: only --once is available so far (run it from cron or a timer)")
+    with _memory(args) as m:
+        m.actor = "daemon"
+        reports = run_due(m)
+        _emit(args, {"tasks": reports}, lambda r: "\n".join(f"{t['task']:<14} {t['status']}" for t in r["tasks"])
+              or "nothing due")
+
+
 def cmd_prepare(args):
     with _memory(args) as m:
         r = m.prepare(args.hint, args.budget, scopes=args.scope)
@@ -263,6 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--settings", default="~/.claude/settings.json", help="the host's settings file (hooks)")
     s.add_argument("--mcp-config", default="~/.claude.json", help="the host's MCP server registry")
     s.add_argument("--scope", action="append", help="fix the server's scopes (default: derived per project)")
+    s = add("metabolize", cmd_metabolize, "run metabolism tasks now (all, or --task NAME ...)")
+    s.add_argument("--task", action="append", help="embed, annotate, link-propose, link-evaluate, decay")
+    s.add_argument("--batch", type=int, default=None, help="override each task's batch size")
+    s = add("daemon", cmd_daemon, "run the tasks that are due (--once)")
+    s.add_argument("--once", action="store_true", help="run everything due, then exit")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

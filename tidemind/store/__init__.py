@@ -8,7 +8,7 @@ from pathlib import Path
 
 import apsw
 
-from . import audit, captures, derived, fts, links, migrations, nodes, review, tags, vectors
+from . import audit, captures, derived, fts, links, migrations, nodes, review, tags, task_runs, vectors
 from .connection import connect, immediate, rows, scalar
 from .visibility import AsOf, visible
 
@@ -22,6 +22,7 @@ CORE_MIGRATIONS = [
     ("0007_audit", audit.DDL),
     ("0008_fts", fts.DDL),
     ("0009_vectors", vectors.DDL),
+    ("0010_task_runs", task_runs.DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 
@@ -48,4 +49,5 @@ def open_store(db_path: Path, busy_timeout_ms: int = 10_000) -> apsw.Connection:
 
 
 __all__ = ["AsOf", "visible", "open_store", "immediate", "rows", "scalar", "backup_to", "connect",
-           "audit", "captures", "derived", "fts", "links", "migrations", "nodes", "review", "tags", "vectors"]
+           "audit", "captures", "derived", "fts", "links", "migrations", "nodes", "review", "tags", "task_runs",
+           "vectors"]

@@ -45,3 +45,12 @@ def _mirror(conn: apsw.Connection, node_id: int) -> None:
     text = " \n".join(v for (v,) in conn.execute(
         f"SELECT value FROM derived WHERE node_id=? AND field IN ({marks}) ORDER BY field", (node_id, *SEARCHABLE)))
     nodes.set_derived_text(conn, node_id, text)
+
+
+def nodes_missing(conn: apsw.Connection, field: str, generator: str, limit: int) -> list[dict]:
+    """Live nodes without `field` from `generator`, oldest first."""
+    return rows(conn, """
+        SELECT n.id, n.content, n.scope FROM nodes n
+        WHERE n.status = 'live' AND NOT EXISTS (
+            SELECT 1 FROM derived d WHERE d.node_id = n.id AND d.field = ? AND d.generator = ?)
+        ORDER BY n.id LIMIT ?""", (field, generator, limit))

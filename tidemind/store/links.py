@@ -94,3 +94,21 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
     return {s: n for s, n in conn.execute(
         f"SELECT x.status, count(*) FROM links x JOIN nodes a ON a.id = x.source_id JOIN nodes b ON b.id = x.target_id"
         f" WHERE a.scope IN ({marks}) AND b.scope IN ({marks}) GROUP BY x.status", [*scopes, *scopes])}
+
+
+def pending(conn: apsw.Connection, limit: int) -> list[dict]:
+    """Pending links whose two ends are both live, oldest first."""
+    return rows(conn, """
+        SELECT l.id, l.source_id, l.target_id, l.relation, l.strength, l.created_at,
+               a.scope AS source_scope, b.scope AS target_scope, a.session AS source_session,
+               b.session AS target_session, a.capture_id AS source_capture, b.capture_id AS target_capture
+        FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
+        WHERE l.status = 'pending' AND a.status = 'live' AND b.status = 'live'
+        ORDER BY l.id LIMIT ?""", (limit,))
+
+
+def expire_pending(conn: apsw.Connection, created_before: str, at: str) -> int:
+    """Unjudged proposals age out to `expired`: a row kept, never deleted, never re-proposed."""
+    conn.execute("UPDATE links SET status = 'expired', decided_at = ?, reason = 'not judged in time'"
+                 " WHERE status = 'pending' AND created_at < ?", (at, created_before))
+    return conn.changes()

@@ -218,3 +218,9 @@ def recent(conn: apsw.Connection, scopes: Sequence[str], limit: int) -> list[dic
     """The newest visible nodes of the scopes, newest first."""
     pred, params = visible("n", scopes)
     return rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE {pred} ORDER BY n.id DESC LIMIT ?", [*params, limit])
+
+
+def decay_heat(conn: apsw.Connection, factor: float) -> int:
+    """Heat is a ranking prior, not content: cooling changes no authored text."""
+    conn.execute("UPDATE nodes SET heat = heat * ? WHERE status = 'live' AND heat > 0.0001", (factor,))
+    return conn.changes()

@@ -211,3 +211,28 @@ def integrity_problems(conn: apsw.Connection) -> list[str]:
         if mismatch:
             problems.append(f"vectors: {mismatch} row(s) in {name} in the wrong scope partition")
     return problems
+
+
+def embedded_after(conn: apsw.Connection, after_id: int, embedder: str, limit: int) -> list[tuple[int, str, "np.ndarray"]]:
+    """(node id, scope, vector) of live nodes with id > after_id, in id order, stopping before
+    the first live node that has no vector of this embedder yet (so a cursor never skips it)."""
+    import numpy as np
+
+    out = []
+    for node_id, scope, blob in conn.execute(
+            "SELECT n.id, n.scope, v.vec FROM nodes n LEFT JOIN node_vectors v ON v.node_id = n.id AND v.embedder = ?"
+            " WHERE n.id > ? AND n.status = 'live' ORDER BY n.id LIMIT ?", (embedder, after_id, limit)):
+        if blob is None:
+            break
+        out.append((node_id, scope, np.frombuffer(blob, np.float32)))
+    return out
+
+
+def floats(conn: apsw.Connection, node_ids: Sequence[int], embedder: str) -> dict[int, "np.ndarray"]:
+    import numpy as np
+
+    if not node_ids:
+        return {}
+    marks = ",".join("?" * len(node_ids))
+    return {i: np.frombuffer(b, np.float32) for i, b in conn.execute(
+        f"SELECT node_id, vec FROM node_vectors WHERE embedder = ? AND node_id IN ({marks})", [embedder, *node_ids])}

@@ -1,0 +1,127 @@
+"""Metabolism: tasks propose, never overwrite; rejections hold; leases keep runs single."""
+import json
+import subprocess
+import sys
+
+from tidemind.metabolism.scheduler import ordered_tasks, run_due, run_task
+from tidemind.store import immediate, links, tags, task_runs
+from tidemind.text import sha256
+
+from .conftest import ROOT
+
+CORPUS = [
+    "The staging database runs PostgreSQL 16 on port 5433 behind PgBouncer.",
+    "Staging PostgreSQL backups run nightly; the staging database is restored weekly to verify them.",
+    "We deploy the web app with GitHub Actions on every tag.",
+    "GitHub Actions deploys need the DEPLOY_ENV secret set per environment.",
+    "Ana prefers small pull requests with tests.",
+    "The PostgreSQL staging database uses port 5433 and PgBouncer pools connections.",
+]
+
+
+def _authored(mem):
+    return {i: (c, h) for i, c, h in mem.conn.execute("SELECT id, content, content_hash FROM nodes")}
+
+
+def test_offline_passes_never_change_authored_text(mem):
+    for t in CORPUS:
+        mem.digest(t, session="s1")
+    before = _authored(mem)
+    for _ in range(3):
+        reports = run_due(mem, force=True)
+        assert all(r["status"] == "ok" for r in reports), reports
+    after = _authored(mem)
+    assert after == before
+    assert all(sha256(c) == h for c, h in after.values())
+    assert mem.doctor()["ok"]
+
+
+def test_tasks_produce_proposals_with_status(mem):
+    for t in CORPUS:
+        mem.digest(t, session="s1")
+    run_due(mem, force=True)
+    tag_statuses = {s for (s,) in mem.conn.execute("SELECT status FROM node_tags")}
+    assert tag_statuses == {"proposed"}
+    assert mem.conn.execute("SELECT count(*) FROM derived WHERE field='title'").fetchone()[0] == len(CORPUS)
+    link_statuses = {s for (s,) in mem.conn.execute("SELECT status FROM links")}
+    assert link_statuses and link_statuses <= {"pending", "confirmed", "rejected_by_model"}
+    item = mem.recall("staging database port")["items"][0]
+    assert item["derived"]["title"]["layer"] == "derived" and item["derived"]["title"]["generator"]
+    assert all(t["status"] in ("proposed", "confirmed") for t in item["tags"])
+
+
+def test_a_rejected_tag_never_returns(mem):
+    nid = mem.digest(CORPUS[0])["node_ids"][0]
+    run_due(mem, only=["embed", "annotate"], force=True)
+    proposed = [t["name"] for t in tags.for_nodes(mem.conn, [nid])[nid]]
+    assert proposed
+    with immediate(mem.conn):
+        for name in proposed:
+            tags.reject(mem.conn, nid, name, mem.now())
+        mem.conn.execute("DELETE FROM derived WHERE node_id=?", (nid,))     # force a fresh annotation
+        mem.conn.execute("UPDATE nodes SET derived_text='' WHERE id=?", (nid,))
+    for _ in range(2):
+        run_due(mem, only=["annotate"], force=True)
+    statuses = {t["name"]: t["status"] for t in tags.for_nodes(mem.conn, [nid])[nid]}
+    assert all(statuses[n] == "rejected_by_user" for n in proposed)
+    assert all(t["status"] != "rejected_by_user" for t in mem.show(nid)["tags"])   # and never served
+
+
+def test_rejected_and_expired_pairs_are_never_reproposed(mem):
+    for t in CORPUS:
+        mem.digest(t)
+    run_due(mem, only=["embed", "link-propose"], force=True)
+    first = list(mem.conn.execute("SELECT id, source_id, target_id FROM links"))
+    assert first
+    with immediate(mem.conn):
+        for link_id, _, _ in first:
+            links.set_status(mem.conn, link_id, "rejected_by_user", mem.now(), "person said no")
+        task_runs.set_cursor(mem.conn, "link-propose", 0)                  # make it look at everything again
+    run_due(mem, only=["link-propose"], force=True)
+    again = list(mem.conn.execute("SELECT id, source_id, target_id, status FROM links"))
+    assert {(s, t) for _, s, t, _ in again} == {(s, t) for _, s, t in first}
+    assert all(status == "rejected_by_user" for *_, status in again)
+
+
+def test_pending_links_expire_instead_of_vanishing(mem, home):
+    a, b = (mem.digest(t)["node_ids"][0] for t in ("alpha memory text", "beta memory text"))
+    with immediate(mem.conn):
+        links.add(mem.conn, a, b, status="pending", proposed_by="test", at="2020-01-01T00:00:00.000000Z")
+    run_due(mem, only=["link-evaluate"], force=True)
+    status, reason = mem.conn.execute("SELECT status, reason FROM links").fetchone()
+    assert status == "expired" and reason
+
+
+def test_a_leased_task_is_not_run_twice(mem):
+    task = next(t for t in ordered_tasks() if t.name == "annotate")
+    now = mem.now()
+    assert task_runs.acquire(mem.conn, "annotate", "someone-else", now, "9999-01-01T00:00:00.000000Z")
+    r = run_task(mem, task, "me")
+    assert r["status"] == "busy"
+
+
+def test_two_metabolize_processes_never_run_one_task_twice(home, mem):
+    for i in range(300):
+        mem.digest(f"memory number {i} about gardening, tomatoes and irrigation schedules")
+    mem.close()
+    cmd = [sys.executable, "-m", "tidemind.cli", "--home", str(home), "--json", "metabolize", "--task", "embed"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT) for _ in range(2)]
+    reports = [json.loads(p.communicate(timeout=120)[0])["tasks"][0] for p in procs]
+    statuses = sorted(r["status"] for r in reports)
+    embedded = sum(r.get("embedded", 0) for r in reports)
+    assert statuses in (["busy", "ok"], ["ok", "ok"])
+    from tidemind.memory import Memory
+    with Memory.open(home) as m:
+        assert m.conn.execute("SELECT count(*) FROM node_vectors").fetchone()[0] == 300
+        assert m.conn.execute("SELECT count(*) FROM embed_observed").fetchone()[0] == 300
+    assert embedded == 300          # no node embedded (or counted in the statistics) twice
+
+
+def test_decay_cools_but_never_hides(mem):
+    nid = mem.digest("a memory that will cool down")["node_ids"][0]
+    run_due(mem, only=["decay"], force=True)
+    mem.conn.execute("UPDATE task_runs SET last_finished='2020-01-01T00:00:00.000000Z' WHERE task='decay'")
+    run_due(mem, only=["decay"], force=True)
+    heat = mem.conn.execute("SELECT heat FROM nodes WHERE id=?", (nid,)).fetchone()[0]
+    assert heat < 0.01
+    assert mem.recall("memory that will cool down")["items"][0]["id"] == nid

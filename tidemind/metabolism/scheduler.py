@@ -1,0 +1,75 @@
+"""Runs metabolism tasks: due ones in order, each under a lease in the database.
+
+`run_task` takes the task's lease (BEGIN IMMEDIATE; only when free or expired), runs one
+bounded batch, records status, counts and error, and releases the lease. A second process
+asking for a leased task gets `status: busy` and runs nothing.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+import time
+from typing import Sequence
+
+from ..memory import Memory
+from ..store import task_runs
+from ..timeutil import Clock, from_iso, system_clock, to_iso
+from . import Task, TaskContext, load_all
+
+ORDER = ("embed", "annotate", "link-propose", "link-evaluate", "decay")
+LEASE_SECONDS = 600
+
+
+def owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def ordered_tasks() -> list[Task]:
+    tasks = load_all()
+    return [tasks[n] for n in ORDER if n in tasks] + [t for n, t in tasks.items() if n not in ORDER]
+
+
+def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock, batch: int | None = None,
+             llm=None) -> dict:
+    now = to_iso(clock())
+    until = to_iso(from_iso(now) + dt.timedelta(seconds=LEASE_SECONDS))
+    if task.needs_llm and llm is None:
+        return {"task": task.name, "status": "skipped", "why": "needs an LLM and none is configured"}
+    if not task_runs.acquire(memory.conn, task.name, owner, now, until):
+        return {"task": task.name, "status": "busy", "why": "another process holds this task's lease"}
+    previous = task_runs.state(memory.conn).get(task.name, {}).get("last_finished")
+    ctx = TaskContext(memory=memory, now=lambda: to_iso(clock()), llm=llm, batch=batch, last_finished=previous)
+    started = time.perf_counter()
+    status, error, report = "ok", None, {}
+    try:
+        report = task.run(ctx)
+    except Exception as exc:        # a failing task is recorded and the others still run
+        status, error = "error", f"{type(exc).__name__}: {exc}"
+    finally:
+        task_runs.release(memory.conn, task.name, owner, to_iso(clock()), status, report, error)
+    return {"task": task.name, "status": status, "seconds": round(time.perf_counter() - started, 3),
+            **({"error": error} if error else {}), **report}
+
+
+def is_due(state: dict, task: Task, now: str) -> bool:
+    last = state.get(task.name, {}).get("last_finished")
+    if not last:
+        return True
+    return (from_iso(now) - from_iso(last)).total_seconds() >= task.interval_s
+
+
+def run_due(memory: Memory, owner: str | None = None, clock: Clock = system_clock, only: Sequence[str] = (),
+            force: bool = False, batch: int | None = None, llm=None) -> list[dict]:
+    owner = owner or owner_id()
+    tasks = ordered_tasks()
+    if only:
+        unknown = set(only) - {t.name for t in tasks}
+        if unknown:
+            from ..errors import InvalidInput
+
+            raise InvalidInput(f"unknown task(s) {', '.join(sorted(unknown))}; known: {', '.join(t.name for t in tasks)}")
+        tasks = [t for t in tasks if t.name in only]
+    state = task_runs.state(memory.conn)
+    now = to_iso(clock())
+    return [run_task(memory, t, owner, clock, batch, llm) for t in tasks if force or is_due(state, t, now)]

@@ -1,0 +1,62 @@
+"""Task state for the metabolism scheduler: last run, status, counts, error, a cursor, and a lease.
+
+A lease is taken in a BEGIN IMMEDIATE transaction only when free or expired, so two processes
+(two daemons, a daemon and `tidemind metabolize`) never run the same task at once.
+"""
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from .connection import immediate, rows
+
+DDL = """
+CREATE TABLE task_runs(
+  task TEXT PRIMARY KEY,
+  last_started TEXT,
+  last_finished TEXT,
+  status TEXT,                         -- 'ok' | 'error' | 'skipped'
+  counts TEXT NOT NULL DEFAULT '{}',
+  error TEXT,
+  cursor INTEGER NOT NULL DEFAULT 0,   -- highest node id a cursor-driven task has processed
+  lease_owner TEXT,
+  lease_until TEXT
+);
+"""
+
+
+def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str) -> bool:
+    with immediate(conn):
+        conn.execute("INSERT OR IGNORE INTO task_runs(task) VALUES(?)", (task,))
+        conn.execute("UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=?"
+                     " AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < ? OR lease_owner = ?)",
+                     (owner, until, now, task, now, owner))
+        return conn.changes() == 1
+
+
+def release(conn: apsw.Connection, task: str, owner: str, now: str, status: str, counts: dict,
+            error: str | None) -> None:
+    with immediate(conn):
+        conn.execute("UPDATE task_runs SET lease_owner=NULL, lease_until=NULL, last_finished=?, status=?, counts=?,"
+                     " error=? WHERE task=? AND lease_owner=?",
+                     (now, status, json.dumps(counts, sort_keys=True), error, task, owner))
+
+
+def state(conn: apsw.Connection) -> dict[str, dict]:
+    out = {}
+    for r in rows(conn, "SELECT * FROM task_runs"):
+        r["counts"] = json.loads(r["counts"] or "{}")
+        out[r["task"]] = r
+    return out
+
+
+def get_cursor(conn: apsw.Connection, task: str) -> int:
+    for (value,) in conn.execute("SELECT cursor FROM task_runs WHERE task=?", (task,)):
+        return value
+    return 0
+
+
+def set_cursor(conn: apsw.Connection, task: str, value: int) -> None:
+    conn.execute("INSERT INTO task_runs(task, cursor) VALUES(?, ?) ON CONFLICT(task) DO UPDATE SET cursor=excluded.cursor",
+                 (task, value))

@@ -159,13 +159,14 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
 
 
 class BackgroundEmbedder:
-    """Drains the embed queue in a daemon thread after writes, in small batches, taking the
-    server's lock per batch so a tool call never waits for more than one batch."""
+    """Drains the embed queue in a daemon thread after writes, on a connection of its own: the
+    tools never wait for it beyond SQLite's short write transactions (vectors are computed
+    outside any transaction)."""
 
-    BATCH = 32
+    BATCH = 64
 
     def __init__(self, memory: Memory, lock: threading.Lock):
-        self.memory, self.lock = memory, lock
+        self.settings = memory.settings
         self.signal = threading.Event()
         threading.Thread(target=self._loop, name="tidemind-embed", daemon=True).start()
 
@@ -173,17 +174,16 @@ class BackgroundEmbedder:
         self.signal.set()
 
     def _loop(self) -> None:
+        own = None
         while True:
             self.signal.wait()
             self.signal.clear()
-            while True:
-                try:
-                    with self.lock:
-                        done = self.memory.embed_pending(batch=self.BATCH, limit=self.BATCH)["embedded"]
-                except Exception:      # e.g. Ollama down: leave the queue for `tidemind embed` or the daemon
-                    break
-                if done < self.BATCH:
-                    break
+            try:
+                if own is None:
+                    own = Memory(self.settings, actor="mcp:embed")
+                own.embed_pending(batch=self.BATCH)
+            except Exception:      # e.g. Ollama down: leave the queue for `tidemind embed` or the daemon
+                continue
 
 
 def _index(item: dict) -> dict:

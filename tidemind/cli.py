@@ -209,6 +209,47 @@ def cmd_daemon(args):
               or "nothing due")
 
 
+def _fmt_review(items: list[dict]) -> str:
+    if not items:
+        return "the review queue is empty"
+    lines = []
+    for r in items:
+        what = r["payload"].get("said") or r["payload"].get("summary") or ""
+        nodes_named = ", ".join(str(i) for i in (r["node_id"], r["other_node_id"]) if i)
+        lines.append(f"#{r['id']:<5} {r['kind']:<22} {r['status']:<9} nodes {nodes_named or '-'}"
+                     + (f"  {' '.join(what.split())[:80]}" if what else ""))
+    return "\n".join(lines)
+
+
+def cmd_review(args):
+    with _memory(args) as m:
+        m.actor = "person:cli"
+        if args.action == "list":
+            items = m.review_list(None if args.all else "open")
+            _emit(args, {"items": items}, lambda r: _fmt_review(r["items"]))
+            return
+        if args.id is None:
+            raise SystemExit(f"tidemind review {args.action} needs an item id")
+        if args.action == "show":
+            _emit(args, m.review_show(args.id), _fmt_kv)
+            return
+        decision = {"approve": "approved", "reject": "rejected", "reopen": "open"}[args.action]
+        _emit(args, m.review_decide(args.id, decision), lambda r: r["done"])
+
+
+def cmd_tags(args):
+    with _memory(args) as m:
+        m.actor = "person:cli"
+        _emit(args, m.tag_decide(args.id, args.tag, reject=args.action == "reject"), lambda r: r["done"])
+
+
+def cmd_links(args):
+    with _memory(args) as m:
+        m.actor = "person:cli"
+        status = {"confirm": "confirmed", "reject": "rejected_by_user", "reopen": "pending"}[args.action]
+        _emit(args, m.link_decide(args.id, status), lambda r: r["done"])
+
+
 def cmd_prepare(args):
     with _memory(args) as m:
         r = m.prepare(args.hint, args.budget, scopes=args.scope)
@@ -292,6 +333,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", type=int, default=None, help="override each task's batch size")
     s = add("daemon", cmd_daemon, "run the tasks that are due (--once)")
     s.add_argument("--once", action="store_true", help="run everything due, then exit")
+    s = add("review", cmd_review, "the review queue: list, show, approve, reject or reopen an item")
+    s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen"])
+    s.add_argument("id", nargs="?", type=int)
+    s.add_argument("--all", action="store_true", help="list decided items too")
+    s = add("tags", cmd_tags, "reject a tag on a node (permanent until unreject) or lift the rejection")
+    s.add_argument("action", choices=["reject", "unreject"])
+    s.add_argument("id", type=int)
+    s.add_argument("tag")
+    s = add("links", cmd_links, "confirm, reject or reopen a link")
+    s.add_argument("action", choices=["confirm", "reject", "reopen"])
+    s.add_argument("id", type=int)
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

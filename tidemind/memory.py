@@ -414,6 +414,66 @@ class Memory:
                              review_item=filed[-1])
         return filed
 
+    # -- a person's decisions (review queue, tags, links): each audited and reversible ----------
+    def review_list(self, status: str | None = "open", scopes: Sequence[str] | None = None) -> list[dict]:
+        return review.listing(self.conn, self.read_scopes(scopes, all_scopes=True), status)
+
+    def review_show(self, item_id: int, scopes: Sequence[str] | None = None) -> dict:
+        read = self.read_scopes(scopes, all_scopes=True)
+        item = review.get(self.conn, _node_id(item_id), read)
+        if item is None:
+            raise NotFound(f"no review item {item_id} in scope(s) {', '.join(read)}")
+        named = [i for i in (item["node_id"], item["other_node_id"]) if i]
+        found = nodes.get_visible(self.conn, named, read)
+        item["nodes"] = views.describe(self.conn, found, named, read)
+        return item
+
+    def review_decide(self, item_id: int, decision: str) -> dict:
+        if decision not in ("approved", "rejected", "open"):
+            raise InvalidInput("decision must be approved, rejected or open")
+        now = self.now()
+        with immediate(self.conn):
+            item = review.get(self.conn, _node_id(item_id), self.read_scopes(None, all_scopes=True))
+            if item is None:
+                raise NotFound(f"no review item {item_id}")
+            review.decide(self.conn, item["id"], decision, now, self.actor)
+            audit.record(self.conn, at=now, actor=self.actor, action=f"review_{decision}", node_id=item["node_id"],
+                         review_item=item["id"], kind=item["kind"], previous=item["status"])
+        return {"review_item": item["id"], "status": decision, "previous": item["status"],
+                "done": f"review item {item['id']} {decision} (was {item['status']})"}
+
+    def tag_decide(self, node_id: int, name: str, reject: bool) -> dict:
+        """A person's no on a tag is a tombstone every later pass consults; unreject lifts it."""
+        name = (name or "").strip()
+        if not name:
+            raise InvalidInput("tag name is empty")
+        now = self.now()
+        with immediate(self.conn):
+            row = self._live_node(node_id, "tag")
+            if reject:
+                tags.reject(self.conn, row["id"], name, now)
+            elif not tags.unreject(self.conn, row["id"], name):
+                raise NotFound(f"tag {name!r} is not rejected on node {row['id']}")
+            audit.record(self.conn, at=now, actor=self.actor, action="tag_reject" if reject else "tag_unreject",
+                         node_id=row["id"], tag=name)
+        verb = "rejected (it will not be proposed again)" if reject else "no longer rejected"
+        return {"node_ids": [row["id"]], "tag": name, "done": f"tag {name!r} on node {row['id']} {verb}"}
+
+    def link_decide(self, link_id: int, status: str) -> dict:
+        if status not in ("confirmed", "rejected_by_user", "pending"):
+            raise InvalidInput("a link can be confirmed, rejected or reopened")
+        now = self.now()
+        with immediate(self.conn):
+            link = links.get(self.conn, _node_id(link_id))
+            if link is None or not nodes.get_visible(self.conn, [link["source_id"], link["target_id"]],
+                                                     self.read_scopes(None, all_scopes=True)):
+                raise NotFound(f"no link {link_id} between memories visible here")
+            links.set_status(self.conn, link["id"], status, now, f"set by {self.actor}")
+            audit.record(self.conn, at=now, actor=self.actor, action=f"link_{status}", node_id=link["source_id"],
+                         link=link["id"], previous=link["status"])
+        return {"link": link["id"], "status": status, "previous": link["status"],
+                "done": f"link {link['id']} {status} (was {link['status']})"}
+
     def neighbourhood(self, node_id, *, scopes: Sequence[str] | None = None, limit: int = 20) -> dict:
         """The node and the nodes one confirmed link away; links in other states are listed, not walked."""
         start = self.show(node_id, scopes=scopes)

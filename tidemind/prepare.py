@@ -49,9 +49,11 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
     lessons = pick(lambda n: bool(_LESSON.search(n["content"])), 10)
     recent = pick(lambda n: n["scope"] == write_scope, 15)
     flagged = review.open_in_scopes(conn, scopes, ("reasserted_correction", "contradiction"))
+    approved = [f"- lesson (approved): {' '.join(r['payload'].get('said', '').split())[:LINE_CHARS]}"
+                for r in review.approved_lessons(conn, scopes)]
     sections = [
         ("About the person (their own words)", [_line(n) for n in about]),
-        ("Lessons, principles and decisions", [_line(n) for n in lessons]),
+        ("Lessons, principles and decisions", approved + [_line(n) for n in lessons]),
         (f"Recent memories in {write_scope}", [_line(n) for n in recent]),
         ("Needs attention", [f"- review {r['id']}: node {r['node_id']} repeats a claim that node "
                              f"{r['other_node_id']} corrected; trust node {r['other_node_id']} until a person decides"

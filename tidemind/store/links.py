@@ -112,3 +112,8 @@ def expire_pending(conn: apsw.Connection, created_before: str, at: str) -> int:
     conn.execute("UPDATE links SET status = 'expired', decided_at = ?, reason = 'not judged in time'"
                  " WHERE status = 'pending' AND created_at < ?", (at, created_before))
     return conn.changes()
+
+
+def get(conn: apsw.Connection, link_id: int) -> dict | None:
+    found = rows(conn, "SELECT * FROM links WHERE id = ?", (link_id,))
+    return found[0] if found else None

@@ -91,3 +91,46 @@ def open_in_scopes(conn: apsw.Connection, scopes: Sequence[str], kinds: Sequence
         WHERE r.status = 'open' AND r.kind IN ({kind_marks}) AND {pred_n}
           AND (r.other_node_id IS NULL OR ({pred_o}))
         ORDER BY r.id DESC LIMIT ?""", [*kinds, *params_n, *params_o, limit])
+
+
+def _in_scopes_sql(scopes: Sequence[str]) -> tuple[str, list]:
+    """An item is in the scopes when its scope is (proposals) or all the nodes it names are."""
+    marks = ",".join("?" * len(scopes))
+    sql = (f"(coalesce(r.scope, (SELECT scope FROM nodes WHERE id = r.node_id)) IN ({marks})"
+           f" AND (r.other_node_id IS NULL OR (SELECT scope FROM nodes WHERE id = r.other_node_id) IN ({marks})))")
+    return sql, [*scopes, *scopes]
+
+
+def listing(conn: apsw.Connection, scopes: Sequence[str], status: str | None = "open", limit: int = 100) -> list[dict]:
+    where, params = _in_scopes_sql(scopes)
+    if status:
+        where += " AND r.status = ?"
+        params.append(status)
+    found = rows(conn, f"SELECT r.* FROM review_items r WHERE {where} ORDER BY r.id DESC LIMIT ?", [*params, limit])
+    for r in found:
+        r["payload"] = json.loads(r["payload"])
+    return found
+
+
+def get(conn: apsw.Connection, item_id: int, scopes: Sequence[str]) -> dict | None:
+    where, params = _in_scopes_sql(scopes)
+    found = rows(conn, f"SELECT r.* FROM review_items r WHERE r.id = ? AND {where}", [item_id, *params])
+    if not found:
+        return None
+    found[0]["payload"] = json.loads(found[0]["payload"])
+    return found[0]
+
+
+def decide(conn: apsw.Connection, item_id: int, status: str, at: str, by: str) -> None:
+    """approved / rejected, or back to open (every decision is reversible)."""
+    conn.execute("UPDATE review_items SET status=?, resolved_at=?, resolved_by=? WHERE id=?",
+                 (status, None if status == "open" else at, None if status == "open" else by, item_id))
+
+
+def approved_lessons(conn: apsw.Connection, scopes: Sequence[str], limit: int = 10) -> list[dict]:
+    marks = ",".join("?" * len(scopes))
+    found = rows(conn, f"SELECT id, payload FROM review_items WHERE kind='proposed_lesson' AND status='approved'"
+                       f" AND scope IN ({marks}) ORDER BY id DESC LIMIT ?", [*scopes, limit])
+    for r in found:
+        r["payload"] = json.loads(r["payload"])
+    return found

@@ -198,15 +198,16 @@ def cmd_metabolize(args):
 
 
 def cmd_daemon(args):
-    from .metabolism.scheduler import run_due
+    if args.action == "install-service":
+        from tidemind_daemon.service import install
 
-    if not args.once:
-        raise SystemExit("tidemind daemon: only --once is available so far (run it from cron or a timer)")
-    with _memory(args) as m:
-        m.actor = "daemon"
-        reports = run_due(m)
-        _emit(args, {"tasks": reports}, lambda r: "\n".join(f"{t['task']:<14} {t['status']}" for t in r["tasks"])
-              or "nothing due")
+        r = install(args.home, args.dir)
+        _emit(args, r, lambda r: "\n".join([f"wrote {k}: {v}" for k, v in r["written"].items()]
+                                            + [f"enable with: {c}" for c in r["enable_with"]]))
+        return
+    from tidemind_daemon.runner import run
+
+    sys.exit(run(args.home, once=args.once, tick_s=args.tick))
 
 
 def _fmt_review(items: list[dict]) -> str:
@@ -331,8 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("metabolize", cmd_metabolize, "run metabolism tasks now (all, or --task NAME ...)")
     s.add_argument("--task", action="append", help="embed, annotate, link-propose, link-evaluate, decay")
     s.add_argument("--batch", type=int, default=None, help="override each task's batch size")
-    s = add("daemon", cmd_daemon, "run the tasks that are due (--once)")
+    s = add("daemon", cmd_daemon, "run due metabolism tasks until stopped (or install a service that does)")
+    s.add_argument("action", nargs="?", default="run", choices=["run", "install-service"])
     s.add_argument("--once", action="store_true", help="run everything due, then exit")
+    s.add_argument("--tick", type=float, default=30.0, help="seconds between checks for due tasks")
+    s.add_argument("--dir", help="install-service: write both service files into this folder instead")
     s = add("review", cmd_review, "the review queue: list, show, approve, reject or reopen an item")
     s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen"])
     s.add_argument("id", nargs="?", type=int)

@@ -1,0 +1,95 @@
+"""`tidemind daemon`: run due metabolism tasks until told to stop.
+
+- one instance per home: an exclusive lock on `daemon.lock` (a second daemon says so, exits 3);
+- leases in the database keep it from running a task that `tidemind metabolize` is running;
+- catch-up after sleep: due-ness comes from each task's last finish, so a long sleep runs each
+  due task once, not once per missed interval;
+- SIGTERM / SIGINT: the current batch finishes (batches are small) and the process exits,
+  within 5 seconds;
+- structured logs: one JSON object per line on stderr.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tidemind.config import load_settings
+from tidemind.memory import Memory
+from tidemind.metabolism.scheduler import owner_id, run_due
+from tidemind.timeutil import system_clock, to_iso
+
+DAEMON_BATCH = 128      # keeps one task's batch to about a second, so shutdown stays prompt
+ALREADY_RUNNING = 3
+
+
+def log(event: str, **fields) -> None:
+    print(json.dumps({"at": to_iso(system_clock()), "event": event, **fields}, ensure_ascii=False),
+          file=sys.stderr, flush=True)
+
+
+class InstanceLock:
+    def __init__(self, path: Path):
+        self.path = path
+        self.handle = None
+
+    def acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.handle.seek(0)
+            self.holder = self.handle.read().strip()
+            self.handle.close()
+            self.handle = None
+            return False
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(str(os.getpid()))
+        self.handle.flush()
+        return True
+
+    def release(self) -> None:
+        if self.handle is not None:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+            self.handle = None
+
+
+def run(home: str | None, once: bool = False, tick_s: float = 30.0, stop: threading.Event | None = None) -> int:
+    settings = load_settings(home)
+    lock = InstanceLock(settings.home / "daemon.lock")
+    if not lock.acquire():
+        log("already_running", home=str(settings.home), pid=getattr(lock, "holder", "?"))
+        print(f"tidemind daemon: another daemon is already running for {settings.home}"
+              f" (pid {getattr(lock, 'holder', '?')}); exiting", file=sys.stderr)
+        return ALREADY_RUNNING
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    owner = owner_id()
+    log("started", home=str(settings.home), pid=os.getpid(), once=once)
+    try:
+        memory = Memory(settings, actor="daemon")
+        try:
+            while not stop.is_set():
+                for report in run_due(memory, owner=owner, batch=DAEMON_BATCH):
+                    log("task", **report)
+                    if stop.is_set():
+                        break
+                if once:
+                    break
+                stop.wait(tick_s)
+        finally:
+            memory.close()
+    finally:
+        lock.release()
+        log("stopped", pid=os.getpid())
+    return 0

@@ -80,10 +80,8 @@ def run(home: str | None, once: bool = False, tick_s: float = 30.0, stop: thread
         memory = Memory(settings, actor="daemon")
         try:
             while not stop.is_set():
-                for report in run_due(memory, owner=owner, batch=DAEMON_BATCH):
+                for report in run_due(memory, owner=owner, batch=DAEMON_BATCH, stopping=stop.is_set):
                     log("task", **report)
-                    if stop.is_set():
-                        break
                 if once:
                     break
                 stop.wait(tick_s)

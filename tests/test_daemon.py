@@ -46,7 +46,8 @@ def test_one_daemon_runs_the_second_says_so_and_sigterm_stops_it(home):
         start = time.monotonic()
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=10)
-        assert time.monotonic() - start < 5 and first.returncode == 0
+        took = time.monotonic() - start
+        assert took < 5 and first.returncode == 0, (took, first.returncode, first.stderr.read()[-2000:])
     finally:
         if first.poll() is None:
             first.kill()

@@ -20,6 +20,7 @@ class TaskContext:
     llm: object | None = None         # an LLM provider, or None offline
     batch: int | None = None          # overrides the task's batch size
     last_finished: str | None = None  # when this task last finished (None: never)
+    stopping: Callable[[], bool] = lambda: False   # tasks check it between items (daemon shutdown)
     notes: list[str] = field(default_factory=list)
 
     @property

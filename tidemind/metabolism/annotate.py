@@ -53,7 +53,11 @@ class AnnotateTask:
     def run(self, ctx: TaskContext) -> dict:
         todo = derived.nodes_missing(ctx.conn, "title", GENERATOR, ctx.batch or self.batch_size)
         proposed = 0
+        done = 0
         for node in todo:
+            if ctx.stopping():
+                break
+            done += 1
             title = title_for(node["content"])
             slugs = []
             for phrase, score in self._keyphrases(node["content"]):
@@ -73,7 +77,7 @@ class AnnotateTask:
                         proposed += 1
                 audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action="annotate", node_id=node["id"],
                              tags=[s for s, _ in slugs], generator=GENERATOR)
-        return {"annotated": len(todo), "tags_proposed": proposed}
+        return {"annotated": done, "tags_proposed": proposed}
 
 
 register(AnnotateTask())

@@ -23,7 +23,11 @@ class LinkProposeTask:
         todo = vectors.embedded_after(ctx.conn, cursor, emb.name, ctx.batch or self.batch_size)
         proposed = 0
         last = cursor
+        done = 0
         for node_id, scope, query in todo:
+            if ctx.stopping():
+                break
+            done += 1
             where, params = visible("n", [scope])
             ids = vectors.knn_candidates(ctx.conn, query, [scope], emb.name, NEIGHBOURS * 4)
             near = [(i, c) for i, c in vectors.rerank(ctx.conn, query, ids, where, params, emb.name)
@@ -39,7 +43,7 @@ class LinkProposeTask:
                                      node_id=node_id, other=other, link=link, strength=round(cos, 4))
                 task_runs.set_cursor(ctx.conn, self.name, node_id)
             last = node_id
-        return {"nodes": len(todo), "proposed": proposed, "cursor": last}
+        return {"nodes": done, "proposed": proposed, "cursor": last}
 
 
 register(LinkProposeTask())

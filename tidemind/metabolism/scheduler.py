@@ -31,7 +31,7 @@ def ordered_tasks() -> list[Task]:
 
 
 def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock, batch: int | None = None,
-             llm=None) -> dict:
+             llm=None, stopping=lambda: False) -> dict:
     now = to_iso(clock())
     until = to_iso(from_iso(now) + dt.timedelta(seconds=LEASE_SECONDS))
     if task.needs_llm and llm is None:
@@ -39,7 +39,8 @@ def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock
     if not task_runs.acquire(memory.conn, task.name, owner, now, until):
         return {"task": task.name, "status": "busy", "why": "another process holds this task's lease"}
     previous = task_runs.state(memory.conn).get(task.name, {}).get("last_finished")
-    ctx = TaskContext(memory=memory, now=lambda: to_iso(clock()), llm=llm, batch=batch, last_finished=previous)
+    ctx = TaskContext(memory=memory, now=lambda: to_iso(clock()), llm=llm, batch=batch, last_finished=previous,
+                      stopping=stopping)
     started = time.perf_counter()
     status, error, report = "ok", None, {}
     try:
@@ -60,7 +61,7 @@ def is_due(state: dict, task: Task, now: str) -> bool:
 
 
 def run_due(memory: Memory, owner: str | None = None, clock: Clock = system_clock, only: Sequence[str] = (),
-            force: bool = False, batch: int | None = None, llm=None) -> list[dict]:
+            force: bool = False, batch: int | None = None, llm=None, stopping=lambda: False) -> list[dict]:
     owner = owner or owner_id()
     tasks = ordered_tasks()
     if only:
@@ -72,4 +73,10 @@ def run_due(memory: Memory, owner: str | None = None, clock: Clock = system_cloc
         tasks = [t for t in tasks if t.name in only]
     state = task_runs.state(memory.conn)
     now = to_iso(clock())
-    return [run_task(memory, t, owner, clock, batch, llm) for t in tasks if force or is_due(state, t, now)]
+    reports = []
+    for task in tasks:
+        if stopping():
+            break
+        if force or is_due(state, task, now):
+            reports.append(run_task(memory, task, owner, clock, batch, llm, stopping))
+    return reports

@@ -78,9 +78,13 @@ def run(home: str | None, once: bool = False, tick_s: float = 30.0, stop: thread
     log("started", home=str(settings.home), pid=os.getpid(), once=once)
     try:
         memory = Memory(settings, actor="daemon")
+        from tidemind.llm import choose
+
+        llm = choose(settings)
+        log("llm", provider=getattr(llm, "name", "none"))
         try:
             while not stop.is_set():
-                for report in run_due(memory, owner=owner, batch=DAEMON_BATCH, stopping=stop.is_set):
+                for report in run_due(memory, owner=owner, batch=DAEMON_BATCH, stopping=stop.is_set, llm=llm):
                     log("task", **report)
                 if once:
                     break

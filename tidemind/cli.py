@@ -188,9 +188,11 @@ def cmd_install_hooks(args):
 def cmd_metabolize(args):
     from .metabolism.scheduler import run_due
 
+    from .llm import choose
+
     with _memory(args) as m:
         m.actor = "daemon"
-        reports = run_due(m, only=args.task or (), force=True, batch=args.batch)
+        reports = run_due(m, only=args.task or (), force=True, batch=args.batch, llm=choose(m.settings))
         _emit(args, {"tasks": reports}, lambda r: "\n".join(
             f"{t['task']:<14} {t['status']:<8} " + ", ".join(f"{k}={v}" for k, v in t.items()
                                                             if k not in ("task", "status"))

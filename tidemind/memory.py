@@ -17,7 +17,7 @@ from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ScopeDenied
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
-from .store import (AsOf, audit, captures, derived, fts, immediate, links, nodes, open_store, review, scalar,
+from .store import (AsOf, audit, captures, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
                     stream, tags, vectors)
 from .store import backup_to
 from .store.connection import rows
@@ -505,6 +505,7 @@ class Memory:
             "review": review.count_by_status(self.conn, scopes),
             "captures": captures.count(self.conn, scopes),
             "embed_queue": vectors.queue_length(self.conn, scopes),
+            **({} if scopes else {"llm": llm_calls.totals(self.conn)}),
             "embedder": self.embedder.name,
             "scopes": [s for s in nodes.scopes_in_use(self.conn) if not scopes or s in scopes],
             **({} if scopes else {"db_bytes": self.settings.db_path.stat().st_size}),

@@ -1,8 +1,11 @@
-"""`annotate` (offline): a title and proposed tags for nodes that have none from this generator.
+"""`annotate`: a title, proposed tags and dimensions for nodes that have none from this generator.
 
-Title: the first sentence, at most 80 characters. Tags: the top keyphrases by YAKE (offline,
-statistical), as lowercase hyphenated slugs, arriving `proposed`. A tag a person rejected on a
-node is never proposed again for it (`tags.assign` refuses to override a rejection).
+Offline: the title is the first sentence (at most 80 characters) and the tags are the top YAKE
+keyphrases (statistical, no network) as lowercase hyphenated slugs. With an LLM: the
+`strategies/annotate.md` prompt, its JSON validated (title, 1-4 tags, specificity, actuality,
+kind); invalid output is skipped and the offline annotation stands in. Tags always arrive
+`proposed`. A tag a person rejected on a node is never proposed again for it (`tags.assign`
+refuses to override a rejection, and the prompt is told the recent rejections).
 """
 from __future__ import annotations
 
@@ -12,6 +15,13 @@ from ..store import audit, derived, immediate, tags
 from . import TaskContext, register
 
 GENERATOR = "annotate/offline-v1"
+SCHEMA = {
+    "title": {"type": "str", "required": True, "max": 120},
+    "tags": {"type": "list", "required": True, "max": 4, "items": {"type": "str", "max": 40}},
+    "specificity": {"type": "float", "min": 0.0, "max_value": 1.0},
+    "actuality": {"type": "float", "min": 0.0, "max_value": 1.0},
+    "kind": {"type": "str", "enum": ["fact", "decision", "preference", "lesson", "event", "note"]},
+}
 _SENTENCE = re.compile(r"(?<=[.!?])\s|\n")
 MAX_TAGS = 3
 
@@ -50,34 +60,64 @@ class AnnotateTask:
         except Exception:     # yake raises on odd inputs (e.g. only punctuation): no tags then
             return []
 
+    def _offline(self, content: str) -> tuple[str, list[tuple[str, float]], dict]:
+        slugs: list[tuple[str, float]] = []
+        for phrase, score in self._keyphrases(content):
+            slug = tag_slug(phrase)
+            if slug and slug not in [s for s, _ in slugs]:
+                slugs.append((slug, max(0.0, min(1.0, 1.0 - score))))
+            if len(slugs) >= MAX_TAGS:
+                break
+        return title_for(content), slugs, {}
+
+    def _with_llm(self, ctx: TaskContext, node: dict, strategy) -> tuple[str, list[tuple[str, float]], dict] | None:
+        from ..llm import ask_json
+
+        rejected = tags.recent_rejections(ctx.conn, node["id"], 20)
+        data = ask_json(ctx.conn, ctx.llm, self.name, strategy, SCHEMA, ctx.now(), content=node["content"][:6000],
+                        scope=node["scope"], rejected=", ".join(rejected) or "(none)")
+        if data is None:
+            return None
+        slugs = [(s, 0.8) for s in dict.fromkeys(filter(None, (tag_slug(t) for t in data["tags"])))]
+        dims = {k: data[k] for k in ("specificity", "actuality", "kind") if k in data}
+        return " ".join(data["title"].split())[:120], slugs[:MAX_TAGS + 1], dims
+
     def run(self, ctx: TaskContext) -> dict:
-        todo = derived.nodes_missing(ctx.conn, "title", GENERATOR, ctx.batch or self.batch_size)
-        proposed = 0
-        done = 0
+        strategy = None
+        generator = GENERATOR
+        if ctx.llm is not None:
+            from ..llm import load_strategy
+
+            strategy = load_strategy("annotate", ctx.memory.settings.home)
+            generator = f"annotate/{ctx.llm.name}/annotate@{strategy.version}"
+        todo = derived.nodes_missing(ctx.conn, "title", generator, ctx.batch or self.batch_size)
+        proposed = done = fallbacks = 0
         for node in todo:
             if ctx.stopping():
                 break
             done += 1
-            title = title_for(node["content"])
-            slugs = []
-            for phrase, score in self._keyphrases(node["content"]):
-                slug = tag_slug(phrase)
-                if slug and slug not in slugs:
-                    slugs.append((slug, max(0.0, min(1.0, 1.0 - score))))
-                if len(slugs) >= MAX_TAGS:
-                    break
+            made = self._with_llm(ctx, node, strategy) if strategy is not None else None
+            source = generator
+            if made is None:
+                made = self._offline(node["content"])
+                fallbacks += strategy is not None
+                source = GENERATOR if strategy is None else generator + "+offline-fallback"
+            title, slugs, dims = made
             now = ctx.now()
             with immediate(ctx.conn):
                 if ctx.conn.execute("SELECT status FROM nodes WHERE id=?", (node["id"],)).fetchone()[0] != "live":
                     continue
-                derived.put(ctx.conn, node["id"], "title", title, GENERATOR, now)
+                # the row records the generator it was asked for, so the node is not picked again
+                derived.put(ctx.conn, node["id"], "title", title, generator, now)
+                for key, value in dims.items():
+                    derived.put(ctx.conn, node["id"], key, str(value), source, now)
                 for slug, confidence in slugs:
-                    if tags.assign(ctx.conn, node["id"], slug, status="proposed", source=GENERATOR, at=now,
+                    if tags.assign(ctx.conn, node["id"], slug, status="proposed", source=source, at=now,
                                    confidence=confidence):
                         proposed += 1
                 audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action="annotate", node_id=node["id"],
-                             tags=[s for s, _ in slugs], generator=GENERATOR)
-        return {"annotated": done, "tags_proposed": proposed}
+                             tags=[s for s, _ in slugs], generator=source)
+        return {"annotated": done, "tags_proposed": proposed, "llm_fallbacks": fallbacks}
 
 
 register(AnnotateTask())

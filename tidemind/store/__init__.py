@@ -8,7 +8,7 @@ from pathlib import Path
 
 import apsw
 
-from . import audit, captures, derived, fts, links, migrations, nodes, review, tags, task_runs, vectors
+from . import audit, captures, derived, fts, links, llm_calls, migrations, nodes, review, tags, task_runs, vectors
 from .connection import connect, immediate, rows, scalar
 from .visibility import AsOf, visible
 
@@ -23,6 +23,7 @@ CORE_MIGRATIONS = [
     ("0008_fts", fts.DDL),
     ("0009_vectors", vectors.DDL),
     ("0010_task_runs", task_runs.DDL),
+    ("0011_llm_calls", llm_calls.DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

@@ -76,6 +76,15 @@ def for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[
     return out
 
 
+def recent_rejections(conn: apsw.Connection, node_id: int, limit: int) -> list[str]:
+    """Names a person rejected on this node first, then the most recent rejections anywhere
+    (negative examples for a tagging prompt)."""
+    names = [n for (n,) in conn.execute(
+        "SELECT t.name FROM node_tags nt JOIN tags t ON t.id = nt.tag_id WHERE nt.status = 'rejected_by_user'"
+        " ORDER BY (nt.node_id = ?) DESC, nt.decided_at DESC LIMIT ?", (node_id, limit))]
+    return list(dict.fromkeys(names))
+
+
 def filter_sql(alias: str, names: Sequence[str]) -> tuple[str, list]:
     """Nodes carrying every one of `names` with a served status (applied before ranking)."""
     parts, params = [], []

@@ -1,0 +1,149 @@
+"""Model passes against an adversarial loopback stub speaking the real Anthropic and Ollama APIs
+(driven through the real clients): whatever the model says, authored text stays as written,
+rejected tags stay rejected, and invalid output is recorded and never stored."""
+import itertools
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tidemind.llm import CircuitBreaker, validate
+from tidemind.llm.providers import AnthropicLLM, OllamaLLM
+from tidemind.metabolism.scheduler import run_due
+from tidemind.store import immediate, links, tags
+from tidemind.text import sha256
+
+REJECTED = "staging-database"
+ANSWERS = [
+    "Sure! Here is the improved memory: The staging database listens on port 9999.",        # no JSON
+    '{"title": "Staging", "tags": ["staging", ',                                             # truncated JSON
+    json.dumps({"title": "x" * 400, "tags": ["a"], "kind": "fact"}),                        # over-long title
+    json.dumps({"title": "Staging DB", "tags": [REJECTED, "pgbouncer"], "kind": "fact",      # a rejected tag
+                "specificity": 0.9, "actuality": 1.0}),
+    json.dumps({"title": "Rewritten", "tags": ["ok-tag"], "kind": "opinion"}),               # enum violation
+    json.dumps({"title": "Port fact", "tags": ["ports"], "kind": "fact",                     # tries to smuggle text
+                "content": "REWRITTEN: the port is 9999", "rewrite": True}),
+    json.dumps({"verdict": "confirm", "relation": "related", "reason": "same database"}),
+    json.dumps({"verdict": "maybe", "reason": "?"}),
+    "<html>502 Bad Gateway</html>",
+]
+
+
+class Stub(BaseHTTPRequestHandler):
+    answers = itertools.cycle(ANSWERS)
+    lock = threading.Lock()
+    seen: list = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with Stub.lock:
+            text = next(Stub.answers)
+            Stub.seen.append(self.path)
+        if self.path.startswith("/v1/messages"):
+            payload = {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                       "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                       "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}}
+        elif self.path == "/api/chat":
+            payload = {"model": body["model"], "message": {"role": "assistant", "content": text}, "done": True,
+                       "prompt_eval_count": 11, "eval_count": 7}
+        else:
+            self.send_response(404)
+            self.end_headers()
+            return
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stub():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def fresh_breaker(monkeypatch):
+    import tidemind.llm as llm_mod
+    monkeypatch.setattr(llm_mod, "BREAKER", CircuitBreaker(threshold=1000))
+
+
+CORPUS = ["The staging database runs PostgreSQL 16 on port 5433 behind PgBouncer.",
+          "Staging PostgreSQL backups run nightly and are restored weekly to verify them.",
+          "The staging database uses port 5433; PgBouncer pools the connections.",
+          "Deploys go through GitHub Actions on tags."]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "ollama"])
+def test_adversarial_model_changes_nothing_it_may_not(mem, stub, provider):
+    llm = AnthropicLLM("stub-model", api_key="test", base_url=stub) if provider == "anthropic" \
+        else OllamaLLM(stub, "stub-model")
+    ids = [mem.digest(t, session="s1")["node_ids"][0] for t in CORPUS]
+    with immediate(mem.conn):
+        tags.reject(mem.conn, ids[0], REJECTED, mem.now())
+    authored = {i: (c, h) for i, c, h in mem.conn.execute("SELECT id, content, content_hash FROM nodes")}
+    titles = set()
+    for round_ in range(4):
+        reports = run_due(mem, force=True, llm=llm)
+        assert all(r["status"] == "ok" for r in reports), reports
+        titles |= {v for (v,) in mem.conn.execute("SELECT value FROM derived WHERE field='title'")}
+        with immediate(mem.conn):          # make annotate ask again next round
+            mem.conn.execute("DELETE FROM derived")
+            mem.conn.execute("UPDATE nodes SET derived_text = ''")
+    assert Stub.seen, "the stub was never called"
+    assert titles & {"Staging DB", "Port fact"}          # valid answers were used...
+    now = {i: (c, h) for i, c, h in mem.conn.execute("SELECT id, content, content_hash FROM nodes")}
+    assert now == authored and all(sha256(c) == h for c, h in now.values())
+    assert tags.for_nodes(mem.conn, [ids[0]])[ids[0]] and all(
+        t["status"] == "rejected_by_user" for t in tags.for_nodes(mem.conn, [ids[0]])[ids[0]] if t["name"] == REJECTED)
+    blob = " ".join(v for (v,) in mem.conn.execute("SELECT value FROM derived"))
+    assert "9999" not in blob and "REWRITTEN" not in blob and "x" * 200 not in blob
+    kinds = {v for (v,) in mem.conn.execute("SELECT value FROM derived WHERE field='kind'")}
+    assert kinds <= {"fact", "decision", "preference", "lesson", "event", "note"}
+    statuses = {s for (s,) in mem.conn.execute("SELECT status FROM llm_calls")}
+    assert "invalid" in statuses and "ok" in statuses
+    assert mem.stats()["llm"]["annotate"]["calls"] > 0
+    for (status,) in mem.conn.execute("SELECT status FROM links"):
+        assert status in ("pending", "confirmed", "rejected_by_model")
+    for (reason,) in mem.conn.execute("SELECT reason FROM links WHERE status != 'pending'"):
+        assert reason                                   # every decision keeps its reason
+    assert mem.doctor()["ok"]
+
+
+def test_validator_rejects_what_it_should():
+    schema = {"title": {"type": "str", "required": True, "max": 10},
+              "n": {"type": "float", "min": 0.0, "max_value": 1.0},
+              "tags": {"type": "list", "max": 2, "items": {"type": "str", "max": 5}}}
+    assert validate({"title": "ok"}, schema) is None
+    assert validate({"title": "ok", "n": True}, schema)
+    assert validate({"title": "ok", "n": 2}, schema)
+    assert validate({"title": "ok", "tags": ["a", "b", "c"]}, schema)
+    assert validate({"title": "ok", "tags": ["toolong"]}, schema)
+    assert validate([], schema) and validate({}, schema)
+
+
+def test_breaker_opens_after_repeated_failures():
+    breaker = CircuitBreaker(threshold=2, cooldown_s=3600)
+    breaker.record("t", False)
+    assert breaker.allows("t")
+    breaker.record("t", False)
+    assert not breaker.allows("t") and breaker.allows("other")
+
+
+def test_no_llm_means_offline_passes(mem, monkeypatch):
+    from tidemind.llm import choose
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("TIDEMIND_LLM", raising=False)
+    assert choose(mem.settings) is None
+    mem.digest(CORPUS[0])
+    reports = run_due(mem, force=True, llm=None)
+    assert all(r["status"] == "ok" for r in reports)
+    assert mem.conn.execute("SELECT count(*) FROM llm_calls").fetchone()[0] == 0

@@ -26,7 +26,7 @@ def test_redigest_of_corrected_claim_is_flagged_not_merged(mem):
     assert again["warnings"] and "corrected" in again["warnings"][0]
     assert len(again["review_items"]) == 1
     item = mem.conn.execute("SELECT kind, status, node_id, other_node_id FROM review_items").fetchone()
-    assert item == ("reasserted_correction", "open", again["node_ids"][0], new)
+    assert item == ("contradiction", "open", again["node_ids"][0], new)   # names the correction
     # the correction still stands: its text is unchanged and it is still live
     assert mem.show(new)["content"] == "The payments API listens on port 8080."
     mem.embed_pending()

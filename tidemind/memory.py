@@ -163,8 +163,9 @@ class Memory:
                 node_ids.append(node_id)
                 if check_corrections:
                     for old in self._corrected_claims(scope, piece):
-                        item = review.file(self.conn, "reasserted_correction", node_id=node_id,
-                                           other_node_id=old["superseded_by"], at=now, corrected_node=old["id"])
+                        item = review.file(self.conn, "contradiction", node_id=node_id,
+                                           other_node_id=old["superseded_by"], at=now, corrected_node=old["id"],
+                                           reason="reasserts_corrected_claim")
                         review_ids.append(item)
                         warnings.append(
                             f"node {node_id} repeats a claim that was corrected (node {old['id']} was replaced by "

@@ -48,7 +48,7 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
     about = pick(lambda n: bool(_ABOUT.search(n["content"])), 12)
     lessons = pick(lambda n: bool(_LESSON.search(n["content"])), 10)
     recent = pick(lambda n: n["scope"] == write_scope, 15)
-    flagged = review.open_in_scopes(conn, scopes, ("reasserted_correction", "contradiction"))
+    flagged = review.open_in_scopes(conn, scopes, ("contradiction",))
     approved = [f"- lesson (approved): {' '.join(r['payload'].get('said', '').split())[:LINE_CHARS]}"
                 for r in review.approved_lessons(conn, scopes)]
     sections = [
@@ -57,7 +57,7 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
         (f"Recent memories in {write_scope}", [_line(n) for n in recent]),
         ("Needs attention", [f"- review {r['id']}: node {r['node_id']} repeats a claim that node "
                              f"{r['other_node_id']} corrected; trust node {r['other_node_id']} until a person decides"
-                             if r["kind"] == "reasserted_correction" else
+                             if r["payload"].get("reason") == "reasserts_corrected_claim" else
                              f"- review {r['id']}: nodes {r['node_id']} and {r['other_node_id']} contradict each other"
                              for r in flagged]),
     ]

@@ -27,7 +27,7 @@ def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int]
         if row["status"] == "superseded" and row["superseded_by"]:
             flags.append(f"superseded_by:{row['superseded_by']}")
         for item in open_reviews[node_id]:
-            if item["kind"] in ("contradiction", "reasserted_correction"):
+            if item["kind"] == "contradiction":
                 flags.append(f"contradiction:review:{item['id']}")
         if der:
             flags.append("has_derived")

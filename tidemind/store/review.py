@@ -11,7 +11,7 @@ from .connection import rows
 DDL = """
 CREATE TABLE review_items(
   id INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL,                  -- 'reasserted_correction' | 'proposed_lesson' | 'merge' | 'contradiction' | ...
+  kind TEXT NOT NULL,                  -- 'contradiction' | 'proposed_lesson' | 'merge' | 'crystal' | ...
   scope TEXT,                          -- for items not tied to a node (proposed lessons)
   digest TEXT,                         -- sha256 identifying the proposal, to avoid filing it twice
   status TEXT NOT NULL DEFAULT 'open' CHECK(status IN ('open','approved','rejected')),
@@ -85,12 +85,15 @@ def open_in_scopes(conn: apsw.Connection, scopes: Sequence[str], kinds: Sequence
     pred_n, params_n = visible("n", scopes)
     pred_o, params_o = visible("o", scopes)
     kind_marks = ",".join("?" * len(kinds))
-    return rows(conn, f"""
-        SELECT r.id, r.kind, r.node_id, r.other_node_id, r.created_at FROM review_items r
+    found = rows(conn, f"""
+        SELECT r.id, r.kind, r.node_id, r.other_node_id, r.created_at, r.payload FROM review_items r
         JOIN nodes n ON n.id = r.node_id LEFT JOIN nodes o ON o.id = r.other_node_id
         WHERE r.status = 'open' AND r.kind IN ({kind_marks}) AND {pred_n}
           AND (r.other_node_id IS NULL OR ({pred_o}))
         ORDER BY r.id DESC LIMIT ?""", [*kinds, *params_n, *params_o, limit])
+    for r in found:
+        r["payload"] = json.loads(r["payload"])
+    return found
 
 
 def _in_scopes_sql(scopes: Sequence[str]) -> tuple[str, list]:

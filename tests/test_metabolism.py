@@ -125,3 +125,33 @@ def test_decay_cools_but_never_hides(mem):
     heat = mem.conn.execute("SELECT heat FROM nodes WHERE id=?", (nid,)).fetchone()[0]
     assert heat < 0.01
     assert mem.recall("memory that will cool down")["items"][0]["id"] == nid
+
+
+def test_near_duplicate_becomes_a_merge_item_and_approval_keeps_both(mem):
+    a = mem.digest("The weekly planning meeting is on Monday at 10:00 in the big room.")["node_ids"][0]
+    mem.digest("Lunch options near the office are limited on Sundays.")
+    b = mem.digest("The weekly planning meeting is on Monday at 10:00 in the big room!")["node_ids"][0]
+    run_due(mem, only=["embed", "dedup"], force=True)
+    items = mem.review_list()
+    merges = [i for i in items if i["kind"] == "merge"]
+    assert len(merges) == 1 and {merges[0]["node_id"], merges[0]["other_node_id"]} == {a, b}
+    assert mem.show(a)["content"] and mem.show(b)["content"]          # nothing merged by itself
+    run_due(mem, only=["dedup"], force=True)
+    assert len([i for i in mem.review_list() if i["kind"] == "merge"]) == 1      # not filed twice
+    mem.review_decide(merges[0]["id"], "approved")
+    shown = mem.show(b)
+    assert [v["id"] for v in shown["versions"]][:1] == [a] and shown["versions"][0]["content"]
+    assert mem.recall("weekly planning meeting Monday")["items"][0]["id"] == b
+    mem.review_decide(merges[0]["id"], "rejected")                   # taken back: a is live again
+    assert mem.show(a)["status"] == "live"
+
+
+def test_disagreeing_memories_become_a_contradiction(mem):
+    a = mem.digest("The staging database listens on port 5433 behind PgBouncer.")["node_ids"][0]
+    b = mem.digest("The staging database listens on port 6432 behind PgBouncer.")["node_ids"][0]
+    mem.digest("Our office plants are watered on Fridays.")
+    run_due(mem, only=["embed", "contradict", "dedup"], force=True)
+    kinds = [(i["kind"], i["payload"].get("reason")) for i in mem.review_list()]
+    assert ("contradiction", "different_values") in kinds and not any(k == "merge" for k, _ in kinds)
+    flags = {i["id"]: i["flags"] for i in mem.recall("staging database port PgBouncer")["items"]}
+    assert any(f.startswith("contradiction") for f in flags[a]) and any(f.startswith("contradiction") for f in flags[b])

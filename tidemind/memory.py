@@ -385,8 +385,9 @@ class Memory:
         # the lineage shares one scope. Archived and forgotten versions are listed without text;
         # as of a recorded time, versions recorded after it are not listed at all
         limit = moment.recorded if moment else None
+        versions = nodes.merged_into(self.conn, node_id) + nodes.versions(self.conn, node_id)
         item["versions"] = [{**v, "content": v["content"] if v["status"] in ("live", "superseded") else None}
-                            for v in nodes.versions(self.conn, node_id) if not limit or v["recorded_at"] <= limit]
+                            for v in versions if not limit or v["recorded_at"] <= limit]
         return item
 
     def prepare(self, hint: str | None = None, budget_chars: int = 9_000, scopes: Sequence[str] | None = None) -> dict:
@@ -440,8 +441,31 @@ class Memory:
             review.decide(self.conn, item["id"], decision, now, self.actor)
             audit.record(self.conn, at=now, actor=self.actor, action=f"review_{decision}", node_id=item["node_id"],
                          review_item=item["id"], kind=item["kind"], previous=item["status"])
+            if item["kind"] == "merge":
+                self._apply_merge(item, decision, now)
         return {"review_item": item["id"], "status": decision, "previous": item["status"],
                 "done": f"review item {item['id']} {decision} (was {item['status']})"}
+
+    def _apply_merge(self, item: dict, decision: str, now: str) -> None:
+        """Approving a merge supersedes the older node by the newer (both texts stay, as versions);
+        taking the approval back restores the older node."""
+        newer, older = item["node_id"], item["other_node_id"]
+        row = nodes.get_any(self.conn, older)
+        if decision == "approved" and item["status"] != "approved":
+            target = nodes.get_any(self.conn, newer)
+            if row["status"] != "live" or target["status"] != "live":
+                raise Conflict(f"merge {item['id']}: both nodes must be live (they are {row['status']} and"
+                               f" {target['status']})")
+            nodes.supersede(self.conn, older, newer, now)
+            vectors.drop_from_index(self.conn, older)
+            links.add(self.conn, older, newer, relation="merged-into", status="confirmed", proposed_by=self.actor,
+                      at=now, reason=f"review item {item['id']}")
+            audit.record(self.conn, at=now, actor=self.actor, action="merged", node_id=older, into=newer)
+        elif item["status"] == "approved" and decision != "approved" and row["status"] == "superseded" \
+                and row["superseded_by"] == newer:
+            nodes.restore(self.conn, older)
+            vectors.enqueue(self.conn, older, now)
+            audit.record(self.conn, at=now, actor=self.actor, action="unmerged", node_id=older, from_node=newer)
 
     def tag_decide(self, node_id: int, name: str, reject: bool) -> dict:
         """A person's no on a tag is a tombstone every later pass consults; unreject lifts it."""

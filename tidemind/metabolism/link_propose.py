@@ -3,8 +3,9 @@ links with their cosine as strength. A pair that already has a link in any statu
 `rejected_by_user`, `rejected_by_model` and `expired` — is never proposed again."""
 from __future__ import annotations
 
-from ..store import audit, immediate, links, task_runs, vectors, visible
+from ..store import audit, immediate, links, task_runs, vectors
 from . import TaskContext, register
+from .pairs import nearest
 
 NEIGHBOURS = 5
 MIN_COSINE = 0.55
@@ -28,10 +29,7 @@ class LinkProposeTask:
             if ctx.stopping():
                 break
             done += 1
-            where, params = visible("n", [scope])
-            ids = vectors.knn_candidates(ctx.conn, query, [scope], emb.name, NEIGHBOURS * 4)
-            near = [(i, c) for i, c in vectors.rerank(ctx.conn, query, ids, where, params, emb.name)
-                    if i != node_id and c >= MIN_COSINE][:NEIGHBOURS]
+            near = nearest(ctx, node_id, scope, query, NEIGHBOURS, MIN_COSINE)
             now = ctx.now()
             with immediate(ctx.conn):
                 for other, cos in near:

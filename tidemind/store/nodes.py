@@ -224,3 +224,18 @@ def decay_heat(conn: apsw.Connection, factor: float) -> int:
     """Heat is a ranking prior, not content: cooling changes no authored text."""
     conn.execute("UPDATE nodes SET heat = heat * ? WHERE status = 'live' AND heat > 0.0001", (factor,))
     return conn.changes()
+
+
+def restore(conn: apsw.Connection, node_id: int) -> None:
+    """Undo a supersession that a person took back (an unapproved merge)."""
+    conn.execute("UPDATE nodes SET status='live', superseded_at=NULL, superseded_by=NULL WHERE id=?", (node_id,))
+
+
+def merged_into(conn: apsw.Connection, node_id: int) -> list[dict]:
+    """Nodes a person merged into this one (not of its correction lineage), as version entries."""
+    return rows(conn, """
+        SELECT 0 AS version, n.id, 'merge' AS reason, NULL AS actor, n.status, n.content, n.recorded_at,
+               n.superseded_at
+        FROM nodes n JOIN node_versions v ON v.node_id = n.id
+        WHERE n.superseded_by = ? AND v.lineage_id != (SELECT lineage_id FROM node_versions WHERE node_id = ?)
+        ORDER BY n.id""", (node_id, node_id))

@@ -137,3 +137,13 @@ def approved_lessons(conn: apsw.Connection, scopes: Sequence[str], limit: int = 
     for r in found:
         r["payload"] = json.loads(r["payload"])
     return found
+
+
+def exists_with_digest(conn: apsw.Connection, digest: str) -> bool:
+    """Any item, decided or not, with this digest: a decided proposal is not filed again."""
+    return any(conn.execute("SELECT 1 FROM review_items WHERE digest=? LIMIT 1", (digest,)))
+
+
+def open_between(conn: apsw.Connection, a: int, b: int) -> bool:
+    return any(conn.execute("SELECT 1 FROM review_items WHERE status='open' AND ((node_id=? AND other_node_id=?)"
+                            " OR (node_id=? AND other_node_id=?)) LIMIT 1", (a, b, b, a)))

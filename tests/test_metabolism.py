@@ -155,3 +155,35 @@ def test_disagreeing_memories_become_a_contradiction(mem):
     assert ("contradiction", "different_values") in kinds and not any(k == "merge" for k, _ in kinds)
     flags = {i["id"]: i["flags"] for i in mem.recall("staging database port PgBouncer")["items"]}
     assert any(f.startswith("contradiction") for f in flags[a]) and any(f.startswith("contradiction") for f in flags[b])
+
+
+def test_syntheses_cite_members_wait_for_review_and_never_cite_the_forgotten(mem):
+    from tidemind.store import immediate, links
+    ids = [mem.digest(t, scope="personal")["node_ids"][0] for t in
+           ("Release step one: bump the version.", "Release step two: update the changelog.",
+            "Release step three: tag and push.", "An unrelated note about lunch.")]
+    with immediate(mem.conn):
+        links.add(mem.conn, ids[0], ids[1], status="confirmed", proposed_by="test", at=mem.now())
+        links.add(mem.conn, ids[1], ids[2], status="confirmed", proposed_by="test", at=mem.now())
+    old = mem.digest("The cache TTL is 60 seconds.")["node_ids"][0]
+    new = mem.correct(old, "The cache TTL is 300 seconds.")["node_ids"][0]
+    mem.clock.now += __import__("datetime").timedelta(days=9)           # the recorded days are complete now
+    run_due(mem, only=["crystallize", "temporal", "lessons"], force=True)
+    rows = {k: (m, t, st) for k, m, t, st in mem.conn.execute("SELECT kind, members, text, status FROM syntheses")}
+    assert set(rows) == {"crystal", "daily", "weekly", "lesson"}
+    assert json.loads(rows["crystal"][0]) == ids[:3] and rows["crystal"][2] == "unreviewed"
+    assert "Use: The cache TTL is 300 seconds." in rows["lesson"][1]
+    kinds = {i["kind"] for i in mem.review_list()}
+    assert {"crystal", "lesson"} <= kinds
+    text = mem.prepare()["text"]
+    assert "lesson, unreviewed" in text and "300 seconds" in text
+    lesson_item = next(i for i in mem.review_list() if i["kind"] == "lesson")
+    mem.review_decide(lesson_item["id"], "approved")
+    assert "(lesson, derived)" in mem.prepare()["text"]
+    run_due(mem, only=["crystallize", "temporal", "lessons"], force=True)
+    assert mem.conn.execute("SELECT count(*) FROM syntheses").fetchone()[0] == len(rows)   # made once
+    mem.forget(ids[1])
+    crystal = mem.conn.execute("SELECT text, status FROM syntheses WHERE kind='crystal'").fetchone()
+    assert crystal[1] == "withdrawn" and "changelog" not in crystal[0]
+    assert all("changelog" not in t for (t,) in mem.conn.execute("SELECT text FROM syntheses"))
+    assert new

@@ -18,6 +18,7 @@ from .errors import Conflict, InvalidInput, NotFound, ScopeDenied
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
+                    syntheses,
                     stream, tags, vectors)
 from .store import backup_to
 from .store.connection import rows
@@ -288,6 +289,7 @@ class Memory:
                 derived.delete_for_node(self.conn, t["id"])
                 vectors.drop(self.conn, t["id"])
                 review.scrub_node(self.conn, t["id"])
+                syntheses.withdraw_citing(self.conn, t["id"])
                 self.conn.execute("DELETE FROM node_tags WHERE node_id=?", (t["id"],))
                 audit.record(self.conn, at=now, actor=self.actor, action="forget", node_id=t["id"],
                              capture_id=t["capture_id"], content_hash=t["content_hash"])
@@ -443,6 +445,9 @@ class Memory:
                          review_item=item["id"], kind=item["kind"], previous=item["status"])
             if item["kind"] == "merge":
                 self._apply_merge(item, decision, now)
+            if item["payload"].get("synthesis"):
+                syntheses.set_status(self.conn, item["payload"]["synthesis"],
+                                     {"approved": "approved", "rejected": "rejected", "open": "unreviewed"}[decision])
         return {"review_item": item["id"], "status": decision, "previous": item["status"],
                 "done": f"review item {item['id']} {decision} (was {item['status']})"}
 

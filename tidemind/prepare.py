@@ -11,7 +11,7 @@ from typing import Sequence
 
 import apsw
 
-from .store import nodes, review
+from .store import nodes, review, syntheses
 
 HARD_CAP = 9_800
 WINDOW = 2_000          # how many recent memories the heuristics look through
@@ -27,6 +27,14 @@ def _line(node: dict) -> str:
     if len(first) > LINE_CHARS:
         first = first[: LINE_CHARS - 1] + "…"
     return f"- [{node['id']}] {first}"
+
+
+def _servable(conn, members: list[int], scopes: Sequence[str]) -> bool:
+    """Every cited node is in the scopes and neither archived nor forgotten (a lesson cites the
+    version its correction replaced, so superseded members are fine), and one is live."""
+    rows = [nodes.get_any(conn, m) for m in members]
+    return all(r is not None and r["scope"] in scopes and r["status"] in ("live", "superseded") for r in rows) \
+        and any(r["status"] == "live" for r in rows)
 
 
 def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: str | None = None,
@@ -51,6 +59,10 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
     flagged = review.open_in_scopes(conn, scopes, ("contradiction",))
     approved = [f"- lesson (approved): {' '.join(r['payload'].get('said', '').split())[:LINE_CHARS]}"
                 for r in review.approved_lessons(conn, scopes)]
+    for s in syntheses.served(conn, scopes, ("lesson", "crystal"), 12):
+        if _servable(conn, s["members"], scopes):
+            label = s["kind"] if s["status"] == "approved" else f"{s['kind']}, unreviewed"
+            approved.append(f"- ({label}, derived) {' '.join(s['text'].split())[:LINE_CHARS]}")
     sections = [
         ("About the person (their own words)", [_line(n) for n in about]),
         ("Lessons, principles and decisions", approved + [_line(n) for n in lessons]),

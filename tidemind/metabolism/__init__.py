@@ -47,6 +47,7 @@ def register(task: Task) -> Task:
 
 
 def load_all() -> dict[str, Task]:
-    from . import annotate, contradict, decay, dedup, embed, link_evaluate, link_propose  # noqa: F401  (each registers itself)
+    from . import (annotate, contradict, decay, dedup, embed, link_evaluate, link_propose,  # noqa: F401
+                   synthesize)  # each registers itself
 
     return TASKS

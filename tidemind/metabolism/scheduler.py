@@ -17,7 +17,8 @@ from ..store import task_runs
 from ..timeutil import Clock, from_iso, system_clock, to_iso
 from . import Task, TaskContext, load_all
 
-ORDER = ("embed", "annotate", "link-propose", "link-evaluate", "dedup", "contradict", "decay")
+ORDER = ("embed", "annotate", "link-propose", "link-evaluate", "dedup", "contradict", "crystallize", "temporal",
+         "lessons", "decay")
 LEASE_SECONDS = 600
 
 

@@ -239,3 +239,27 @@ def merged_into(conn: apsw.Connection, node_id: int) -> list[dict]:
         FROM nodes n JOIN node_versions v ON v.node_id = n.id
         WHERE n.superseded_by = ? AND v.lineage_id != (SELECT lineage_id FROM node_versions WHERE node_id = ?)
         ORDER BY n.id""", (node_id, node_id))
+
+
+def confirmed_edges_live(conn: apsw.Connection) -> list[tuple[int, int, str, str]]:
+    """(a, b, scope of a, scope of b) for confirmed links between live nodes."""
+    return [tuple(r) for r in conn.execute("""
+        SELECT l.source_id, l.target_id, a.scope, b.scope FROM links l
+        JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
+        WHERE l.status = 'confirmed' AND a.status = 'live' AND b.status = 'live'""")]
+
+
+def live_ids_by_day(conn: apsw.Connection, scope: str) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for node_id, day in conn.execute("SELECT id, substr(recorded_at, 1, 10) FROM nodes WHERE scope = ? AND"
+                                     " status = 'live' ORDER BY id", (scope,)):
+        out.setdefault(day, []).append(node_id)
+    return out
+
+
+def corrections(conn: apsw.Connection, limit: int) -> list[tuple[int, int, str]]:
+    """(corrected node, the node it replaced, scope) for live corrections, newest first."""
+    return [tuple(r) for r in conn.execute("""
+        SELECT n.id, o.id, n.scope FROM node_versions v JOIN nodes n ON n.id = v.node_id
+        JOIN nodes o ON o.superseded_by = n.id
+        WHERE v.reason = 'correct' AND n.status = 'live' ORDER BY n.id DESC LIMIT ?""", (limit,))]

@@ -187,3 +187,36 @@ def test_syntheses_cite_members_wait_for_review_and_never_cite_the_forgotten(mem
     assert crystal[1] == "withdrawn" and "changelog" not in crystal[0]
     assert all("changelog" not in t for (t,) in mem.conn.execute("SELECT text FROM syntheses"))
     assert new
+
+
+def test_reconsolidation_refreshes_derived_only(mem):
+    a = mem.digest("The billing service retries failed card payments three times.")["node_ids"][0]
+    b = mem.digest("Failed payments trigger an email to the customer after the last retry.")["node_ids"][0]
+    run_due(mem, only=["embed", "annotate"], force=True)
+    before = mem.conn.execute("SELECT content, content_hash FROM nodes WHERE id=?", (a,)).fetchone()
+    for _ in range(3):
+        got = {i["id"] for i in mem.recall("failed payments retries billing", limit=5)["items"]}
+        assert {a, b} <= got
+    hits = mem.conn.execute("SELECT count(*) FROM recall_hits WHERE node_id=?", (a,)).fetchone()[0]
+    assert hits == 3
+    report = run_due(mem, only=["reconsolidate"], force=True)[0]
+    assert report["refreshed"] >= 2 and report["links_proposed"] >= 1
+    assert mem.conn.execute("SELECT content, content_hash FROM nodes WHERE id=?", (a,)).fetchone() == before
+    assert mem.conn.execute("SELECT count(*) FROM derived_history WHERE node_id=?", (a,)).fetchone()[0] >= 1
+    assert mem.conn.execute("SELECT status FROM links WHERE source_id IN (?,?) AND target_id IN (?,?)",
+                            (a, b, a, b)).fetchone()[0] == "pending"
+    again = run_due(mem, only=["reconsolidate"], force=True)[0]
+    assert again["refreshed"] == 0                      # nothing new since
+
+
+def test_repeated_passes_settle(mem):
+    for t in CORPUS:
+        mem.digest(t, session="s1")
+    run_due(mem, force=True)
+    for _ in range(3):
+        mem.recall("staging database port")
+    run_due(mem, force=True)
+    history = mem.conn.execute("SELECT count(*) FROM derived_history").fetchone()[0]
+    for _ in range(3):
+        run_due(mem, force=True)
+    assert mem.conn.execute("SELECT count(*) FROM derived_history").fetchone()[0] == history   # no churn

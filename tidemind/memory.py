@@ -14,11 +14,11 @@ from typing import Iterable, Sequence
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from . import secrets, text, units
 from .config import Settings, load_settings
-from .errors import Conflict, InvalidInput, NotFound, ScopeDenied
+from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
-                    syntheses,
+                    recall_hits, syntheses,
                     stream, tags, vectors)
 from .store import backup_to
 from .store.connection import rows
@@ -363,7 +363,22 @@ class Memory:
         else:
             result = hybrid_recall(self.conn, None, req)
         result["scopes"] = read
+        self._record_hits([i["id"] for i in result["items"]], req.now)
         return result
+
+    def _record_hits(self, node_ids: list[int], at: str) -> None:
+        """Best-effort bookkeeping for reconsolidation and heat: never waits on a busy store."""
+        if not node_ids:
+            return
+        self.conn.setbusytimeout(20)
+        try:
+            with immediate(self.conn):
+                recall_hits.record(self.conn, node_ids, at)
+                nodes.warm(self.conn, node_ids)
+        except (StoreBusy, apsw.BusyError):
+            pass
+        finally:
+            self.conn.setbusytimeout(self.settings.busy_timeout_ms)
 
     @staticmethod
     def _as_of(as_of: str | None, clock: str) -> AsOf | None:

@@ -48,6 +48,6 @@ def register(task: Task) -> Task:
 
 def load_all() -> dict[str, Task]:
     from . import (annotate, contradict, decay, dedup, embed, link_evaluate, link_propose,  # noqa: F401
-                   synthesize)  # each registers itself
+                   reconsolidate, synthesize)  # each registers itself
 
     return TASKS

@@ -90,7 +90,9 @@ class AnnotateTask:
 
             strategy = load_strategy("annotate", ctx.memory.settings.home)
             generator = f"annotate/{ctx.llm.name}/annotate@{strategy.version}"
-        todo = derived.nodes_missing(ctx.conn, "title", generator, ctx.batch or self.batch_size)
+        # a title refreshed by reconsolidation counts as current: the two passes must not take turns
+        todo = derived.nodes_missing(ctx.conn, "title", (generator, "reconsolidate/offline-v1"),
+                                     ctx.batch or self.batch_size)
         proposed = done = fallbacks = 0
         for node in todo:
             if ctx.stopping():

@@ -18,7 +18,7 @@ from ..timeutil import Clock, from_iso, system_clock, to_iso
 from . import Task, TaskContext, load_all
 
 ORDER = ("embed", "annotate", "link-propose", "link-evaluate", "dedup", "contradict", "crystallize", "temporal",
-         "lessons", "decay")
+         "lessons", "reconsolidate", "decay")
 LEASE_SECONDS = 600
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import apsw
 
-from . import (audit, captures, derived, fts, links, llm_calls, migrations, nodes, review, syntheses, tags, task_runs,
-               vectors)
+from . import (audit, captures, derived, fts, links, llm_calls, migrations, nodes, recall_hits, review, syntheses, tags,
+               task_runs, vectors)
 from .connection import connect, immediate, rows, scalar
 from .visibility import AsOf, visible
 
@@ -26,6 +26,8 @@ CORE_MIGRATIONS = [
     ("0010_task_runs", task_runs.DDL),
     ("0011_llm_calls", llm_calls.DDL),
     ("0012_syntheses", syntheses.DDL),
+    ("0013_recall_hits", recall_hits.DDL),
+    ("0014_derived_history", derived.HISTORY_DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 
@@ -52,5 +54,5 @@ def open_store(db_path: Path, busy_timeout_ms: int = 10_000) -> apsw.Connection:
 
 
 __all__ = ["AsOf", "visible", "open_store", "immediate", "rows", "scalar", "backup_to", "connect",
-           "audit", "captures", "derived", "fts", "links", "migrations", "nodes", "review", "syntheses", "tags", "task_runs",
+           "audit", "captures", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
            "vectors"]

@@ -21,10 +21,28 @@ CREATE TABLE derived(
 );
 """
 
+HISTORY_DDL = """
+CREATE TABLE derived_history(           -- earlier derived values, kept when a pass replaces one
+  id INTEGER PRIMARY KEY,
+  node_id INTEGER NOT NULL REFERENCES nodes(id),
+  field TEXT NOT NULL,
+  value TEXT NOT NULL,
+  generator TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  replaced_at TEXT NOT NULL
+);
+CREATE INDEX derived_history_node ON derived_history(node_id, field);
+"""
+
 SEARCHABLE = ("title", "summary", "keyphrases")
 
 
 def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: str, at: str) -> None:
+    """Set a derived value; a different earlier value moves to derived_history (non-destructive)."""
+    conn.execute("INSERT INTO derived_history(node_id, field, value, generator, created_at, replaced_at)"
+                 " SELECT node_id, field, value, generator, created_at, ? FROM derived"
+                 " WHERE node_id = ? AND field = ? AND (value != ? OR generator != ?)",
+                 (at, node_id, field, value, generator))
     conn.execute("INSERT INTO derived(node_id, field, value, generator, created_at) VALUES(?,?,?,?,?)"
                  " ON CONFLICT(node_id, field) DO UPDATE SET value=excluded.value, generator=excluded.generator,"
                  " created_at=excluded.created_at", (node_id, field, value, generator, at))
@@ -37,7 +55,9 @@ def for_node(conn: apsw.Connection, node_id: int) -> dict[str, dict]:
 
 
 def delete_for_node(conn: apsw.Connection, node_id: int) -> None:
+    """Forget: derived values and their history quote the text; both go."""
     conn.execute("DELETE FROM derived WHERE node_id=?", (node_id,))
+    conn.execute("DELETE FROM derived_history WHERE node_id=?", (node_id,))
 
 
 def _mirror(conn: apsw.Connection, node_id: int) -> None:
@@ -47,10 +67,12 @@ def _mirror(conn: apsw.Connection, node_id: int) -> None:
     nodes.set_derived_text(conn, node_id, text)
 
 
-def nodes_missing(conn: apsw.Connection, field: str, generator: str, limit: int) -> list[dict]:
-    """Live nodes without `field` from `generator`, oldest first."""
-    return rows(conn, """
+def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str, ...], limit: int) -> list[dict]:
+    """Live nodes without `field` from any of `generators`, oldest first."""
+    gens = (generators,) if isinstance(generators, str) else tuple(generators)
+    marks = ",".join("?" * len(gens))
+    return rows(conn, f"""
         SELECT n.id, n.content, n.scope FROM nodes n
         WHERE n.status = 'live' AND NOT EXISTS (
-            SELECT 1 FROM derived d WHERE d.node_id = n.id AND d.field = ? AND d.generator = ?)
-        ORDER BY n.id LIMIT ?""", (field, generator, limit))
+            SELECT 1 FROM derived d WHERE d.node_id = n.id AND d.field = ? AND d.generator IN ({marks}))
+        ORDER BY n.id LIMIT ?""", (field, *gens, limit))

@@ -263,3 +263,9 @@ def corrections(conn: apsw.Connection, limit: int) -> list[tuple[int, int, str]]
         SELECT n.id, o.id, n.scope FROM node_versions v JOIN nodes n ON n.id = v.node_id
         JOIN nodes o ON o.superseded_by = n.id
         WHERE v.reason = 'correct' AND n.status = 'live' ORDER BY n.id DESC LIMIT ?""", (limit,))]
+
+
+def warm(conn: apsw.Connection, node_ids: Sequence[int]) -> None:
+    """A recalled node gets warmer (heat is a ranking prior, capped at 1)."""
+    conn.executemany("UPDATE nodes SET heat = min(1.0, heat + 0.1) WHERE id = ? AND status = 'live'",
+                     [(i,) for i in node_ids])

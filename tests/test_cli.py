@@ -112,3 +112,15 @@ def test_doctor_notes_orphan_stream_entries(home, cli):
     stream.append(home / "stream", "2026-01-01.md", 77, stream.new_key(), "never committed", "orphan text")
     doc = cli("doctor")
     assert doc["ok"] and any("never acknowledged" in n for n in doc["notes"])
+
+
+def test_config_toml_is_read(home):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('default_scope = "project:from-toml"\nllm = "none"\n')
+    from tidemind.config import load_settings
+    from tidemind.llm import choose
+    s = load_settings(home)
+    assert s.default_scope == "project:from-toml" and choose(s) is None
+    (home / "config.toml").write_text("this is = = not toml")
+    proc = run_cli(home, "stats")
+    assert proc.returncode == 1 and "config.toml" in proc.stderr.decode()

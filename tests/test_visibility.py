@@ -184,3 +184,17 @@ def test_scoped_stats_count_only_links_inside_the_scopes(world):
                               " ON b.id=l.target_id WHERE a.scope=? AND b.scope=?", (S, S)).fetchone()[0]
     assert sum(counted.values()) == inside
     assert inside < mem.conn.execute("SELECT count(*) FROM links").fetchone()[0]   # a cross-scope link exists
+
+
+@pytest.mark.parametrize("status", ["pending", "expired", "rejected_by_model", "rejected_by_user"])
+def test_traversal_and_expansion_follow_confirmed_links_only(mem, status):
+    seed = mem.digest("quasar lighthouse maintenance schedule")["node_ids"][0]
+    other = mem.digest("an unrelated paragraph about teacups")["node_ids"][0]
+    with immediate(mem.conn):
+        links.add(mem.conn, seed, other, status=status, proposed_by="test", at=mem.now())
+    assert mem.neighbourhood(seed)["neighbours"] == []
+    assert links.confirmed_neighbours(mem.conn, [seed], ["personal"]) == []
+    got = [i["id"] for i in mem.recall("quasar lighthouse maintenance", limit=10)["items"]]
+    assert other not in got
+    listed = mem.show(seed)["links"]
+    assert [l["status"] for l in listed] == [status]       # listed with its status, never walked

@@ -174,8 +174,35 @@ def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, roun
     return out
 
 
+def _metabolism(m: Memory) -> dict:
+    """A full offline pass over every node loaded: each task runs batch after batch until it
+    reports no more work; throughput is nodes per second of that task's wall time."""
+    from .metabolism.scheduler import ordered_tasks, owner_id, run_task
+
+    out: dict[str, dict] = {}
+    total_start = time.perf_counter()
+    work_keys = {"embed": "embedded", "annotate": "annotated", "link-propose": "nodes", "dedup": "nodes",
+                 "contradict": "nodes"}
+    for task in ordered_tasks():
+        if task.needs_llm:
+            continue
+        start = time.perf_counter()
+        done, reports = 0, 0
+        while True:
+            r = run_task(m, task, owner_id(), batch=1000)
+            reports += 1
+            step = r.get(work_keys.get(task.name, ""), 0) if task.name in work_keys else 0
+            done += step
+            if r["status"] != "ok" or not step or reports > 200:
+                break
+        seconds = time.perf_counter() - start
+        out[task.name] = {"seconds": round(seconds, 2), "nodes": done,
+                          "nodes_per_s": round(done / seconds, 1) if done and seconds else None}
+    return {"metabolism": out, "metabolism_total_s": round(time.perf_counter() - total_start, 1)}
+
+
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
-              seed: int = 7, n_scopes: int = 10, mcp: bool = True) -> dict:
+              seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: bool = False) -> dict:
     temp = None
     if home is None:
         temp = tempfile.mkdtemp(prefix="tidemind-bench-")
@@ -188,7 +215,12 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         bulk_load(m, corpus, n_nodes, scopes)
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        embedded = m.embed_pending(batch=1000)["embedded"]
+        if metabolism:       # the embed task is timed as part of the metabolism pass instead
+            meta = _metabolism(m)
+            embedded = meta["metabolism"].get("embed", {}).get("nodes", 0)
+        else:
+            meta = {}
+            embedded = m.embed_pending(batch=1000)["embedded"]
         embed_s = time.perf_counter() - t0
         m.conn.execute("PRAGMA optimize")
         m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -240,6 +272,7 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             "embedded": embedded,
             "db_bytes_per_1000_nodes": int(db_bytes / max(1, n_nodes) * 1000),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            **meta,
         }
         floor = result["fts_floor_ms"]["p50"] + result["vec_floor_ms"]["p50"]
         result["recall_over_floors"] = round(result["recall_ms"]["p50"] / floor, 2) if floor else None
@@ -264,6 +297,11 @@ def format_table(r: dict) -> str:
             v = r[key]
             lines.append(f"  {key:<24}{v['p50']:>10}{v['p95']:>10}{v['n']:>8}")
     lines.append(f"\n  recall p50 / (fts floor p50 + vec floor p50) = {r['recall_over_floors']}")
+    if "metabolism" in r:
+        lines.append(f"\n  offline metabolism over {r['nodes']:,} new nodes: {r['metabolism_total_s']} s in all")
+        for name, v in r["metabolism"].items():
+            rate = f"{v['nodes_per_s']} nodes/s" if v["nodes_per_s"] else ""
+            lines.append(f"  {name:<16}{v['seconds']:>8} s  {rate}")
     if "mcp_recall_overhead_ratio" in r:
         lines.append(f"  MCP round trip / in-process (p50): recall {r['mcp_recall_overhead_ratio']},"
                      f" digest {r['mcp_digest_overhead_ratio']}")

@@ -263,7 +263,7 @@ def cmd_bench(args):
     from .bench import run_bench
 
     r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed,
-                  n_scopes=args.scopes, mcp=not args.no_mcp)
+                  n_scopes=args.scopes, mcp=not args.no_mcp, metabolism=args.metabolism)
     from .bench import format_table
 
     _emit(args, r, format_table)
@@ -361,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=7)
     s.add_argument("--scopes", type=int, default=10, help="spread the nodes over this many scopes (default 10)")
     s.add_argument("--no-mcp", action="store_true", help="skip the MCP round trips and hook timings")
+    s.add_argument("--metabolism", action="store_true", help="also time a full offline metabolism pass")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")
     return p
 

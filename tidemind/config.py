@@ -1,6 +1,9 @@
 """Where the data lives and the few settings the core needs.
 
-Precedence: explicit argument > environment (TIDEMIND_*) > `config.json` in the home > defaults.
+Precedence: explicit argument > environment (TIDEMIND_*) > `config.json` > `config.toml` in the
+home > defaults. Keys: embedder, ollama_host, ollama_model, max_content_chars, busy_timeout_ms,
+default_scope, scopes (for `serve` and hooks), llm (anthropic | ollama | none), anthropic_model,
+ollama_chat_model.
 """
 from __future__ import annotations
 
@@ -42,6 +45,14 @@ class Settings:
 def load_settings(home: str | os.PathLike | None = None, **overrides) -> Settings:
     root = resolve_home(home)
     values: dict = {}
+    toml_cfg = root / "config.toml"
+    if toml_cfg.exists():
+        import tomllib
+
+        try:
+            values.update(tomllib.loads(toml_cfg.read_text(encoding="utf-8")))
+        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read {toml_cfg}: {exc}") from None
     cfg = root / "config.json"
     if cfg.exists():
         try:

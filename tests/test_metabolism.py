@@ -220,3 +220,14 @@ def test_repeated_passes_settle(mem):
     for _ in range(3):
         run_due(mem, force=True)
     assert mem.conn.execute("SELECT count(*) FROM derived_history").fetchone()[0] == history   # no churn
+
+
+def test_offline_annotation_writes_dimensions_as_derived(mem):
+    d = mem.digest("Decision: we use port 8080 for the api gateway on staging.")["node_ids"][0]
+    p = mem.digest("I prefer short answers without preamble.")["node_ids"][0]
+    run_due(mem, only=["annotate"], force=True)
+    dims = {n: {f: v for f, v in mem.conn.execute("SELECT field, value FROM derived WHERE node_id=?", (n,))}
+            for n in (d, p)}
+    assert dims[d]["kind"] == "decision" and dims[p]["kind"] == "preference"
+    assert float(dims[d]["specificity"]) > float(dims[p]["specificity"])
+    assert mem.show(d)["derived"]["kind"]["layer"] == "derived"

@@ -41,6 +41,23 @@ def tag_slug(phrase: str) -> str | None:
     return slug[:40]
 
 
+_KIND_RULES = [
+    ("decision", re.compile(r"(?i)^\W*(?:decision|decided|we (?:chose|decided|agreed|will use))\b")),
+    ("lesson", re.compile(r"(?i)^\W*(?:lesson|learned|takeaway|note to self|always|never)\b")),
+    ("preference", re.compile(r"(?i)\b(?:i|we)\s+(?:prefer|like|love|hate|want|always|never)\b")),
+    ("event", re.compile(r"(?i)\b(?:yesterday|today|tomorrow|meeting|happened|released|deployed|shipped)\b")),
+]
+
+
+def offline_dimensions(content: str) -> dict:
+    """Cheap, explainable guesses: a kind from cue words and a specificity from concrete
+    details (numbers, names, paths). Actuality needs judgement, so only an LLM sets it."""
+    kind = next((k for k, rule in _KIND_RULES if rule.search(content)), "fact")
+    details = len(re.findall(r"\d+|[A-Z][a-z]+[A-Z]\w*|/\w+|\w+\.\w{2,4}\b", content))
+    words = max(1, len(content.split()))
+    return {"kind": kind, "specificity": round(min(1.0, 0.2 + 0.8 * min(1.0, 4 * details / words)), 2)}
+
+
 class AnnotateTask:
     name = "annotate"
     interval_s = 300
@@ -61,6 +78,9 @@ class AnnotateTask:
             return []
 
     def _offline(self, content: str) -> tuple[str, list[tuple[str, float]], dict]:
+        return self._offline_title_tags(content) + (offline_dimensions(content),)
+
+    def _offline_title_tags(self, content: str) -> tuple[str, list[tuple[str, float]]]:
         slugs: list[tuple[str, float]] = []
         for phrase, score in self._keyphrases(content):
             slug = tag_slug(phrase)
@@ -68,7 +88,7 @@ class AnnotateTask:
                 slugs.append((slug, max(0.0, min(1.0, 1.0 - score))))
             if len(slugs) >= MAX_TAGS:
                 break
-        return title_for(content), slugs, {}
+        return title_for(content), slugs
 
     def _with_llm(self, ctx: TaskContext, node: dict, strategy) -> tuple[str, list[tuple[str, float]], dict] | None:
         from ..llm import ask_json

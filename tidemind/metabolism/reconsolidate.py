@@ -29,7 +29,7 @@ class ReconsolidateTask:
                 break
             node_id = entry["node_id"]
             row = ctx.conn.execute("SELECT content, scope FROM nodes WHERE id=?", (node_id,)).fetchone()
-            title, slugs, dims = self._annotate._offline(row[0])
+            title, slugs = self._annotate._offline_title_tags(row[0])
             company = [o for o, n in sorted(entry["company"].items()) if n >= MIN_CO_RECALLS]
             now = ctx.now()
             with immediate(ctx.conn):

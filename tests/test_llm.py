@@ -89,6 +89,8 @@ def test_adversarial_model_changes_nothing_it_may_not(mem, stub, provider):
     ids = [mem.digest(t, session="s1")["node_ids"][0] for t in CORPUS]
     with immediate(mem.conn):
         tags.reject(mem.conn, ids[0], REJECTED, mem.now())
+        refused = links.add(mem.conn, ids[0], ids[2], status="rejected_by_user", proposed_by="person",
+                            at=mem.now(), reason="not related")
     authored = {i: (c, h) for i, c, h in mem.conn.execute("SELECT id, content, content_hash FROM nodes")}
     titles = set()
     for round_ in range(4):
@@ -111,7 +113,10 @@ def test_adversarial_model_changes_nothing_it_may_not(mem, stub, provider):
     statuses = {s for (s,) in mem.conn.execute("SELECT status FROM llm_calls")}
     assert "invalid" in statuses and "ok" in statuses
     assert mem.stats()["llm"]["annotate"]["calls"] > 0
-    for (status,) in mem.conn.execute("SELECT status FROM links"):
+    assert mem.conn.execute("SELECT status FROM links WHERE id=?", (refused,)).fetchone()[0] == "rejected_by_user"
+    assert mem.conn.execute("SELECT count(*) FROM links WHERE (source_id, target_id) IN ((?, ?), (?, ?))",
+                            (ids[0], ids[2], ids[2], ids[0])).fetchone()[0] == 1      # never re-proposed
+    for (status,) in mem.conn.execute("SELECT status FROM links WHERE id != ?", (refused,)):
         assert status in ("pending", "confirmed", "rejected_by_model")
     for (reason,) in mem.conn.execute("SELECT reason FROM links WHERE status != 'pending'"):
         assert reason                                   # every decision keeps its reason

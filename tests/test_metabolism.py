@@ -231,3 +231,21 @@ def test_offline_annotation_writes_dimensions_as_derived(mem):
     assert dims[d]["kind"] == "decision" and dims[p]["kind"] == "preference"
     assert float(dims[d]["specificity"]) > float(dims[p]["specificity"])
     assert mem.show(d)["derived"]["kind"]["layer"] == "derived"
+
+
+def test_lessons_consolidate_corrections_on_one_subject_and_repeated_failures(mem):
+    a = mem.digest("The API gateway listens on port 3000.")["node_ids"][0]
+    a2 = mem.correct(a, "The API gateway listens on port 8080.")["node_ids"][0]
+    a3 = mem.correct(a2, "The API gateway listens on port 8443 with TLS.")["node_ids"][0]
+    b = mem.digest("Deploy on Fridays.")["node_ids"][0]
+    mem.correct(b, "Never deploy on Fridays; deploy Tuesday mornings.")
+    mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 2}], "s1")
+    mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 3}], "s2")
+    run_due(mem, only=["lessons"], force=True)
+    texts = [t for (t,) in mem.conn.execute("SELECT text FROM syntheses WHERE kind='lesson' ORDER BY id")]
+    gateway = [t for t in texts if "gateway" in t]
+    assert len(gateway) == 1 and gateway[0].startswith("Use: The API gateway listens on port 8443")
+    assert "2 corrections" in gateway[0]
+    assert any(t.startswith("Use: Never deploy on Fridays") for t in texts)
+    assert len(texts) == 3 and any(t.startswith("Avoid: npm ERR! missing script: build") for t in texts)
+    assert a3

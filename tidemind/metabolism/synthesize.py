@@ -123,31 +123,63 @@ class TemporalTask:
 
 
 class LessonsTask:
+    """Corrections about one subject (their texts share most words) are consolidated into one
+    principle: the latest corrected text in affirmative form, citing every correction and what
+    each replaced. Tool errors the stop hook saw repeat become "Avoid:" lessons."""
+
     name = "lessons"
     interval_s = 3600
-    batch_size = 100
+    batch_size = 200
     needs_llm = False
 
     def run(self, ctx: TaskContext) -> dict:
+        from .pairs import word_overlap
+
         made = 0
+        by_scope: dict[str, list[tuple[int, int, str]]] = {}
         for new_id, old_id, scope in nodes.corrections(ctx.conn, ctx.batch or self.batch_size):
-            digest = sha256(f"lesson:{old_id}:{new_id}")
+            text = ctx.conn.execute("SELECT content FROM nodes WHERE id=?", (new_id,)).fetchone()[0]
+            by_scope.setdefault(scope, []).append((new_id, old_id, text))
+        for scope, items in by_scope.items():
+            groups: list[list[tuple[int, int, str]]] = []
+            for item in sorted(items):
+                home = next((g for g in groups if any(word_overlap(item[2], o[2]) >= 0.5 for o in g)), None)
+                if home is None:
+                    groups.append([item])
+                else:
+                    home.append(item)
+            for group in groups:
+                members = sorted({i for new_id, old_id, _ in group for i in (new_id, old_id)})
+                digest = sha256(f"lesson:{scope}:{members}")
+                if syntheses.exists(ctx.conn, digest):
+                    continue
+                latest = max(group)[2]
+                replaced = [ctx.conn.execute("SELECT content FROM nodes WHERE id=?", (old,)).fetchone()[0]
+                            for _, old, _ in group]
+                text = (f"Use: {' '.join(latest.split())[:300]}  (rule from {len(group)} correction"
+                        f"{'s' if len(group) > 1 else ''}; it replaced: "
+                        + " | ".join(" ".join(r.split())[:120] for r in replaced) + ")")
+                made += self._file(ctx, scope, members, text, digest, max(group)[0])
+        for scope, said, times, item_ids in review.repeated_failures(ctx.conn):
+            digest = sha256(f"lesson:failure:{scope}:{said}")
             if syntheses.exists(ctx.conn, digest):
                 continue
-            new = " ".join(ctx.conn.execute("SELECT content FROM nodes WHERE id=?", (new_id,)).fetchone()[0].split())
-            old = " ".join(ctx.conn.execute("SELECT content FROM nodes WHERE id=?", (old_id,)).fetchone()[0].split())
-            text = f"Use: {new[:300]}  (corrected; it replaced: {old[:200]})"
-            now = ctx.now()
-            with immediate(ctx.conn):
-                sid = syntheses.add(ctx.conn, kind="lesson", scope=scope, members=[old_id, new_id], text=text,
-                                    generator=GENERATOR, at=now, digest=digest)
-                if sid:
-                    review.file(ctx.conn, "lesson", node_id=new_id, other_node_id=old_id, at=now, scope=scope,
-                                digest=digest, synthesis=sid)
-                    audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action="lesson_proposed",
-                                 node_id=new_id, synthesis=sid)
-                    made += 1
+            text = f"Avoid: {' '.join(said.split())[:300]}  (seen {times} times in sessions; review items {item_ids})"
+            made += self._file(ctx, scope, [], text, digest, None)
         return {"lessons": made}
+
+    def _file(self, ctx, scope, members, text, digest, node_id) -> int:
+        now = ctx.now()
+        with immediate(ctx.conn):
+            sid = syntheses.add(ctx.conn, kind="lesson", scope=scope, members=members, text=text,
+                                generator=GENERATOR, at=now, digest=digest)
+            if not sid:
+                return 0
+            review.file(ctx.conn, "lesson", node_id=node_id, other_node_id=None, at=now, scope=scope,
+                        digest=digest, synthesis=sid)
+            audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action="lesson_proposed",
+                         node_id=node_id, synthesis=sid)
+        return 1
 
 
 register(CrystallizeTask())

@@ -258,11 +258,15 @@ def live_ids_by_day(conn: apsw.Connection, scope: str) -> dict[str, list[int]]:
 
 
 def corrections(conn: apsw.Connection, limit: int) -> list[tuple[int, int, str]]:
-    """(corrected node, the node it replaced, scope) for live corrections, newest first."""
+    """(correcting node, the node it replaced, scope) for every correction whose lineage still
+    has a live version (a chain of corrections yields one pair per step), newest first."""
     return [tuple(r) for r in conn.execute("""
         SELECT n.id, o.id, n.scope FROM node_versions v JOIN nodes n ON n.id = v.node_id
         JOIN nodes o ON o.superseded_by = n.id
-        WHERE v.reason = 'correct' AND n.status = 'live' ORDER BY n.id DESC LIMIT ?""", (limit,))]
+        WHERE v.reason = 'correct' AND n.status IN ('live', 'superseded')
+          AND EXISTS (SELECT 1 FROM node_versions w JOIN nodes m ON m.id = w.node_id
+                      WHERE w.lineage_id = v.lineage_id AND m.status = 'live')
+        ORDER BY n.id DESC LIMIT ?""", (limit,))]
 
 
 def warm(conn: apsw.Connection, node_ids: Sequence[int]) -> None:

@@ -147,3 +147,18 @@ def exists_with_digest(conn: apsw.Connection, digest: str) -> bool:
 def open_between(conn: apsw.Connection, a: int, b: int) -> bool:
     return any(conn.execute("SELECT 1 FROM review_items WHERE status='open' AND ((node_id=? AND other_node_id=?)"
                             " OR (node_id=? AND other_node_id=?)) LIMIT 1", (a, b, b, a)))
+
+
+def repeated_failures(conn: apsw.Connection) -> list[tuple[str, str, int, list[int]]]:
+    """(scope, error text, total times, item ids) for repeated tool failures the stop hook filed
+    and nobody rejected; the same error across sessions adds up."""
+    grouped: dict[tuple[str, str], list] = {}
+    for item_id, scope, payload in conn.execute(
+            "SELECT id, scope, payload FROM review_items WHERE kind='proposed_lesson' AND status != 'rejected'"):
+        data = json.loads(payload)
+        if data.get("finding") != "repeated_failure":
+            continue
+        entry = grouped.setdefault((scope, data.get("said", "")), [0, []])
+        entry[0] += int(data.get("times", 1))
+        entry[1].append(item_id)
+    return [(scope, said, n, ids) for (scope, said), (n, ids) in sorted(grouped.items())]

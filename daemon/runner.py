@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import faulthandler
 import fcntl
 import json
 import os
@@ -62,7 +63,27 @@ class InstanceLock:
             self.handle = None
 
 
-def run(home: str | None, once: bool = False, tick_s: float = 30.0, stop: threading.Event | None = None) -> int:
+class StopFlag:
+    """Set from a signal handler. Not a threading.Event: Event.set() takes a non-reentrant lock,
+    and a signal landing while the main thread holds it inside Event.wait() deadlocks the
+    process (seen as a daemon that sometimes ignored SIGTERM)."""
+
+    def __init__(self):
+        self._set = False
+
+    def set(self, *_):
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._set and time.monotonic() < deadline:
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+
+def run(home: str | None, once: bool = False, tick_s: float = 30.0, stop: StopFlag | None = None) -> int:
     settings = load_settings(home)
     lock = InstanceLock(settings.home / "daemon.lock")
     if not lock.acquire():
@@ -70,10 +91,11 @@ def run(home: str | None, once: bool = False, tick_s: float = 30.0, stop: thread
         print(f"tidemind daemon: another daemon is already running for {settings.home}"
               f" (pid {getattr(lock, 'holder', '?')}); exiting", file=sys.stderr)
         return ALREADY_RUNNING
-    stop = stop or threading.Event()
+    stop = stop or StopFlag()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
+            signal.signal(sig, stop.set)
+        faulthandler.register(signal.SIGUSR1)      # `kill -USR1 <pid>` prints every thread's stack
     owner = owner_id()
     log("started", home=str(settings.home), pid=os.getpid(), once=once)
     try:

@@ -45,7 +45,13 @@ def test_one_daemon_runs_the_second_says_so_and_sigterm_stops_it(home):
         _wait_for(first, "task")                 # it is working
         start = time.monotonic()
         first.send_signal(signal.SIGTERM)
-        first.wait(timeout=10)
+        try:
+            first.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            first.send_signal(signal.SIGUSR1)          # the daemon dumps its threads' stacks
+            time.sleep(1)
+            first.kill()
+            raise AssertionError("daemon ignored SIGTERM:\n" + first.stderr.read()[-6000:])
         took = time.monotonic() - start
         assert took < 5 and first.returncode == 0, (took, first.returncode, first.stderr.read()[-2000:])
     finally:

@@ -34,12 +34,14 @@ class Stub(BaseHTTPRequestHandler):
     answers = itertools.cycle(ANSWERS)
     lock = threading.Lock()
     seen: list = []
+    prompts: list = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with Stub.lock:
             text = next(Stub.answers)
             Stub.seen.append(self.path)
+            Stub.prompts.append(json.dumps(body))
         if self.path.startswith("/v1/messages"):
             payload = {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
@@ -101,6 +103,7 @@ def test_adversarial_model_changes_nothing_it_may_not(mem, stub, provider):
             mem.conn.execute("DELETE FROM derived")
             mem.conn.execute("UPDATE nodes SET derived_text = ''")
     assert Stub.seen, "the stub was never called"
+    assert any(REJECTED in p and "never propose" in p for p in Stub.prompts)   # rejections fed as negatives
     assert titles & {"Staging DB", "Port fact"}          # valid answers were used...
     now = {i: (c, h) for i, c, h in mem.conn.execute("SELECT id, content, content_hash FROM nodes")}
     assert now == authored and all(sha256(c) == h for c, h in now.values())

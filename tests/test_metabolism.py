@@ -249,3 +249,14 @@ def test_lessons_consolidate_corrections_on_one_subject_and_repeated_failures(me
     assert any(t.startswith("Use: Never deploy on Fridays") for t in texts)
     assert len(texts) == 3 and any(t.startswith("Avoid: npm ERR! missing script: build") for t in texts)
     assert a3
+
+
+def test_catch_up_after_sleep_runs_a_due_task_once(mem):
+    from tidemind.metabolism.scheduler import is_due
+    task = next(t for t in ordered_tasks() if t.name == "decay")
+    run_due(mem, only=["decay"], force=True)
+    mem.conn.execute("UPDATE task_runs SET last_finished='2026-01-01T00:00:00.000000Z' WHERE task='decay'")
+    first = run_due(mem, only=["decay"])                 # weeks of missed intervals: one run
+    assert [r["task"] for r in first] == ["decay"]
+    assert run_due(mem, only=["decay"]) == []            # and then it is not due again
+    assert not is_due(task_runs.state(mem.conn), task, mem.now())

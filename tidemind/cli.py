@@ -253,6 +253,30 @@ def cmd_links(args):
         _emit(args, m.link_decide(args.id, status), lambda r: r["done"])
 
 
+def _fmt_import(r: dict) -> str:
+    lines = [f"batch {r['batch']} into {r['scope']}: {r['created']} created, {r['updated']} updated,"
+             f" {r['unchanged']} unchanged, {r['archived']} archived, {r['moved']} moved, {r['restored']} restored"]
+    lines += [f"skipped {s['path']}: {s['reason']}" for s in r["skipped"]]
+    lines += [f"warning: {w}" for w in r["warnings"]]
+    return "\n".join(lines)
+
+
+def cmd_import(args):
+    from .importers.engine import rollback, sync
+
+    with _memory(args) as m:
+        m.actor = f"importer:{args.source}"
+        if args.source == "rollback":
+            try:
+                batch = int(args.target)
+            except ValueError:
+                raise SystemExit(f"tidemind import rollback: {args.target!r} is not a batch number")
+            _emit(args, rollback(m, batch), lambda r: r["done"])
+            return
+        r = sync(m, args.source, args.target, args.scope, {"exclude": args.exclude or []})
+        _emit(args, r, _fmt_import)
+
+
 def cmd_prepare(args):
     with _memory(args) as m:
         r = m.prepare(args.hint, args.budget, scopes=args.scope)
@@ -350,6 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("links", cmd_links, "confirm, reject or reopen a link")
     s.add_argument("action", choices=["confirm", "reject", "reopen"])
     s.add_argument("id", type=int)
+    s = add("import", cmd_import, "import a notes folder (obsidian DIR), or undo an import (rollback BATCH)")
+    s.add_argument("source", choices=["obsidian", "rollback"])
+    s.add_argument("target", help="the vault folder, or the batch number to roll back")
+    s.add_argument("--scope", help="scope for the notes (default vault:<folder name>)")
+    s.add_argument("--exclude", action="append", help="a folder to skip (e.g. templates); repeatable")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

@@ -12,7 +12,9 @@ import apsw
 from typing import Iterable, Sequence
 
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
+from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
 from . import secrets, text, units
+from . import text as text_mod
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy
 from .scopes import check_scope
@@ -174,6 +176,38 @@ class Memory:
                             " the correction still stands")
         return {"node_ids": node_ids, "capture_id": capture_id, "warnings": warnings, "review_items": review_ids,
                 "scope": scope, "done": f"stored {len(node_ids)} unit(s)"}
+
+    def store_unit(self, text: str, *, scope: str, source_tool: str, valid_from: str | None, now: str,
+                   lineage_of: int | None = None, reason: str = "import") -> tuple[int, list[str]]:
+        """One unit that a source already delimited (an importer): capture, stream entry, node,
+        embed queue, audit — inside the caller's transaction. A changed unit passes `lineage_of`:
+        the new node supersedes the old one, keeping its tags and links."""
+        if not self.conn.in_transaction:
+            raise RuntimeError("store_unit must run inside the caller's transaction")
+        scope = self._write_scope(scope)
+        body, warnings = self._clean_content(text)
+        capture_id = self._capture(body, scope, now, source_tool, None)
+        node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=0, content=body,
+                               content_hash=text_mod.sha256(body), norm_hash=text_mod.norm_hash(body), scope=scope,
+                               source_tool=source_tool, session=None, recorded_at=now, valid_from=valid_from or now,
+                               kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of)
+        vectors.enqueue(self.conn, node_id, now)
+        if lineage_of is not None:
+            nodes.supersede(self.conn, lineage_of, node_id, now)
+            vectors.drop_from_index(self.conn, lineage_of)
+            self._carry_standing(lineage_of, node_id, now)
+        audit.record(self.conn, at=now, actor=self.actor, action=reason if lineage_of is None else f"{reason}_update",
+                     node_id=node_id, capture_id=capture_id, content_hash=text_mod.sha256(body), supersedes=lineage_of)
+        return node_id, warnings
+
+    def set_hidden(self, node_id: int, hidden: bool, now: str) -> None:
+        """Archive or restore inside the caller's transaction (importers: a vanished or returning note)."""
+        nodes.set_status(self.conn, node_id, "archived" if hidden else "live")
+        if hidden:
+            vectors.drop(self.conn, node_id)
+        else:
+            vectors.enqueue(self.conn, node_id, now)
+        audit.record(self.conn, at=now, actor=self.actor, action="archive" if hidden else "unarchive", node_id=node_id)
 
     def _corrected_claims(self, scope: str, piece: str) -> list[dict]:
         """Superseded-by-correction nodes whose text this piece repeats (exactly or nearly)."""

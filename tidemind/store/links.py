@@ -117,3 +117,8 @@ def expire_pending(conn: apsw.Connection, created_before: str, at: str) -> int:
 def get(conn: apsw.Connection, link_id: int) -> dict | None:
     found = rows(conn, "SELECT * FROM links WHERE id = ?", (link_id,))
     return found[0] if found else None
+
+
+def delete(conn: apsw.Connection, link_id: int) -> None:
+    """Only an import rollback removes a link row: it undoes a link that batch itself made."""
+    conn.execute("DELETE FROM links WHERE id = ?", (link_id,))

@@ -101,3 +101,12 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
     marks = ",".join("?" * len(scopes))
     return {s: n for s, n in conn.execute(f"SELECT x.status, count(*) FROM node_tags x JOIN nodes n ON n.id = x.node_id"
                                           f" WHERE n.scope IN ({marks}) GROUP BY x.status", list(scopes))}
+
+
+def restore_assignment(conn: apsw.Connection, node_id: int, name: str, status: str | None) -> None:
+    """Put an assignment back as it was before an import (None: there was none)."""
+    if status is None:
+        conn.execute("DELETE FROM node_tags WHERE node_id=? AND tag_id=(SELECT id FROM tags WHERE name=?)", (node_id, name))
+    else:
+        conn.execute("UPDATE node_tags SET status=? WHERE node_id=? AND tag_id=(SELECT id FROM tags WHERE name=?)",
+                     (status, node_id, name))

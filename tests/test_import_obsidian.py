@@ -1,0 +1,137 @@
+"""Obsidian import through the real CLI and engine, on a fixture vault with every construct."""
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tidemind.importers.engine import rollback, sync
+from tidemind.memory import Memory
+
+from .conftest import run_cli
+
+FIXTURE = Path(__file__).parent / "fixtures" / "vault"
+SCOPE = "vault:test"
+
+
+@pytest.fixture
+def vault(tmp_path):
+    target = tmp_path / "vault"
+    shutil.copytree(FIXTURE, target)
+    outside = tmp_path / "outside-secret.md"
+    outside.write_text("Zeppelinfrost outside the vault must never be read")
+    os.symlink(outside, target / "Linked outside.md")
+    (tmp_path / "outside-dir").mkdir()
+    (tmp_path / "outside-dir" / "note.md").write_text("Quagmirewhistle in a linked folder")
+    os.symlink(tmp_path / "outside-dir", target / "linked-dir")
+    return target
+
+
+def dump(m: Memory) -> dict:
+    """Live nodes, their confirmed links and tags: what a rollback must restore exactly."""
+    live = {i: c for i, c in m.conn.execute("SELECT id, content FROM nodes WHERE status='live'")}
+    links = sorted(tuple(r) for r in m.conn.execute(
+        "SELECT l.source_id, l.target_id, l.relation, l.status FROM links l JOIN nodes a ON a.id=l.source_id"
+        " JOIN nodes b ON b.id=l.target_id WHERE a.status='live' AND b.status='live'"))
+    tags = sorted(tuple(r) for r in m.conn.execute(
+        "SELECT nt.node_id, t.name, nt.status FROM node_tags nt JOIN tags t ON t.id=nt.tag_id JOIN nodes n"
+        " ON n.id=nt.node_id WHERE n.status='live'"))
+    return {"nodes": live, "links": links, "tags": tags}
+
+
+def test_first_import_reads_every_construct(mem, vault):
+    r = sync(mem, "obsidian", vault, SCOPE, {"exclude": ["templates"]})
+    skipped = {s["path"]: s["reason"] for s in r["skipped"]}
+    assert "not UTF-8" in skipped["Latin1.md"] and "binary" in skipped["Binary.md"]
+    assert "malformed frontmatter" in skipped["Broken front.md"]
+    assert "symbolic link" in skipped["Linked outside.md"] and "symbolic link" in skipped["linked-dir/"]
+    contents = [c for (c,) in mem.conn.execute("SELECT content FROM nodes")]
+    blob = "\n".join(contents)
+    assert "still imports" in blob                                       # malformed frontmatter: body kept
+    assert "Zeppelinfrost" not in blob and "Quagmirewhistle" not in blob  # nothing outside the vault
+    assert "internal obsidian state" not in blob and "Meeting {{date}}" not in blob
+    units = {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units")}
+    assert {"Projects/Shop.md#", "Projects/Shop.md#Deploys", "Projects/Shop.md#Payments", "Runbook.md#Rollback",
+            "Daily/2026-03-02.md#"} <= set(units)
+    tags_of = {}
+    for node_id, name, status, source in mem.conn.execute(
+            "SELECT nt.node_id, t.name, nt.status, nt.source FROM node_tags nt JOIN tags t ON t.id=nt.tag_id"):
+        tags_of.setdefault(node_id, {})[name] = (status, source)
+    payments = tags_of[units["Projects/Shop.md#Payments"]]
+    assert payments["payments/stripe"] == ("confirmed", "person:obsidian")
+    assert {"project", "shop"} <= set(payments)                          # frontmatter tags on every section
+    everything = {n for t in tags_of.values() for n in t}
+    assert not {"not-a-tag", "also-not-a-tag", "anchor", "frag", "not"} & everything
+    link_rows = {(a, b): (rel, st, by) for a, b, rel, st, by in mem.conn.execute(
+        "SELECT source_id, target_id, relation, status, proposed_by FROM links")}
+    deploys, rollback_unit = units["Projects/Shop.md#Deploys"], units["Runbook.md#Rollback"]
+    assert link_rows[(deploys, rollback_unit)] == ("links-to", "confirmed", "person:obsidian")   # #heading target
+    assert (deploys, units["Daily/2026-03-02.md#"]) in link_rows
+    assert (rollback_unit, units["Projects/Shop.md#Payments"]) in link_rows                        # ^block target
+    assert (rollback_unit, units["Projects/Shop.md#"]) in link_rows                                # alias Webshop
+    dangling = {t for (t,) in mem.conn.execute("SELECT target FROM import_dangling")}
+    assert {"Nowhere", "diagram.png"} <= dangling
+    valid = mem.conn.execute("SELECT valid_from FROM nodes WHERE id=?", (units["Projects/Shop.md#"],)).fetchone()[0]
+    assert valid.startswith("2026-02-01")
+    hood = mem.neighbourhood(deploys, scopes=[SCOPE])
+    assert rollback_unit in [n["id"] for n in hood["neighbours"]]
+
+
+def test_reimport_is_idempotent(mem, vault):
+    first = sync(mem, "obsidian", vault, SCOPE)
+    before = dump(mem)
+    again = sync(mem, "obsidian", vault, SCOPE)
+    assert again["created"] == again["updated"] == again["archived"] == 0
+    assert again["unchanged"] == first["created"]
+    assert dump(mem) == before
+
+
+def test_edit_supersedes_delete_archives_rename_keeps_identity(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    units = lambda: {k: (n, s) for k, n, s in mem.conn.execute("SELECT unit_key, node_id, status FROM import_units")}
+    start = units()
+    shop = vault / "Projects" / "Shop.md"
+    shop.write_text(shop.read_text().replace("Stripe handles payments", "Adyen handles payments"))
+    (vault / "Daily" / "2026-03-02.md").unlink()
+    (vault / "Runbook.md").rename(vault / "Projects" / "Runbook.md")
+    r = sync(mem, "obsidian", vault, SCOPE)
+    assert r["updated"] == 1 and r["archived"] == 1 and r["moved"] == 3
+    now = units()
+    old_pay, new_pay = start["Projects/Shop.md#Payments"][0], now["Projects/Shop.md#Payments"][0]
+    assert old_pay != new_pay
+    served = mem.recall("who handles payments", scopes=[SCOPE])["items"]
+    assert any("Adyen" in i["content"] for i in served) and not any("Stripe handles" in i["content"] for i in served)
+    versions = mem.show(new_pay, scopes=[SCOPE])["versions"]
+    assert [v["status"] for v in versions] == ["superseded", "live"] and "Stripe" in versions[0]["content"]
+    assert now["Daily/2026-03-02.md#"][1] == "archived"
+    assert now["Projects/Runbook.md#Rollback"][0] == start["Runbook.md#Rollback"][0]    # same node: same identity
+    assert "Runbook.md#Rollback" not in now
+
+
+def test_rollback_restores_the_exact_prior_state(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    before = dump(mem)
+    (vault / "Projects" / "Shop.md").write_text("# Rewritten\nEverything changed. #newtag [[Runbook]]\n")
+    (vault / "New note.md").write_text("A brand new note linking [[Shop]]. #fresh")
+    (vault / "Runbook.md").unlink()
+    r = sync(mem, "obsidian", vault, SCOPE)
+    assert r["created"] and r["archived"]
+    assert dump(mem) != before
+    rollback(mem, r["batch"])
+    assert dump(mem) == before
+    assert mem.doctor()["ok"]
+
+
+def test_cli_import_json_shape_and_rollback(home, vault):
+    proc = run_cli(home, "--json", "import", "obsidian", str(vault))
+    assert proc.returncode == 0, proc.stderr.decode()
+    r = json.loads(proc.stdout)
+    assert {"batch", "created", "updated", "unchanged", "archived", "skipped"} <= set(r)
+    assert r["scope"] == "vault:vault" and all({"path", "reason"} <= set(s) for s in r["skipped"])
+    proc = run_cli(home, "--json", "import", "rollback", str(r["batch"]))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["undone"] > 0
+    proc = run_cli(home, "import", "rollback", str(r["batch"]))
+    assert proc.returncode == 1 and "already rolled back" in proc.stderr.decode()
+    proc = run_cli(home, "import", "obsidian", str(vault / "missing"))
+    assert proc.returncode == 1 and "not a folder" in proc.stderr.decode()

@@ -1,0 +1,216 @@
+"""The sync engine shared by every importer.
+
+One run is one batch, in one transaction: every unit is created, superseded (its text changed:
+the old node stays as history, no similarity merge on this path), archived (it vanished),
+restored (it came back) or left alone (same hash), and a unit whose file moved keeps its
+identity when its text is the same. The person's tags arrive `confirmed` and their links
+`confirmed` with the person as proposer; unresolved links are kept as dangling references.
+Every change is recorded, so `rollback(batch)` restores the state before it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import Conflict, InvalidInput, NotFound
+from ..memory import Memory
+from ..store import audit, immediate, links, nodes, tags
+from ..text import sha256
+from . import ParseResult, Unit, get_parser
+from . import store
+
+
+def unit_hash(unit: Unit) -> str:
+    """Text plus what the source says about it (tags, valid time, properties): a changed
+    frontmatter is a change of the unit."""
+    meta = json.dumps({"tags": sorted(unit.tags), "valid": unit.valid_from, "props": unit.properties},
+                      sort_keys=True, ensure_ascii=False)
+    return sha256(unit.text + "\x00" + meta)
+
+
+class Resolver:
+    """Obsidian-style resolution: exact path, else the shortest path ending in the target, else
+    an alias; a heading or block anchor picks the unit within the note."""
+
+    def __init__(self, units: list[Unit], aliases: dict[str, str]):
+        self.by_path: dict[str, list[Unit]] = {}
+        for u in units:
+            self.by_path.setdefault(u.path, []).append(u)
+        self.stems = {}
+        for path in self.by_path:
+            stem = path[:-3] if path.lower().endswith(".md") else path
+            self.stems.setdefault(stem.casefold(), path)
+        self.aliases = aliases
+
+    def note(self, target: str, here: str) -> str | None:
+        t = target.strip().casefold()
+        if not t:
+            return here
+        t = t[:-3] if t.endswith(".md") else t
+        if t in self.stems:
+            return self.stems[t]
+        matches = sorted((p for s, p in self.stems.items() if s.endswith("/" + t) or s == t), key=lambda p: (len(p), p))
+        if matches:
+            return matches[0]
+        return self.aliases.get(t)
+
+    def unit(self, ref, here: str) -> Unit | None:
+        path = self.note(ref.target, here)
+        if path is None:
+            return None
+        candidates = self.by_path[path]
+        if ref.block:
+            return next((u for u in candidates if ref.block in u.block_ids or u.anchor == ref.block), None)
+        if ref.heading:
+            wanted = ref.heading.strip().casefold()
+            return next((u for u in candidates if u.anchor.casefold() == wanted), candidates[0])
+        return candidates[0]
+
+
+def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None, options: dict | None = None) -> dict:
+    folder = Path(root).expanduser()
+    if not folder.is_dir():
+        raise InvalidInput(f"{folder} is not a folder (was the vault moved or unmounted?)")
+    folder = folder.resolve()
+    scope = scope or f"vault:{folder.name}"
+    parser = get_parser(source)
+    result: ParseResult = parser.parse(folder, options or {})
+    root_key = str(folder)
+    actor_source = f"person:{source}"
+    counts = {"created": 0, "updated": 0, "unchanged": 0, "archived": 0, "moved": 0, "restored": 0}
+    warnings: list[str] = []
+    conn = memory.conn
+    now = memory.now()
+    with immediate(conn):
+        batch = store.new_batch(conn, source, root_key, scope, now)
+        known = store.units(conn, source, root_key)
+        current = {u.key: u for u in result.units}
+        hashes = {k: unit_hash(u) for k, u in current.items()}
+        vanished = {k: r for k, r in known.items() if k not in current and r["status"] == "live"}
+        by_hash: dict[str, list[str]] = {}
+        for k, r in sorted(vanished.items()):
+            by_hash.setdefault(r["content_hash"], []).append(k)
+        touched: dict[str, int] = {}           # unit key -> node id whose tags and links to (re)write
+        for key, unit in current.items():
+            h = hashes[key]
+            row = known.get(key)
+            if row is not None and row["status"] == "live" and row["content_hash"] == h:
+                counts["unchanged"] += 1
+                continue
+            if row is None and by_hash.get(h):                      # moved or renamed, same text
+                old_key = by_hash[h].pop(0)
+                vanished.pop(old_key)
+                store.rekey(conn, source, root_key, old_key, key, batch)
+                store.change(conn, batch, "moved", unit_key=key, old_key=old_key)
+                counts["moved"] += 1
+                continue
+            if row is not None and row["status"] == "archived" and row["content_hash"] == h:
+                memory.set_hidden(row["node_id"], False, now)         # the note came back as it was
+                store.put_unit(conn, source, root_key, key, h, row["node_id"], "live", batch)
+                store.change(conn, batch, "restored", unit_key=key, old_node_id=row["node_id"])
+                counts["restored"] += 1
+                continue
+            lineage = None
+            if row is not None:
+                old = nodes.get_any(conn, row["node_id"])
+                if old is not None and old["status"] in ("live", "archived"):
+                    if old["status"] == "archived":
+                        memory.set_hidden(old["id"], False, now)
+                    lineage = old["id"]
+            node_id, unit_warnings = memory.store_unit(unit.text, scope=scope, source_tool=source,
+                                                       valid_from=unit.valid_from, now=now, lineage_of=lineage)
+            warnings += [f"{unit.path}: {w}" for w in unit_warnings]
+            store.put_unit(conn, source, root_key, key, h, node_id, "live", batch)
+            if lineage is None:
+                store.change(conn, batch, "created", unit_key=key, new_node_id=node_id)
+                counts["created"] += 1
+            else:
+                store.change(conn, batch, "updated", unit_key=key, old_node_id=lineage, new_node_id=node_id,
+                             old_hash=row["content_hash"], old_status=row["status"])
+                counts["updated"] += 1
+            touched[key] = node_id
+        for key, row in vanished.items():
+            memory.set_hidden(row["node_id"], True, now)
+            store.put_unit(conn, source, root_key, key, row["content_hash"], row["node_id"], "archived", batch)
+            store.change(conn, batch, "archived", unit_key=key, old_node_id=row["node_id"])
+            counts["archived"] += 1
+        node_of = {k: r["node_id"] for k, r in store.units(conn, source, root_key).items() if r["status"] == "live"}
+        resolver = Resolver(result.units, result.aliases)
+        for key, node_id in touched.items():
+            unit = current[key]
+            for name in unit.tags:
+                before = [t for t in tags.for_nodes(conn, [node_id])[node_id] if t["name"] == name]
+                if tags.assign(conn, node_id, name, status="confirmed", source=actor_source, at=now):
+                    store.change(conn, batch, "tag", unit_key=key, new_node_id=node_id, tag=name,
+                                 before=before[0]["status"] if before else None)
+            store.clear_dangling(conn, source, root_key, key)
+            for ref in unit.refs:
+                target_unit = resolver.unit(ref, unit.path)
+                target = node_of.get(target_unit.key) if target_unit else None
+                if target is None:
+                    store.add_dangling(conn, batch, source, root_key, key, ref.target + (f"#{ref.heading}" if ref.heading
+                                       else f"#^{ref.block}" if ref.block else ""))
+                    continue
+                if target == node_id:
+                    continue
+                link_id = links.add(conn, node_id, target, relation="embeds" if ref.embed else "links-to",
+                                    status="confirmed", proposed_by=actor_source, at=now,
+                                    reason=f"[[{ref.target}]] in {unit.path}")
+                if link_id:
+                    store.change(conn, batch, "link", unit_key=key, new_node_id=node_id, link=link_id)
+        report = {"batch": batch, **counts, "skipped": result.skipped, "warnings": warnings, "scope": scope}
+        store.finish_batch(conn, batch, memory.now(), {k: v for k, v in report.items() if isinstance(v, int)})
+        audit.record(conn, at=now, actor=memory.actor, action="import", batch=batch, source=source, root=root_key,
+                     **counts)
+    return report
+
+
+def rollback(memory: Memory, batch_id: int) -> dict:
+    """Undo one batch (the latest for its folder, or every later one first)."""
+    conn = memory.conn
+    now = memory.now()
+    with immediate(conn):
+        b = store.batch(conn, int(batch_id))
+        if b is None:
+            raise NotFound(f"no import batch {batch_id}")
+        if b["status"] == "rolled_back":
+            raise Conflict(f"batch {batch_id} was already rolled back")
+        later = store.later_batches(conn, b)
+        if later:
+            raise Conflict(f"batch {batch_id} has later imports of the same folder ({', '.join(map(str, later))});"
+                           " roll those back first")
+        undone = 0
+        for c in store.changes(conn, b["id"]):
+            action = c["action"]
+            if action == "created":
+                memory.set_hidden(c["new_node_id"], True, now)
+                store.drop_unit(conn, b["source"], b["root"], c["unit_key"])
+            elif action == "updated":
+                memory.set_hidden(c["new_node_id"], True, now)
+                nodes.restore(conn, c["old_node_id"])
+                if c["detail"].get("old_status") == "archived":
+                    nodes.set_status(conn, c["old_node_id"], "archived")
+                else:
+                    memory.set_hidden(c["old_node_id"], False, now)
+                store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
+                               c["detail"].get("old_status", "live"), b["id"])
+            elif action == "archived":
+                memory.set_hidden(c["old_node_id"], False, now)
+                row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
+                store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
+                               "live", b["id"])
+            elif action == "restored":
+                memory.set_hidden(c["old_node_id"], True, now)
+                row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
+                store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
+                               "archived", b["id"])
+            elif action == "moved":
+                store.rekey(conn, b["source"], b["root"], c["unit_key"], c["old_key"], b["id"])
+            elif action == "link":
+                links.delete(conn, c["detail"]["link"])
+            elif action == "tag":
+                tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))
+            undone += 1
+        store.set_batch_status(conn, b["id"], "rolled_back")
+        audit.record(conn, at=now, actor=memory.actor, action="import_rollback", batch=b["id"], changes=undone)
+    return {"batch": b["id"], "undone": undone, "done": f"batch {b['id']} rolled back ({undone} changes undone)"}

@@ -1,0 +1,119 @@
+"""Tables of the import engine (its own migration set): batches, the identity of every imported
+unit, and the changes each batch made (what rollback undoes)."""
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from ..store.connection import rows
+from ..store.migrations import register
+
+DDL = """
+CREATE TABLE import_batches(
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL,
+  root TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL DEFAULT 'running',     -- 'done' | 'rolled_back'
+  counts TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE import_units(
+  source TEXT NOT NULL,
+  root TEXT NOT NULL,
+  unit_key TEXT NOT NULL,                     -- relative path '#' anchor
+  content_hash TEXT NOT NULL,
+  node_id INTEGER NOT NULL REFERENCES nodes(id),
+  status TEXT NOT NULL CHECK(status IN ('live','archived')),
+  batch_id INTEGER NOT NULL,
+  PRIMARY KEY(source, root, unit_key)
+);
+CREATE TABLE import_changes(
+  id INTEGER PRIMARY KEY,
+  batch_id INTEGER NOT NULL REFERENCES import_batches(id),
+  action TEXT NOT NULL,                       -- created | updated | archived | restored | moved | link | tag
+  unit_key TEXT,
+  old_key TEXT,
+  old_node_id INTEGER,
+  new_node_id INTEGER,
+  old_hash TEXT,
+  detail TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE import_dangling(
+  batch_id INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  root TEXT NOT NULL,
+  unit_key TEXT NOT NULL,
+  target TEXT NOT NULL
+);
+"""
+register("importers", [("0001_engine", DDL)])
+
+
+def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
+    conn.execute("INSERT INTO import_batches(source, root, scope, started_at) VALUES(?,?,?,?)", (source, root, scope, at))
+    return conn.last_insert_rowid()
+
+
+def finish_batch(conn, batch_id: int, at: str, counts: dict) -> None:
+    conn.execute("UPDATE import_batches SET finished_at=?, status='done', counts=? WHERE id=?",
+                 (at, json.dumps(counts, sort_keys=True), batch_id))
+
+
+def units(conn, source: str, root: str) -> dict[str, dict]:
+    return {r["unit_key"]: r for r in rows(conn, "SELECT * FROM import_units WHERE source=? AND root=?", (source, root))}
+
+
+def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id) -> None:
+    conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id)"
+                 " VALUES(?,?,?,?,?,?,?) ON CONFLICT(source, root, unit_key) DO UPDATE SET"
+                 " content_hash=excluded.content_hash, node_id=excluded.node_id, status=excluded.status,"
+                 " batch_id=excluded.batch_id", (source, root, key, content_hash, node_id, status, batch_id))
+
+
+def rekey(conn, source, root, old_key, new_key, batch_id) -> None:
+    conn.execute("UPDATE import_units SET unit_key=?, batch_id=? WHERE source=? AND root=? AND unit_key=?",
+                 (new_key, batch_id, source, root, old_key))
+
+
+def drop_unit(conn, source, root, key) -> None:
+    conn.execute("DELETE FROM import_units WHERE source=? AND root=? AND unit_key=?", (source, root, key))
+
+
+def change(conn, batch_id: int, action: str, *, unit_key=None, old_key=None, old_node_id=None, new_node_id=None,
+           old_hash=None, **detail) -> None:
+    conn.execute("INSERT INTO import_changes(batch_id, action, unit_key, old_key, old_node_id, new_node_id, old_hash,"
+                 " detail) VALUES(?,?,?,?,?,?,?,?)", (batch_id, action, unit_key, old_key, old_node_id, new_node_id,
+                                                      old_hash, json.dumps(detail, sort_keys=True)))
+
+
+def changes(conn, batch_id: int) -> list[dict]:
+    found = rows(conn, "SELECT * FROM import_changes WHERE batch_id=? ORDER BY id DESC", (batch_id,))
+    for r in found:
+        r["detail"] = json.loads(r["detail"])
+    return found
+
+
+def batch(conn, batch_id: int) -> dict | None:
+    found = rows(conn, "SELECT * FROM import_batches WHERE id=?", (batch_id,))
+    return found[0] if found else None
+
+
+def later_batches(conn, b: dict) -> list[int]:
+    return [r[0] for r in conn.execute("SELECT id FROM import_batches WHERE source=? AND root=? AND id>? AND"
+                                       " status='done'", (b["source"], b["root"], b["id"]))]
+
+
+def set_batch_status(conn, batch_id: int, status: str) -> None:
+    conn.execute("UPDATE import_batches SET status=? WHERE id=?", (status, batch_id))
+
+
+def add_dangling(conn, batch_id, source, root, key, target) -> None:
+    conn.execute("INSERT INTO import_dangling(batch_id, source, root, unit_key, target) VALUES(?,?,?,?,?)",
+                 (batch_id, source, root, key, target))
+
+
+def clear_dangling(conn, source, root, key) -> None:
+    conn.execute("DELETE FROM import_dangling WHERE source=? AND root=? AND unit_key=?", (source, root, key))

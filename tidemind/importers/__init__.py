@@ -59,7 +59,7 @@ def register(source: str, factory: Callable[[], Parser]) -> None:
 
 
 def get_parser(source: str) -> Parser:
-    from . import obsidian  # noqa: F401  (registers itself)
+    from . import logseq, obsidian  # noqa: F401  (each registers itself)
 
     if source not in PARSERS:
         from ..errors import InvalidInput

@@ -41,12 +41,15 @@ class Resolver:
             stem = path[:-3] if path.lower().endswith(".md") else path
             self.stems.setdefault(stem.casefold(), path)
         self.aliases = aliases
+        self.blocks = {b: u for u in units for b in u.block_ids}
 
     def note(self, target: str, here: str) -> str | None:
         t = target.strip().casefold()
         if not t:
             return here
         t = t[:-3] if t.endswith(".md") else t
+        if t in self.aliases and self.aliases[t] in self.by_path and "/" in t:   # a namespaced page name
+            return self.aliases[t]
         if t in self.stems:
             return self.stems[t]
         matches = sorted((p for s, p in self.stems.items() if s.endswith("/" + t) or s == t), key=lambda p: (len(p), p))
@@ -55,6 +58,8 @@ class Resolver:
         return self.aliases.get(t)
 
     def unit(self, ref, here: str) -> Unit | None:
+        if ref.block and not ref.target:          # a Logseq ((block ref)) names no page
+            return self.blocks.get(ref.block)
         path = self.note(ref.target, here)
         if path is None:
             return None

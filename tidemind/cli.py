@@ -273,8 +273,16 @@ def cmd_import(args):
                 raise SystemExit(f"tidemind import rollback: {args.target!r} is not a batch number")
             _emit(args, rollback(m, batch), lambda r: r["done"])
             return
-        r = sync(m, args.source, args.target, args.scope, {"exclude": args.exclude or []})
+        options = {"exclude": args.exclude or []}
+        r = sync(m, args.source, args.target, args.scope, options)
         _emit(args, r, _fmt_import)
+        if args.watch:
+            from pathlib import Path
+
+            from .importers.watch import watch
+
+            sys.stdout.flush()
+            sys.exit(watch(lambda: sync(m, args.source, args.target, args.scope, options), Path(args.target)))
 
 
 def cmd_prepare(args):
@@ -379,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("target", help="the vault folder, or the batch number to roll back")
     s.add_argument("--scope", help="scope for the notes (default vault:<folder name>)")
     s.add_argument("--exclude", action="append", help="a folder to skip (e.g. templates); repeatable")
+    s.add_argument("--watch", action="store_true", help="keep the store in sync as files change (Ctrl-C stops)")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

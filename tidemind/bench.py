@@ -174,6 +174,39 @@ def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, roun
     return out
 
 
+def make_vault(folder: Path, notes: int, corpus: Corpus) -> None:
+    """A generated Obsidian vault: ~1 KB notes in 20 folders, each with frontmatter tags,
+    two sections, inline tags and wikilinks to other notes."""
+    rng = random.Random(11)
+    for i in range(notes):
+        sub = folder / f"area-{i % 20:02d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        links = " ".join(f"[[note-{rng.randrange(notes):05d}]]" for _ in range(3))
+        body = (f"---\ntags: [{corpus.word()}, {corpus.word()}]\ncreated: 2026-0{1 + i % 9}-1{i % 9}\n---\n"
+                f"{corpus.memory('vault')} #{corpus.word()}\n\n## Details\n{corpus.memory('vault')}"
+                f" {corpus.memory('vault')} See {links}.\n")
+        (sub / f"note-{i:05d}.md").write_text(body, encoding="utf-8")
+
+
+def _import_bench(home: str, notes: int, corpus: Corpus) -> dict:
+    from .importers.engine import sync
+
+    folder = Path(tempfile.mkdtemp(prefix="tidemind-vault-"))
+    try:
+        make_vault(folder, notes, corpus)
+        with Memory.open(home) as m:
+            t0 = time.perf_counter()
+            cold = sync(m, "obsidian", folder, "vault:bench")
+            cold_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            again = sync(m, "obsidian", folder, "vault:bench")
+            resync_s = time.perf_counter() - t0
+        return {"import_notes": notes, "import_units": cold["created"], "import_cold_s": round(cold_s, 2),
+                "import_resync_s": round(resync_s, 2), "import_resync_changed": again["created"] + again["updated"]}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _metabolism(m: Memory) -> dict:
     """A full offline pass over every node loaded: each task runs batch after batch until it
     reports no more work; throughput is nodes per second of that task's wall time."""
@@ -202,7 +235,8 @@ def _metabolism(m: Memory) -> dict:
 
 
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
-              seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: bool = False) -> dict:
+              seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: bool = False,
+              import_notes: int = 0) -> dict:
     temp = None
     if home is None:
         temp = tempfile.mkdtemp(prefix="tidemind-bench-")
@@ -279,6 +313,8 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         m.close()
         if mcp:
             result.update(_mcp_and_hooks(str(home), probe, corpus, rounds=min(queries, 50)))
+        if import_notes:
+            result.update(_import_bench(str(Path(home) / "import-bench"), import_notes, corpus))
         return result
     finally:
         if temp:
@@ -297,6 +333,9 @@ def format_table(r: dict) -> str:
             v = r[key]
             lines.append(f"  {key:<24}{v['p50']:>10}{v['p95']:>10}{v['n']:>8}")
     lines.append(f"\n  recall p50 / (fts floor p50 + vec floor p50) = {r['recall_over_floors']}")
+    if "import_cold_s" in r:
+        lines.append(f"\n  import of a generated vault of {r['import_notes']:,} notes ({r['import_units']:,} units):"
+                     f" cold {r['import_cold_s']} s, no-change re-sync {r['import_resync_s']} s")
     if "metabolism" in r:
         lines.append(f"\n  offline metabolism over {r['nodes']:,} new nodes: {r['metabolism_total_s']} s in all")
         for name, v in r["metabolism"].items():

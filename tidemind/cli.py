@@ -295,7 +295,8 @@ def cmd_bench(args):
     from .bench import run_bench
 
     r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed,
-                  n_scopes=args.scopes, mcp=not args.no_mcp, metabolism=args.metabolism)
+                  n_scopes=args.scopes, mcp=not args.no_mcp, metabolism=args.metabolism,
+                  import_notes=args.import_notes)
     from .bench import format_table
 
     _emit(args, r, format_table)
@@ -400,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scopes", type=int, default=10, help="spread the nodes over this many scopes (default 10)")
     s.add_argument("--no-mcp", action="store_true", help="skip the MCP round trips and hook timings")
     s.add_argument("--metabolism", action="store_true", help="also time a full offline metabolism pass")
+    s.add_argument("--import-notes", type=int, default=0, help="also time importing a generated vault of N notes")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")
     return p
 

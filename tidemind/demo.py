@@ -91,6 +91,21 @@ def run_demo(home: str | None = None, as_json: bool = False) -> dict:
             _show_recall(out, as_json, f'"staging database port" --as-of {before} --clock recorded'
                          ' (what the store held before the correction)',
                          m.recall("staging database port", scopes=[PROJECT], as_of=before, clock="recorded"))
+            from .importers.engine import sync
+
+            vault = Path(str(resources.files("tidemind").joinpath("samples/vault")))
+            imported = sync(m, "obsidian", vault, "vault:sample")
+            out.append({"step": "import", "result": imported})
+            _say(out, as_json, f"\n$ tidemind import obsidian <sample vault> --scope vault:sample\n"
+                               f"  batch {imported['batch']}: {imported['created']} units created; wikilinks and"
+                               f" #tags arrive confirmed (the person wrote them)")
+            m.embed_pending()
+            hits = m.recall("when does the irrigation run", scopes=["vault:sample"])
+            _show_recall(out, as_json, '"when does the irrigation run" --scope vault:sample', hits)
+            if hits["items"]:
+                hood = m.neighbourhood(hits["items"][0]["id"], scopes=["vault:sample"])
+                for n in hood["neighbours"]:
+                    _say(out, as_json, f"  linked (confirmed) → #{n['id']} {title_of(n)[:80]}")
             stats = m.stats()
             out.append({"step": "stats", "result": stats})
             _say(out, as_json, f"\n$ tidemind stats\n  nodes {stats['nodes']}  review {stats['review']}")

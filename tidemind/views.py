@@ -61,4 +61,6 @@ def title_of(item: dict) -> str:
     if title:
         return title
     first = next((line.strip() for line in item["content"].splitlines() if line.strip()), "")
+    first = first.lstrip("#").strip() if first.startswith("#") else first      # a section's heading
+    first = first[2:] if first.startswith("- ") else first                    # an outliner bullet
     return first[:117] + "..." if len(first) > 120 else first

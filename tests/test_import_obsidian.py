@@ -25,6 +25,7 @@ def vault(tmp_path):
     (tmp_path / "outside-dir").mkdir()
     (tmp_path / "outside-dir" / "note.md").write_text("Quagmirewhistle in a linked folder")
     os.symlink(tmp_path / "outside-dir", target / "linked-dir")
+    (target / "Huge.md").write_text("x" * 2_100_000)
     return target
 
 
@@ -45,6 +46,7 @@ def test_first_import_reads_every_construct(mem, vault):
     skipped = {s["path"]: s["reason"] for s in r["skipped"]}
     assert "not UTF-8" in skipped["Latin1.md"] and "binary" in skipped["Binary.md"]
     assert "malformed frontmatter" in skipped["Broken front.md"]
+    assert "larger than" in skipped["Huge.md"]
     assert "symbolic link" in skipped["Linked outside.md"] and "symbolic link" in skipped["linked-dir/"]
     contents = [c for (c,) in mem.conn.execute("SELECT content FROM nodes")]
     blob = "\n".join(contents)
@@ -79,7 +81,9 @@ def test_first_import_reads_every_construct(mem, vault):
 
 
 def test_reimport_is_idempotent(mem, vault):
-    first = sync(mem, "obsidian", vault, SCOPE)
+    seen = []
+    first = sync(mem, "obsidian", vault, SCOPE, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1][0] == seen[-1][1]
     before = dump(mem)
     again = sync(mem, "obsidian", vault, SCOPE)
     assert again["created"] == again["updated"] == again["archived"] == 0

@@ -274,7 +274,13 @@ def cmd_import(args):
             _emit(args, rollback(m, batch), lambda r: r["done"])
             return
         options = {"exclude": args.exclude or []}
-        r = sync(m, args.source, args.target, args.scope, options)
+        bar = None
+        if sys.stderr.isatty() and not args.json:
+            def bar(done, total, width=30):
+                filled = int(width * done / max(total, 1))
+                print(f"\r  importing [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} units",
+                      end="" if done < total else "\n", file=sys.stderr, flush=True)
+        r = sync(m, args.source, args.target, args.scope, options, progress=bar)
         _emit(args, r, _fmt_import)
         if args.watch:
             from pathlib import Path

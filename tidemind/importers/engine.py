@@ -72,7 +72,9 @@ class Resolver:
         return candidates[0]
 
 
-def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None, options: dict | None = None) -> dict:
+def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None, options: dict | None = None,
+         progress=None) -> dict:
+    """`progress(done, total)` is called now and then while units are written (a CLI bar)."""
     folder = Path(root).expanduser()
     if not folder.is_dir():
         raise InvalidInput(f"{folder} is not a folder (was the vault moved or unmounted?)")
@@ -96,7 +98,9 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
         for k, r in sorted(vanished.items()):
             by_hash.setdefault(r["content_hash"], []).append(k)
         touched: dict[str, int] = {}           # unit key -> node id whose tags and links to (re)write
-        for key, unit in current.items():
+        for done, (key, unit) in enumerate(current.items(), start=1):
+            if progress is not None and (done % 250 == 0 or done == len(current)):
+                progress(done, len(current))
             h = hashes[key]
             row = known.get(key)
             if row is not None and row["status"] == "live" and row["content_hash"] == h:

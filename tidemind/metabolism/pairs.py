@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
-from ..store import vectors, visible
-from ..text import content_words
+from typing import Callable
+
+from ..store import audit, immediate, review, task_runs, vectors, visible
+from ..text import content_words, sha256
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _NEGATION = frozenset({"not", "never", "no", "don", "doesn", "isn", "aren", "won", "cannot", "without", "nobody"})
@@ -32,3 +34,45 @@ def numbers(text: str) -> set[str]:
 def negated(text: str) -> bool:
     words = re.findall(r"[a-z]+", text.casefold())
     return any(w in _NEGATION for w in words) or "n't" in text.casefold()
+
+
+def pair_digest(kind: str, a: int, b: int) -> str:
+    lo, hi = sorted((a, b))
+    return sha256(f"{kind}:{lo}:{hi}")
+
+
+def _content(conn, node_id: int) -> str:
+    return conn.execute("SELECT content FROM nodes WHERE id=?", (node_id,)).fetchone()[0]
+
+
+def file_pair_items(ctx, task: str, kind: str, k: int, min_cosine: float,
+                    judge: Callable[[str, str, float], dict | None], batch: int) -> tuple[int, int]:
+    """For each newly embedded node (a cursor per task): its nearest neighbours that `judge`
+    accepts become one `kind` review item per pair, never twice for a pair and never beside an
+    open item about the same pair. Returns (nodes looked at, items filed)."""
+    cursor = task_runs.get_cursor(ctx.conn, task)
+    todo = vectors.embedded_after(ctx.conn, cursor, ctx.memory.embedder.name, batch)
+    filed = done = 0
+    for node_id, scope, query in todo:
+        if ctx.stopping():
+            break
+        done += 1
+        me = _content(ctx.conn, node_id)
+        found = []
+        for other, cos in nearest(ctx, node_id, scope, query, k, min_cosine):
+            verdict = judge(me, _content(ctx.conn, other), cos)
+            if verdict is not None:
+                found.append((other, verdict))
+        now = ctx.now()
+        with immediate(ctx.conn):
+            for other, verdict in found:
+                digest = pair_digest(kind, node_id, other)
+                if review.exists_with_digest(ctx.conn, digest) or review.open_between(ctx.conn, node_id, other):
+                    continue
+                item = review.file(ctx.conn, kind, node_id=max(node_id, other), other_node_id=min(node_id, other),
+                                   at=now, scope=scope, digest=digest, **verdict)
+                audit.record(ctx.conn, at=now, actor=f"daemon:{task}", action=f"{kind}_proposed", node_id=node_id,
+                             other=other, review_item=item)
+                filed += 1
+            task_runs.set_cursor(ctx.conn, task, node_id)
+    return done, filed

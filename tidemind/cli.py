@@ -291,6 +291,12 @@ def cmd_import(args):
             sys.exit(watch(lambda: sync(m, args.source, args.target, args.scope, options), Path(args.target)))
 
 
+def cmd_desktop(args):
+    from tidemind_desktop.app import run
+
+    sys.exit(run(args.home, args.screenshot, args.view, args.node, args.query))
+
+
 def cmd_prepare(args):
     with _memory(args) as m:
         r = m.prepare(args.hint, args.budget, scopes=args.scope)
@@ -395,6 +401,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scope", help="scope for the notes (default vault:<folder name>)")
     s.add_argument("--exclude", action="append", help="a folder to skip (e.g. templates); repeatable")
     s.add_argument("--watch", action="store_true", help="keep the store in sync as files change (Ctrl-C stops)")
+    s = add("desktop", cmd_desktop, "open the desktop app (or render it to a PNG with --screenshot)")
+    s.add_argument("--screenshot", help="render offscreen to this PNG and exit")
+    s.add_argument("--view", choices=["search", "node", "review"], default="search")
+    s.add_argument("--node", type=int, help="open this memory")
+    s.add_argument("--query", help="run this search first")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

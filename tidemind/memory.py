@@ -479,6 +479,8 @@ class Memory:
         named = [i for i in (item["node_id"], item["other_node_id"]) if i]
         found = nodes.get_visible(self.conn, named, read)
         item["nodes"] = views.describe(self.conn, found, named, read)
+        if item["payload"].get("synthesis"):
+            item["synthesis"] = syntheses.get(self.conn, item["payload"]["synthesis"])
         return item
 
     def review_decide(self, item_id: int, decision: str) -> dict:
@@ -552,6 +554,20 @@ class Memory:
                          link=link["id"], previous=link["status"])
         return {"link": link["id"], "status": status, "previous": link["status"],
                 "done": f"link {link['id']} {status} (was {link['status']})"}
+
+    def tags_of(self, node_id: int, scopes: Sequence[str] | None = None) -> list[dict]:
+        """Every tag assignment of a visible node, rejected ones included (a person's view)."""
+        node = self.show(node_id, scopes=scopes)
+        return tags.for_nodes(self.conn, [node["id"]])[node["id"]]
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits: a cheap way for a window to notice."""
+        return scalar(self.conn, "PRAGMA data_version")
+
+    def task_state(self) -> dict:
+        from .store import task_runs
+
+        return task_runs.state(self.conn)
 
     def neighbourhood(self, node_id, *, scopes: Sequence[str] | None = None, limit: int = 20) -> dict:
         """The node and the nodes one confirmed link away; links in other states are listed, not walked."""

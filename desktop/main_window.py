@@ -1,0 +1,161 @@
+"""The main window: search (the same hybrid recall and abstention agents get), results, the
+memory view, the review queue, and a status bar; it notices changes made by other processes."""
+from __future__ import annotations
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow,
+                               QPushButton, QSplitter, QStatusBar, QTabWidget, QVBoxLayout, QWidget)
+
+from tidemind.errors import TideMindError
+from tidemind.memory import Memory
+from tidemind.views import title_of
+
+from .node_view import NodeView
+from .review_view import ReviewView
+
+ALL = "all scopes"
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, memory: Memory, poll_ms: int = 1000):
+        super().__init__()
+        self.memory = memory
+        self.setWindowTitle("TideMind")
+        self.resize(1100, 720)
+        central = QWidget()
+        outer = QVBoxLayout(central)
+        bar = QHBoxLayout()
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Search your memory…")
+        self.scope = QComboBox()
+        self.go = QPushButton("Search")
+        bar.addWidget(self.query, 1)
+        bar.addWidget(self.scope)
+        bar.addWidget(self.go)
+        outer.addLayout(bar)
+        split = QSplitter()
+        self.results = QListWidget()
+        self.results.setMinimumWidth(320)
+        self.tabs = QTabWidget()
+        self.node_view = NodeView()
+        self.review_view = ReviewView()
+        self.tabs.addTab(self.node_view, "Memory")
+        self.tabs.addTab(self.review_view, "Review")
+        split.addWidget(self.results)
+        split.addWidget(self.tabs)
+        split.setSizes([360, 740])
+        outer.addWidget(split, 1)
+        self.message = QLabel("")
+        outer.addWidget(self.message)
+        self.setCentralWidget(central)
+        self.setStatusBar(QStatusBar())
+        self.status = QLabel()
+        self.statusBar().addWidget(self.status, 1)
+
+        self.go.clicked.connect(self.search)
+        self.query.returnPressed.connect(self.search)
+        self.results.currentItemChanged.connect(lambda item, _prev=None: item and self.open_node(item.data(256)))
+        self.node_view.tag_toggled.connect(self.toggle_tag)
+        self.review_view.decided.connect(self.decide)
+        self._version = None
+        self.refresh_all()
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.poll)
+        self.timer.start(poll_ms)
+
+    # -- reading ------------------------------------------------------------------------------
+    def scopes(self) -> list[str] | None:
+        chosen = self.scope.currentText()
+        return None if chosen in ("", ALL) else [chosen]
+
+    def search(self):
+        text = self.query.text().strip()
+        self.results.clear()
+        if not text:
+            return
+        try:
+            r = self.memory.recall(text, scopes=self.scopes(), all_scopes=self.scopes() is None, limit=30)
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+            return
+        if r["abstained"]:
+            self.message.setText(f"No answer: {r['message']}")
+            return
+        self.message.setText(f"{len(r['items'])} memories · best evidence {r['best_evidence']}")
+        for item in r["items"]:
+            row = QListWidgetItem(f"#{item['id']}  {title_of(item)[:80]}\n{item['scope']} · score {item['score']}")
+            row.setData(256, item["id"])
+            self.results.addItem(row)
+
+    def open_node(self, node_id: int):
+        try:
+            node = self.memory.show(node_id)
+            tags = self.memory.tags_of(node_id)
+        except TideMindError as exc:
+            self.node_view.show_message(str(exc))
+            return
+        self.node_view.show_node(node, tags)
+        self.tabs.setCurrentWidget(self.node_view)
+
+    def refresh_review(self):
+        items = self.memory.review_list(status=None)
+        details = {}
+        for r in items[:200]:
+            try:
+                details[r["id"]] = self.memory.review_show(r["id"])
+            except TideMindError:
+                details[r["id"]] = {**r, "nodes": []}
+        self.review_view.load(items, details)
+
+    def refresh_status(self):
+        st = self.memory.stats()
+        runs = self.memory.task_state()
+        last = max((r["last_finished"] for r in runs.values() if r.get("last_finished")), default=None)
+        llm = st.get("llm") or {}
+        nodes = st["nodes"]
+        self.status.setText(f"{self.memory.settings.db_path} · {nodes['live']} live, {nodes['archived']} archived,"
+                            f" {nodes['superseded']} superseded · daemon last run {last[:19] if last else 'never'}"
+                            f" · LLM {'on' if llm else 'off'} · {sum(st['review'].values())} review items")
+        known = [self.scope.itemText(i) for i in range(self.scope.count())]
+        wanted = [ALL] + st["scopes"]
+        if known != wanted:
+            current = self.scope.currentText()
+            self.scope.clear()
+            self.scope.addItems(wanted)
+            if current in wanted:
+                self.scope.setCurrentText(current)
+
+    def refresh_all(self):
+        self.refresh_status()
+        self.refresh_review()
+        self._version = self.memory.data_version()
+
+    def poll(self):
+        """Another process (an agent, the daemon) committed: refresh without losing the selection."""
+        try:
+            version = self.memory.data_version()
+        except Exception:            # the store went away (closed, deleted): stop polling, keep the window
+            self.timer.stop()
+            self.message.setText("The store is no longer reachable; reopen TideMind.")
+            return
+        if version != self._version:
+            self.refresh_all()
+            if self.node_view.node_id is not None:
+                self.open_node(self.node_view.node_id)
+
+    # -- a person's decisions -----------------------------------------------------------------
+    def toggle_tag(self, node_id: int, name: str, reject: bool):
+        try:
+            self.memory.tag_decide(node_id, name, reject=reject)
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+        self.open_node(node_id)
+        self._version = self.memory.data_version()
+
+    def decide(self, item_id: int, decision: str):
+        try:
+            r = self.memory.review_decide(item_id, decision)
+            self.message.setText(r["done"])
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+        self.refresh_all()

@@ -1,0 +1,86 @@
+"""The desktop app under pytest-qt, offscreen, on a real store."""
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("PySide6")
+from PySide6.QtGui import QImage  # noqa: E402
+
+from tidemind.metabolism.scheduler import run_due  # noqa: E402
+from tidemind_desktop.main_window import MainWindow  # noqa: E402
+
+from .conftest import ROOT  # noqa: E402
+
+
+@pytest.fixture
+def window(qtbot, mem):
+    w = MainWindow(mem, poll_ms=200)
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.timer.stop()
+
+
+def test_search_shows_results_and_abstains_plainly(window, mem):
+    mem.digest("The staging database listens on port 5433 behind PgBouncer.")
+    mem.embed_pending()
+    window.refresh_all()
+    window.query.setText("staging database port")
+    window.search()
+    assert window.results.count() == 1
+    window.query.setText("what is the capital of mongolia")
+    window.search()
+    assert window.results.count() == 0 and window.message.text().startswith("No answer")
+
+
+def test_rejecting_a_tag_in_the_ui_is_permanent_until_undone(window, mem, qtbot):
+    nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
+    run_due(mem, only=["embed", "annotate"], force=True)
+    window.open_node(nid)
+    name, chip = next(iter(window.node_view.chips.items()))
+    assert chip.status == "proposed"
+    chip.button.click()
+    assert window.node_view.chips[name].status == "rejected_by_user"
+    assert {t["name"]: t["status"] for t in mem.tags_of(nid)}[name] == "rejected_by_user"
+    mem.conn.execute("DELETE FROM derived WHERE node_id=?", (nid,))
+    run_due(mem, only=["annotate"], force=True)
+    window.open_node(nid)
+    assert window.node_view.chips[name].status == "rejected_by_user"
+    window.node_view.chips[name].button.click()                      # undo
+    assert name not in {t["name"] for t in mem.tags_of(nid) if t["status"] == "rejected_by_user"}
+
+
+def test_approving_a_merge_in_the_ui_keeps_both_as_versions(window, mem):
+    a = mem.digest("The weekly planning meeting is on Monday at 10:00 in the big room.")["node_ids"][0]
+    b = mem.digest("The weekly planning meeting is on Monday at 10:00 in the big room!")["node_ids"][0]
+    run_due(mem, only=["embed", "dedup"], force=True)
+    window.refresh_all()
+    window.tabs.setCurrentWidget(window.review_view)
+    window.review_view.items.setCurrentRow(0)
+    window.review_view.findChild(type(window.go), "review-approved").click()
+    versions = mem.show(b)["versions"]
+    assert [v["id"] for v in versions] == [a, b] and versions[0]["content"]
+    window.review_view.items.setCurrentRow(0)
+    window.review_view.findChild(type(window.go), "review-rejected").click()
+    assert mem.show(a)["status"] == "live" and mem.show(b)["status"] == "live"
+
+
+def test_a_change_by_another_process_appears_within_two_seconds(window, mem, home, qtbot):
+    before = window.status.text()
+    subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "digest", "written by an agent"],
+                   check=True, cwd=ROOT, capture_output=True)
+    qtbot.waitUntil(lambda: window.status.text() != before and " 1 live" in window.status.text(), timeout=2000)
+
+
+def test_screenshot_command_renders_a_non_blank_png(home, tmp_path, mem):
+    nid = mem.digest("A memory to look at in the screenshot.")["node_ids"][0]
+    mem.close()
+    out = tmp_path / "shot.png"
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "desktop", "--screenshot",
+                           str(out), "--node", str(nid)], cwd=ROOT, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    image = QImage(str(out))
+    assert image.width() >= 800 and image.height() >= 500
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 37) for y in range(0, image.height(), 29)}
+    assert len(colours) > 5                                          # not blank

@@ -23,6 +23,8 @@ def run(home: str | None, screenshot: str | None = None, view: str = "search", n
         window.search()
     if node is not None:
         window.open_node(node)
+    if view == "graph" and node is not None:
+        window.show_graph(node)
     if view == "review":
         window.tabs.setCurrentWidget(window.review_view)
         if window.review_view.items.count():

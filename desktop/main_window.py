@@ -10,6 +10,7 @@ from tidemind.errors import TideMindError
 from tidemind.memory import Memory
 from tidemind.views import title_of
 
+from .graph_view import GraphView
 from .node_view import NodeView
 from .review_view import ReviewView
 
@@ -38,8 +39,10 @@ class MainWindow(QMainWindow):
         self.results.setMinimumWidth(320)
         self.tabs = QTabWidget()
         self.node_view = NodeView()
+        self.graph_view = GraphView()
         self.review_view = ReviewView()
         self.tabs.addTab(self.node_view, "Memory")
+        self.tabs.addTab(self.graph_view, "Graph")
         self.tabs.addTab(self.review_view, "Review")
         split.addWidget(self.results)
         split.addWidget(self.tabs)
@@ -57,6 +60,10 @@ class MainWindow(QMainWindow):
         self.results.currentItemChanged.connect(lambda item, _prev=None: item and self.open_node(item.data(256)))
         self.node_view.tag_toggled.connect(self.toggle_tag)
         self.review_view.decided.connect(self.decide)
+        self.graph_view.node_selected.connect(self.show_graph)
+        self.node_view.action.connect(self.node_action)
+        self.tabs.currentChanged.connect(self._tab_changed)
+        self.graph_view.node_opened.connect(self.open_node)
         self._version = None
         self.refresh_all()
         self.timer = QTimer(self)
@@ -96,6 +103,73 @@ class MainWindow(QMainWindow):
             return
         self.node_view.show_node(node, tags)
         self.tabs.setCurrentWidget(self.node_view)
+
+    def show_graph(self, node_id: int):
+        try:
+            graph = self.memory.graph(node_id)
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+            return
+        self.graph_view.show_graph(graph)
+        self.tabs.setCurrentWidget(self.graph_view)
+        self.message.setText(f"graph around #{node_id}: {len(graph['nodes'])} memories, {len(graph['edges'])} links")
+
+    def _tab_changed(self, index: int):
+        if self.tabs.widget(index) is self.graph_view and self.node_view.node_id is not None \
+                and self.graph_view.center != self.node_view.node_id:
+            self.show_graph(self.node_view.node_id)
+
+    # -- editing: every change goes through the core, as a person ----------------------------------
+    def node_action(self, verb: str, node_id: int):
+        from PySide6.QtWidgets import QInputDialog, QMessageBox
+
+        if verb == "graph":
+            self.show_graph(node_id)
+        elif verb == "edit":
+            current = self.memory.show(node_id)["content"]
+            text, ok = QInputDialog.getMultiLineText(self, "Edit memory", "The corrected text (a new version):",
+                                                     current)
+            if ok:
+                self.edit_node(node_id, text)
+        elif verb == "tag":
+            name, ok = QInputDialog.getText(self, "Add tag", "Tag:")
+            if ok and name.strip():
+                self._run(lambda: self.memory.tag_add(node_id, name), node_id)
+        elif verb == "archive":
+            self._run(lambda: self.memory.archive(node_id), None)
+        elif verb == "forget":
+            answer = QMessageBox.question(self, "Forget this memory?",
+                                          "Forgetting erases the text of this memory and of every earlier version"
+                                          " from the store, its indexes and the stream files. Only a hash remains."
+                                          " This cannot be undone.")
+            if answer == QMessageBox.Yes:
+                self.forget_node(node_id)
+
+    def _run(self, fn, reopen: int | None):
+        try:
+            self.message.setText(fn()["done"])
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+        self.refresh_all()
+        if reopen is not None:
+            self.open_node(reopen)
+        else:
+            self.node_view.show_message(self.message.text())
+
+    def edit_node(self, node_id: int, text: str) -> int | None:
+        """An edit is a correction: a new version supersedes the old one, with no similarity merge."""
+        try:
+            r = self.memory.correct(node_id, text)
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+            return None
+        self.message.setText(r["done"])
+        self.refresh_all()
+        self.open_node(r["node_ids"][0])
+        return r["node_ids"][0]
+
+    def forget_node(self, node_id: int):
+        self._run(lambda: self.memory.forget(node_id), None)
 
     def refresh_review(self):
         items = self.memory.review_list(status=None)

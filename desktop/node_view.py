@@ -17,6 +17,22 @@ CHIP_STYLE = {
 }
 
 
+def version_diff(old: str, new: str) -> str:
+    """A word-level diff as HTML: removed words struck through in red, added ones in green."""
+    import difflib
+
+    a, b = old.split(), new.split()
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(html.escape(" ".join(a[i1:i2])))
+        if op in ("delete", "replace"):
+            out.append(f"<span style='color:#b00;text-decoration:line-through'>{html.escape(' '.join(a[i1:i2]))}</span>")
+        if op in ("insert", "replace"):
+            out.append(f"<span style='color:#070;font-weight:bold'>{html.escape(' '.join(b[j1:j2]))}</span>")
+    return " ".join(out)
+
+
 class TagChip(QWidget):
     toggled = Signal(str, bool)          # name, reject?
 
@@ -36,6 +52,7 @@ class TagChip(QWidget):
 
 class NodeView(QScrollArea):
     tag_toggled = Signal(int, str, bool)   # node id, tag, reject?
+    action = Signal(str, int)              # 'edit' | 'archive' | 'restore' | 'forget' | 'tag' | 'graph', node id
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -67,6 +84,17 @@ class NodeView(QScrollArea):
         self.node_id = node["id"]
         head = QLabel(f"<b>Memory {node['id']}</b> · {node['status']} · scope <code>{html.escape(node['scope'])}</code>")
         self.layout_.addWidget(head)
+        actions = QWidget()
+        row = QHBoxLayout(actions)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setAlignment(Qt.AlignLeft)
+        for verb, label in (("edit", "Edit…"), ("tag", "Add tag…"), ("graph", "Graph"), ("archive", "Archive"),
+                            ("forget", "Forget…")):
+            button = QPushButton(label)
+            button.setObjectName(f"node-{verb}")
+            button.clicked.connect(lambda _=False, v=verb: self.action.emit(v, self.node_id))
+            row.addWidget(button)
+        self.layout_.addWidget(actions)
         authored = QPlainTextEdit(node["content"])
         authored.setReadOnly(True)
         authored.setObjectName("authored")
@@ -109,7 +137,9 @@ class NodeView(QScrollArea):
         if len(node.get("versions", [])) > 1:
             rows = "<br>".join(f"v{v['version']} · node {v['id']} · {v['status']} · {v['reason']}: "
                                f"{html.escape((v['content'] or '(text not shown)')[:140])}" for v in node["versions"])
-            versions = QLabel(f"<b>Versions</b><br>{rows}")
+            shown = [v for v in node["versions"] if v["content"]]
+            diff = version_diff(shown[-2]["content"], shown[-1]["content"]) if len(shown) >= 2 else ""
+            versions = QLabel(f"<b>Versions</b><br>{rows}" + (f"<br><b>Last change</b><br>{diff}" if diff else ""))
             versions.setWordWrap(True)
             self.layout_.addWidget(versions)
         line = QFrame()

@@ -84,3 +84,37 @@ def test_screenshot_command_renders_a_non_blank_png(home, tmp_path, mem):
     assert image.width() >= 800 and image.height() >= 500
     colours = {image.pixel(x, y) for x in range(0, image.width(), 37) for y in range(0, image.height(), 29)}
     assert len(colours) > 5                                          # not blank
+
+
+def test_editing_supersedes_and_the_edited_memory_stays_live(window, mem):
+    old = mem.digest("The team standup is at 09:30 in room B.")["node_ids"][0]
+    mem.embed_pending()
+    new = window.edit_node(old, "The team standup is at 09:45 in room B.")   # a near-identical edit
+    assert new and new != old
+    assert mem.show(new)["status"] == "live"
+    versions = mem.show(new)["versions"]
+    assert [v["status"] for v in versions] == ["superseded", "live"] and "09:30" in versions[0]["content"]
+    mem.embed_pending()
+    served = mem.recall("team standup time room")["items"]
+    assert served[0]["id"] == new and "09:45" in served[0]["content"]
+
+
+def test_graph_draws_pending_dashed_and_never_a_rejected_link(window, mem):
+    from PySide6.QtCore import Qt
+    from tidemind.store import immediate, links
+    a, b, c, d = (mem.digest(t)["node_ids"][0] for t in ("hub", "confirmed spoke", "pending spoke", "rejected spoke"))
+    with immediate(mem.conn):
+        links.add(mem.conn, a, b, status="confirmed", proposed_by="t", at=mem.now())
+        links.add(mem.conn, a, c, status="pending", proposed_by="t", at=mem.now())
+        links.add(mem.conn, a, d, status="rejected_by_user", proposed_by="t", at=mem.now())
+    window.show_graph(a)
+    styles = {line.data(0): line.pen().style() for line in window.graph_view.edge_items}
+    assert styles == {"confirmed": Qt.SolidLine, "pending": Qt.DashLine}
+    drawn = {item.node_id for item in window.graph_view.graph_scene.items() if hasattr(item, "node_id")}
+    assert drawn == {a, b, c}
+
+
+def test_forget_from_the_ui_erases(window, mem):
+    nid = mem.digest("Zorblax secret to be forgotten from the desktop")["node_ids"][0]
+    window.forget_node(nid)
+    assert mem.conn.execute("SELECT status, content FROM nodes WHERE id=?", (nid,)).fetchone() == ("forgotten", "")

@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--watch", action="store_true", help="keep the store in sync as files change (Ctrl-C stops)")
     s = add("desktop", cmd_desktop, "open the desktop app (or render it to a PNG with --screenshot)")
     s.add_argument("--screenshot", help="render offscreen to this PNG and exit")
-    s.add_argument("--view", choices=["search", "node", "review"], default="search")
+    s.add_argument("--view", choices=["search", "node", "graph", "review"], default="search")
     s.add_argument("--node", type=int, help="open this memory")
     s.add_argument("--query", help="run this search first")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")

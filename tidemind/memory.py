@@ -540,6 +540,19 @@ class Memory:
         verb = "rejected (it will not be proposed again)" if reject else "no longer rejected"
         return {"node_ids": [row["id"]], "tag": name, "done": f"tag {name!r} on node {row['id']} {verb}"}
 
+    def tag_add(self, node_id: int, name: str) -> dict:
+        """A person's own tag: confirmed at once (it is not an inference)."""
+        name = (name or "").strip().lstrip("#")
+        if not name:
+            raise InvalidInput("tag name is empty")
+        now = self.now()
+        with immediate(self.conn):
+            row = self._live_node(node_id, "tag")
+            tags.unreject(self.conn, row["id"], name)          # adding it yourself lifts your own earlier no
+            tags.assign(self.conn, row["id"], name, status="confirmed", source=f"person:{self.actor}", at=now)
+            audit.record(self.conn, at=now, actor=self.actor, action="tag_add", node_id=row["id"], tag=name)
+        return {"node_ids": [row["id"]], "tag": name, "done": f"tag {name!r} added to node {row['id']}"}
+
     def link_decide(self, link_id: int, status: str) -> dict:
         if status not in ("confirmed", "rejected_by_user", "pending"):
             raise InvalidInput("a link can be confirmed, rejected or reopened")
@@ -554,6 +567,32 @@ class Memory:
                          link=link["id"], previous=link["status"])
         return {"link": link["id"], "status": status, "previous": link["status"],
                 "done": f"link {link['id']} {status} (was {link['status']})"}
+
+    def graph(self, node_id: int, *, depth: int = 2, limit: int = 500, include_rejected: bool = False,
+              scopes: Sequence[str] | None = None) -> dict:
+        """The neighbourhood of a node for drawing: every node passes the visibility predicate;
+        confirmed and pending links are walked for display, rejected ones only when asked."""
+        start = self.show(node_id, scopes=scopes)
+        read = self.read_scopes(scopes, all_scopes=True)
+        statuses = ["confirmed", "pending"] + (["rejected_by_model", "rejected_by_user"] if include_rejected else [])
+        seen, frontier = {start["id"]}, [start["id"]]
+        for _ in range(depth):
+            nxt = []
+            for a, b in links.touching(self.conn, frontier, statuses):
+                for other in (a, b):
+                    if other not in seen and len(seen) < limit:
+                        seen.add(other)
+                        nxt.append(other)
+            found = nodes.get_visible(self.conn, nxt, read)
+            seen -= set(nxt) - set(found)
+            frontier = list(found)
+        found = nodes.get_visible(self.conn, sorted(seen), read)
+        described = views.describe(self.conn, found, sorted(found), read)
+        return {"center": start["id"],
+                "nodes": [{"id": n["id"], "title": views.title_of(n), "heat": found[n["id"]]["heat"],
+                           "scope": n["scope"], "kind": n["derived"].get("kind", {}).get("value", "memory")}
+                          for n in described],
+                "edges": links.among(self.conn, sorted(found), statuses)}
 
     def tags_of(self, node_id: int, scopes: Sequence[str] | None = None) -> list[dict]:
         """Every tag assignment of a visible node, rejected ones included (a person's view)."""

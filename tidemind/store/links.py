@@ -122,3 +122,24 @@ def get(conn: apsw.Connection, link_id: int) -> dict | None:
 def delete(conn: apsw.Connection, link_id: int) -> None:
     """Only an import rollback removes a link row: it undoes a link that batch itself made."""
     conn.execute("DELETE FROM links WHERE id = ?", (link_id,))
+
+
+def among(conn: apsw.Connection, node_ids: Sequence[int], statuses: Sequence[str]) -> list[dict]:
+    """Links with both ends in `node_ids` (already checked visible by the caller), in these statuses."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    s_marks = ",".join("?" * len(statuses))
+    return rows(conn, f"SELECT id, source_id, target_id, relation, status FROM links WHERE source_id IN ({marks})"
+                      f" AND target_id IN ({marks}) AND status IN ({s_marks})", [*node_ids, *node_ids, *statuses])
+
+
+def touching(conn: apsw.Connection, node_ids: Sequence[int], statuses: Sequence[str]) -> list[tuple[int, int]]:
+    """(a, b) pairs of links in these statuses with an end in `node_ids`."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    s_marks = ",".join("?" * len(statuses))
+    return [tuple(r) for r in conn.execute(
+        f"SELECT source_id, target_id FROM links WHERE (source_id IN ({marks}) OR target_id IN ({marks}))"
+        f" AND status IN ({s_marks})", [*node_ids, *node_ids, *statuses])]

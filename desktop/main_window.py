@@ -12,6 +12,7 @@ from tidemind.views import title_of
 
 from .graph_view import GraphView
 from .node_view import NodeView
+from .panels import ImportPanel, MetabolismPanel
 from .review_view import ReviewView
 
 ALL = "all scopes"
@@ -44,6 +45,12 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.node_view, "Memory")
         self.tabs.addTab(self.graph_view, "Graph")
         self.tabs.addTab(self.review_view, "Review")
+        self.import_panel = ImportPanel()
+        self.metabolism_panel = MetabolismPanel()
+        self.tabs.addTab(self.import_panel, "Import")
+        self.tabs.addTab(self.metabolism_panel, "Metabolism")
+        self.import_panel.requested.connect(self.import_folder)
+        self.metabolism_panel.run_requested.connect(self.run_task)
         split.addWidget(self.results)
         split.addWidget(self.tabs)
         split.setSizes([360, 740])
@@ -171,6 +178,32 @@ class MainWindow(QMainWindow):
     def forget_node(self, node_id: int):
         self._run(lambda: self.memory.forget(node_id), None)
 
+    def import_folder(self, source: str, folder: str) -> dict | None:
+        from tidemind.importers.engine import sync
+
+        try:
+            r = sync(self.memory, source, folder)
+        except TideMindError as exc:
+            self.import_panel.report.setText(str(exc))
+            return None
+        skipped = "".join(f"<br>skipped {s['path']}: {s['reason']}" for s in r["skipped"][:20])
+        self.import_panel.report.setText(
+            f"batch {r['batch']} into {r['scope']}: {r['created']} created, {r['updated']} updated, {r['unchanged']}"
+            f" unchanged, {r['archived']} archived, {r['moved']} moved{skipped}")
+        self.refresh_all()
+        return r
+
+    def run_task(self, name: str) -> dict:
+        from tidemind.llm import choose
+        from tidemind.metabolism.scheduler import ordered_tasks, owner_id, run_task
+
+        task = next(t for t in ordered_tasks() if t.name == name)
+        report = run_task(self.memory, task, owner_id(), llm=choose(self.memory.settings))
+        self.message.setText(f"{name}: {report['status']} " + ", ".join(
+            f"{k}={v}" for k, v in report.items() if k not in ("task", "status")))
+        self.refresh_all()
+        return report
+
     def refresh_review(self):
         items = self.memory.review_list(status=None)
         details = {}
@@ -202,6 +235,9 @@ class MainWindow(QMainWindow):
     def refresh_all(self):
         self.refresh_status()
         self.refresh_review()
+        from tidemind.metabolism.scheduler import ordered_tasks
+
+        self.metabolism_panel.load([t.name for t in ordered_tasks()], self.memory.task_state())
         self._version = self.memory.data_version()
 
     def poll(self):

@@ -118,3 +118,17 @@ def test_forget_from_the_ui_erases(window, mem):
     nid = mem.digest("Zorblax secret to be forgotten from the desktop")["node_ids"][0]
     window.forget_node(nid)
     assert mem.conn.execute("SELECT status, content FROM nodes WHERE id=?", (nid,)).fetchone() == ("forgotten", "")
+
+
+def test_import_and_metabolism_panels(window, mem):
+    from pathlib import Path
+    vault = Path(__file__).parent / "fixtures" / "graph"
+    r = window.import_folder("logseq", str(vault))
+    assert r and r["created"] == 8 and "8 created" in window.import_panel.report.text()
+    report = window.run_task("embed")
+    assert report["status"] == "ok" and report["embedded"] == 8
+    rows = {window.metabolism_panel.table.item(i, 0).text(): window.metabolism_panel.table.item(i, 2).text()
+            for i in range(window.metabolism_panel.table.rowCount())}
+    assert rows["embed"] == "ok" and "annotate" in rows
+    bad = window.import_folder("obsidian", "/nonexistent/vault")
+    assert bad is None and "not a folder" in window.import_panel.report.text()

@@ -67,6 +67,7 @@ class MainWindow(QMainWindow):
         self.results.currentItemChanged.connect(lambda item, _prev=None: item and self.open_node(item.data(256)))
         self.node_view.tag_toggled.connect(self.toggle_tag)
         self.review_view.decided.connect(self.decide)
+        self.review_view.filter_changed.connect(self.refresh_review)
         self.graph_view.node_selected.connect(self.show_graph)
         self.node_view.action.connect(self.node_action)
         self.tabs.currentChanged.connect(self._tab_changed)
@@ -205,7 +206,7 @@ class MainWindow(QMainWindow):
         return report
 
     def refresh_review(self):
-        items = self.memory.review_list(status=None)
+        items = self.memory.review_list(status=None if self.review_view.show_decided.isChecked() else "open")
         details = {}
         for r in items[:200]:
             try:

@@ -4,18 +4,20 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QSplitter, QVBoxLayout,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QSplitter, QVBoxLayout,
                                QWidget)
 
 
 class ReviewView(QWidget):
     decided = Signal(int, str)          # item id, decision
+    filter_changed = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         split = QSplitter()
         self.items = QListWidget()
+        self.items.setSelectionMode(QAbstractItemView.ExtendedSelection)     # bulk decisions
         self.detail = QLabel("Nothing selected.")
         self.detail.setWordWrap(True)
         self.detail.setAlignment(Qt.AlignTop | Qt.AlignLeft)
@@ -25,7 +27,11 @@ class ReviewView(QWidget):
         split.setSizes([320, 560])
         layout.addWidget(split)
         buttons = QHBoxLayout()
-        for label, decision in (("Approve", "approved"), ("Reject", "rejected"), ("Reopen", "open")):
+        self.show_decided = QCheckBox("show decided (history)")
+        self.show_decided.toggled.connect(lambda _: self.filter_changed.emit())
+        buttons.addWidget(self.show_decided)
+        for label, decision in (("Approve", "approved"), ("Reject", "rejected"), ("Defer", "defer"),
+                                ("Reopen", "open")):
             b = QPushButton(label)
             b.setObjectName(f"review-{decision}")
             b.clicked.connect(lambda _=False, d=decision: self._decide(d))
@@ -60,12 +66,28 @@ class ReviewView(QWidget):
                          f"{html.escape(r['synthesis']['text'][:600])}")
         for key, value in sorted(r["payload"].items()):
             parts.append(f"{html.escape(key)}: {html.escape(str(value))[:300]}")
-        for node in r.get("nodes", []):
-            parts.append(f"<hr><b>node {node['id']}</b> recorded {node['recorded_at'][:19]}<br>"
-                         f"{html.escape(node['content'][:600])}")
+        nodes = r.get("nodes", [])
+        if len(nodes) == 2:            # merges and contradictions: both texts side by side, with their dates
+            cells = "".join(f"<td width='50%' valign='top'><b>node {n['id']}</b><br><i>valid {n['valid_from'][:10]},"
+                            f" recorded {n['recorded_at'][:19]}</i><br>{html.escape(n['content'][:600])}</td>"
+                            for n in nodes)
+            parts.append(f"<table width='100%' cellspacing='8'><tr>{cells}</tr></table>")
+        else:
+            for node in nodes:
+                parts.append(f"<hr><b>node {node['id']}</b> recorded {node['recorded_at'][:19]}<br>"
+                             f"{html.escape(node['content'][:600])}")
+        if r.get("resolved_at"):
+            parts.append(f"<i>decided {html.escape(r['status'])} by {html.escape(str(r.get('resolved_by')))}"
+                         f" at {r['resolved_at'][:19]} (reopen to change it)</i>")
         self.detail.setText("<br>".join(parts))
 
     def _decide(self, decision: str):
-        item = self.items.currentItem()
-        if item is not None:
-            self.decided.emit(item.data(256), decision)
+        chosen = self.items.selectedItems() or ([self.items.currentItem()] if self.items.currentItem() else [])
+        if decision == "defer":            # leave it open, look at the next one
+            row = self.items.currentRow()
+            if row + 1 < self.items.count():
+                self.items.setCurrentRow(row + 1)
+            return
+        ids = [item.data(256) for item in chosen]     # read before the first decision reloads the list
+        for item_id in ids:
+            self.decided.emit(item_id, decision)

@@ -61,9 +61,23 @@ def test_approving_a_merge_in_the_ui_keeps_both_as_versions(window, mem):
     window.review_view.findChild(type(window.go), "review-approved").click()
     versions = mem.show(b)["versions"]
     assert [v["id"] for v in versions] == [a, b] and versions[0]["content"]
+    window.review_view.show_decided.setChecked(True)               # the history shows decided items
     window.review_view.items.setCurrentRow(0)
+    assert "approved" in window.review_view.items.currentItem().text()
     window.review_view.findChild(type(window.go), "review-rejected").click()
     assert mem.show(a)["status"] == "live" and mem.show(b)["status"] == "live"
+
+
+def test_bulk_decisions_in_the_review_queue(window, mem):
+    for i in range(3):
+        old = mem.digest(f"The cache TTL number {i} is 60 seconds.")["node_ids"][0]
+        mem.correct(old, f"The cache TTL number {i} is 300 seconds.")
+        mem.digest(f"The cache TTL number {i} is 60 seconds.")
+    window.refresh_all()
+    assert window.review_view.items.count() == 3
+    window.review_view.items.selectAll()
+    window.review_view.findChild(type(window.go), "review-rejected").click()
+    assert mem.review_list() == [] and window.review_view.items.count() == 0
 
 
 def test_a_change_by_another_process_appears_within_two_seconds(window, mem, home, qtbot):

@@ -21,6 +21,8 @@ def run(home: str | None, screenshot: str | None = None, view: str = "search", n
     if query:
         window.query.setText(query)
         window.search()
+        window.pool.waitForDone(10000)          # the search runs on the worker thread
+        app.processEvents()
     if node is not None:
         window.open_node(node)
     if view == "graph" and node is not None:
@@ -33,8 +35,10 @@ def run(home: str | None, screenshot: str | None = None, view: str = "search", n
     if screenshot:
         app.processEvents()
         window.grab().save(screenshot)
+        window.close()
         memory.close()
         return 0
     code = app.exec()
+    window.close()
     memory.close()
     return code

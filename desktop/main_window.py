@@ -2,7 +2,7 @@
 memory view, the review queue, and a status bar; it notices changes made by other processes."""
 from __future__ import annotations
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow,
                                QPushButton, QSplitter, QStatusBar, QTabWidget, QVBoxLayout, QWidget)
 
@@ -16,6 +16,23 @@ from .panels import ImportPanel, MetabolismPanel
 from .review_view import ReviewView
 
 ALL = "all scopes"
+
+
+class _Signals(QObject):
+    done = Signal(object, object)          # callback, result: delivered on the UI thread
+
+
+class _Job(QRunnable):
+    def __init__(self, job, reader, on_done, signals: _Signals):
+        super().__init__()
+        self.job, self.reader, self.on_done, self.signals = job, reader, on_done, signals
+
+    def run(self):
+        try:
+            result = self.job(self.reader)
+        except Exception as exc:           # reported, never a crash of the worker
+            result = {"error": f"{type(exc).__name__}: {exc}"}
+        self.signals.done.emit(self.on_done, result)
 
 
 class MainWindow(QMainWindow):
@@ -73,6 +90,12 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._tab_changed)
         self.graph_view.node_opened.connect(self.open_node)
         self._version = None
+        self._reader: Memory | None = None      # the worker thread's own connection
+        self._refreshing = False
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)          # one connection, used by one thread at a time
+        self._signals = _Signals(self)
+        self._signals.done.connect(lambda callback, result: callback(result))
         self.refresh_all()
         self.timer = QTimer(self)
         self.timer.timeout.connect(self.poll)
@@ -84,14 +107,26 @@ class MainWindow(QMainWindow):
         return None if chosen in ("", ALL) else [chosen]
 
     def search(self):
+        """Recall runs on the worker thread; results arrive through a signal."""
         text = self.query.text().strip()
         self.results.clear()
         if not text:
             return
-        try:
-            r = self.memory.recall(text, scopes=self.scopes(), all_scopes=self.scopes() is None, limit=30)
-        except TideMindError as exc:
-            self.message.setText(str(exc))
+        scopes = self.scopes()
+        self.message.setText("searching…")
+
+        def job(reader):
+            try:
+                return reader.recall(text, scopes=scopes, all_scopes=scopes is None, limit=30)
+            except TideMindError as exc:
+                return {"error": str(exc)}
+
+        self._submit(job, self._show_results)
+
+    def _show_results(self, r: dict):
+        self.results.clear()
+        if "error" in r:
+            self.message.setText(r["error"])
             return
         if r["abstained"]:
             self.message.setText(f"No answer: {r['message']}")
@@ -101,6 +136,13 @@ class MainWindow(QMainWindow):
             row = QListWidgetItem(f"#{item['id']}  {title_of(item)[:80]}\n{item['scope']} · score {item['score']}")
             row.setData(256, item["id"])
             self.results.addItem(row)
+
+    def _submit(self, job, on_done):
+        """Run `job(reader)` on the single worker thread (its own connection); `on_done(result)`
+        runs on the UI thread."""
+        if self._reader is None:
+            self._reader = Memory(self.memory.settings, actor="person:desktop")
+        self.pool.start(_Job(job, self._reader, on_done, self._signals))
 
     def open_node(self, node_id: int):
         try:
@@ -205,25 +247,27 @@ class MainWindow(QMainWindow):
         self.refresh_all()
         return report
 
-    def refresh_review(self):
-        items = self.memory.review_list(status=None if self.review_view.show_decided.isChecked() else "open")
+    def _gather(self, memory: Memory) -> dict:
+        """Everything the status bar, review queue and metabolism panel show (no widgets touched)."""
+        from tidemind.metabolism.scheduler import ordered_tasks
+
+        items = memory.review_list(status=None if self.review_view.show_decided.isChecked() else "open")
         details = {}
         for r in items[:200]:
             try:
-                details[r["id"]] = self.memory.review_show(r["id"])
+                details[r["id"]] = memory.review_show(r["id"])
             except TideMindError:
                 details[r["id"]] = {**r, "nodes": []}
-        self.review_view.load(items, details)
+        return {"version": memory.data_version(), "stats": memory.stats(), "runs": memory.task_state(),
+                "review": (items, details), "tasks": [t.name for t in ordered_tasks()]}
 
-    def refresh_status(self):
-        st = self.memory.stats()
-        runs = self.memory.task_state()
+    def _apply(self, data: dict):
+        st, runs = data["stats"], data["runs"]
         last = max((r["last_finished"] for r in runs.values() if r.get("last_finished")), default=None)
-        llm = st.get("llm") or {}
         nodes = st["nodes"]
         self.status.setText(f"{self.memory.settings.db_path} · {nodes['live']} live, {nodes['archived']} archived,"
                             f" {nodes['superseded']} superseded · daemon last run {last[:19] if last else 'never'}"
-                            f" · LLM {'on' if llm else 'off'} · {sum(st['review'].values())} review items")
+                            f" · LLM {'on' if st.get('llm') else 'off'} · {sum(st['review'].values())} review items")
         known = [self.scope.itemText(i) for i in range(self.scope.count())]
         wanted = [ALL] + st["scopes"]
         if known != wanted:
@@ -232,27 +276,43 @@ class MainWindow(QMainWindow):
             self.scope.addItems(wanted)
             if current in wanted:
                 self.scope.setCurrentText(current)
+        self.review_view.load(*data["review"])
+        self.metabolism_panel.load(data["tasks"], runs)
+        self._version = data["version"]
+
+    def refresh_review(self):
+        self._apply(self._gather(self.memory))
 
     def refresh_all(self):
-        self.refresh_status()
-        self.refresh_review()
-        from tidemind.metabolism.scheduler import ordered_tasks
-
-        self.metabolism_panel.load([t.name for t in ordered_tasks()], self.memory.task_state())
-        self._version = self.memory.data_version()
+        """After the person's own action: refresh at once (the change was just made here)."""
+        self._apply(self._gather(self.memory))
 
     def poll(self):
-        """Another process (an agent, the daemon) committed: refresh without losing the selection."""
+        """Another process (an agent, the daemon) committed: gather on the worker thread, apply on
+        the UI thread, keeping the selection."""
         try:
             version = self.memory.data_version()
         except Exception:            # the store went away (closed, deleted): stop polling, keep the window
             self.timer.stop()
             self.message.setText("The store is no longer reachable; reopen TideMind.")
             return
-        if version != self._version:
-            self.refresh_all()
-            if self.node_view.node_id is not None:
-                self.open_node(self.node_view.node_id)
+        if version != self._version and not self._refreshing:
+            self._refreshing = True
+            self._submit(self._gather, self._applied_from_poll)
+
+    def _applied_from_poll(self, data: dict):
+        self._refreshing = False
+        self._apply(data)
+        if self.node_view.node_id is not None:
+            self.open_node(self.node_view.node_id)
+
+    def closeEvent(self, event):
+        self.timer.stop()
+        self.pool.waitForDone(5000)
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        super().closeEvent(event)
 
     # -- a person's decisions -----------------------------------------------------------------
     def toggle_tag(self, node_id: int, name: str, reject: bool):

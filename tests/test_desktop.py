@@ -19,19 +19,20 @@ def window(qtbot, mem):
     qtbot.addWidget(w)
     w.show()
     yield w
-    w.timer.stop()
+    w.close()
 
 
-def test_search_shows_results_and_abstains_plainly(window, mem):
+def test_search_shows_results_and_abstains_plainly(window, mem, qtbot):
     mem.digest("The staging database listens on port 5433 behind PgBouncer.")
     mem.embed_pending()
     window.refresh_all()
     window.query.setText("staging database port")
-    window.search()
-    assert window.results.count() == 1
+    window.search()                                               # runs on the worker thread
+    qtbot.waitUntil(lambda: window.results.count() == 1, timeout=3000)
     window.query.setText("what is the capital of mongolia")
     window.search()
-    assert window.results.count() == 0 and window.message.text().startswith("No answer")
+    qtbot.waitUntil(lambda: window.message.text().startswith("No answer"), timeout=3000)
+    assert window.results.count() == 0
 
 
 def test_rejecting_a_tag_in_the_ui_is_permanent_until_undone(window, mem, qtbot):

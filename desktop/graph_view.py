@@ -16,31 +16,33 @@ STYLE = {"confirmed": Qt.SolidLine, "pending": Qt.DashLine, "rejected_by_model":
          "rejected_by_user": Qt.DotLine}
 
 
-def layout(ids: list[int], edges: list[tuple[int, int]], iterations: int = 120, seed: int = 7) -> dict[int, tuple]:
-    """Fruchterman-Reingold in numpy: deterministic for the same graph."""
+def layout(ids: list[int], edges: list[tuple[int, int]], iterations: int | None = None,
+           seed: int = 7) -> dict[int, tuple]:
+    """Fruchterman-Reingold in numpy (float32, in place): deterministic for the same graph; fewer
+    iterations for bigger graphs keep 500 nodes well under a second."""
     n = len(ids)
     if n == 0:
         return {}
+    iterations = iterations or max(30, min(120, 20000 // n))
     rng = np.random.default_rng(seed)
-    pos = rng.uniform(-1, 1, (n, 2))
+    pos = rng.uniform(-1, 1, (n, 2)).astype(np.float32)
     index = {i: k for k, i in enumerate(ids)}
     e = np.array([(index[a], index[b]) for a, b in edges if a in index and b in index], dtype=int).reshape(-1, 2)
-    k = 1.0 / math.sqrt(n)
+    k = np.float32(1.0 / math.sqrt(n))
     temperature = 0.2
     for _ in range(iterations):
         delta = pos[:, None, :] - pos[None, :, :]
-        dist = np.linalg.norm(delta, axis=2) + 1e-6
-        force = (k * k / dist ** 2)[:, :, None] * delta
-        disp = force.sum(axis=1)
+        dist2 = np.einsum("ijk,ijk->ij", delta, delta) + np.float32(1e-6)
+        disp = np.einsum("ij,ijk->ik", (k * k) / dist2, delta)
         if len(e):
             d = pos[e[:, 0]] - pos[e[:, 1]]
-            dl = np.linalg.norm(d, axis=1)[:, None] + 1e-6
+            dl = np.sqrt(np.einsum("ij,ij->i", d, d))[:, None] + np.float32(1e-6)
             pull = d * dl / k
             np.add.at(disp, e[:, 0], -pull)
             np.add.at(disp, e[:, 1], pull)
-        length = np.linalg.norm(disp, axis=1)[:, None] + 1e-9
-        pos += disp / length * np.minimum(length, temperature)
-        temperature *= 0.96
+        length = np.sqrt(np.einsum("ij,ij->i", disp, disp))[:, None] + np.float32(1e-9)
+        pos += disp / length * np.minimum(length, np.float32(temperature))
+        temperature *= 0.95
     pos -= pos.mean(axis=0)
     scale = 260 / (np.abs(pos).max() + 1e-9)
     return {i: (float(pos[index[i], 0] * scale), float(pos[index[i], 1] * scale)) for i in ids}

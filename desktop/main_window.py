@@ -3,7 +3,7 @@ memory view, the review queue, and a status bar; it notices changes made by othe
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow,
                                QPushButton, QSplitter, QStatusBar, QTabWidget, QVBoxLayout, QWidget)
 
 from tidemind.errors import TideMindError
@@ -87,6 +87,15 @@ class MainWindow(QMainWindow):
         self.review_view.filter_changed.connect(self.refresh_review)
         self.graph_view.node_selected.connect(self.show_graph)
         self.node_view.action.connect(self.node_action)
+        self.node_view.tag_confirmed.connect(lambda node_id, name: self._run(lambda: self.memory.tag_add(node_id, name),
+                                                                             node_id))
+        restore = QPushButton("Restore…")
+        restore.setToolTip("Restore an archived memory by its id")
+        restore.clicked.connect(self._ask_restore)
+        bar.addWidget(restore)
+        self.show_rejected = QCheckBox("rejected links in graph")
+        self.show_rejected.toggled.connect(lambda _: self.graph_view.center and self.show_graph(self.graph_view.center))
+        bar.addWidget(self.show_rejected)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.graph_view.node_opened.connect(self.open_node)
         self._version = None
@@ -148,6 +157,7 @@ class MainWindow(QMainWindow):
         try:
             node = self.memory.show(node_id)
             tags = self.memory.tags_of(node_id)
+            node["import_file"] = self.memory.import_file_of(node_id)
         except TideMindError as exc:
             self.node_view.show_message(str(exc))
             return
@@ -156,7 +166,7 @@ class MainWindow(QMainWindow):
 
     def show_graph(self, node_id: int):
         try:
-            graph = self.memory.graph(node_id)
+            graph = self.memory.graph(node_id, include_rejected=self.show_rejected.isChecked())
         except TideMindError as exc:
             self.message.setText(str(exc))
             return
@@ -206,6 +216,16 @@ class MainWindow(QMainWindow):
         else:
             self.node_view.show_message(self.message.text())
 
+    def _ask_restore(self):
+        from PySide6.QtWidgets import QInputDialog
+
+        node_id, ok = QInputDialog.getInt(self, "Restore", "Id of the archived memory:", 1, 1)
+        if ok:
+            self.restore_node(node_id)
+
+    def restore_node(self, node_id: int):
+        self._run(lambda: self.memory.unarchive(node_id), node_id)
+
     def edit_node(self, node_id: int, text: str) -> int | None:
         """An edit is a correction: a new version supersedes the old one, with no similarity merge."""
         try:
@@ -224,8 +244,14 @@ class MainWindow(QMainWindow):
     def import_folder(self, source: str, folder: str) -> dict | None:
         from tidemind.importers.engine import sync
 
+        from PySide6.QtWidgets import QApplication
+
+        def progress(done, total):
+            self.import_panel.report.setText(f"importing… {done:,} / {total:,} units")
+            QApplication.processEvents()
+
         try:
-            r = sync(self.memory, source, folder)
+            r = sync(self.memory, source, folder, progress=progress)
         except TideMindError as exc:
             self.import_panel.report.setText(str(exc))
             return None
@@ -258,6 +284,17 @@ class MainWindow(QMainWindow):
                 details[r["id"]] = memory.review_show(r["id"])
             except TideMindError:
                 details[r["id"]] = {**r, "nodes": []}
+        for link in memory.pending_links(limit=200):
+            pseudo = -link["id"]               # pending links share the queue; negative ids mark them
+            row = {"id": pseudo, "kind": f"pending link ({link['relation']})", "status": "open",
+                   "node_id": link["source_id"], "other_node_id": link["target_id"],
+                   "payload": {"strength": link["strength"], "proposed_by": link["proposed_by"]}}
+            items.append(row)
+            try:
+                shown = [memory.show(i) for i in (link["source_id"], link["target_id"])]
+            except TideMindError:
+                shown = []
+            details[pseudo] = {**row, "nodes": shown}
         return {"version": memory.data_version(), "stats": memory.stats(), "runs": memory.task_state(),
                 "review": (items, details), "tasks": [t.name for t in ordered_tasks()]}
 
@@ -325,7 +362,11 @@ class MainWindow(QMainWindow):
 
     def decide(self, item_id: int, decision: str):
         try:
-            r = self.memory.review_decide(item_id, decision)
+            if item_id < 0:                    # a pending link: approve confirms it, reject rejects it
+                status = {"approved": "confirmed", "rejected": "rejected_by_user", "open": "pending"}[decision]
+                r = self.memory.link_decide(-item_id, status)
+            else:
+                r = self.memory.review_decide(item_id, decision)
             self.message.setText(r["done"])
         except TideMindError as exc:
             self.message.setText(str(exc))

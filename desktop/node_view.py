@@ -35,6 +35,7 @@ def version_diff(old: str, new: str) -> str:
 
 class TagChip(QWidget):
     toggled = Signal(str, bool)          # name, reject?
+    confirmed = Signal(str)
 
     def __init__(self, name: str, status: str, parent=None):
         super().__init__(parent)
@@ -43,15 +44,21 @@ class TagChip(QWidget):
         row.setContentsMargins(0, 0, 6, 0)
         self.label = QLabel(f"{name} · {status.replace('_by_user', '')}")
         self.label.setStyleSheet(CHIP_STYLE.get(status, ""))
+        row.addWidget(self.label)
+        if status == "proposed":
+            self.confirm_button = QPushButton("confirm")
+            self.confirm_button.setFlat(True)
+            self.confirm_button.clicked.connect(lambda: self.confirmed.emit(name))
+            row.addWidget(self.confirm_button)
         self.button = QPushButton("undo" if status == "rejected_by_user" else "reject")
         self.button.setFlat(True)
         self.button.clicked.connect(lambda: self.toggled.emit(name, status != "rejected_by_user"))
-        row.addWidget(self.label)
         row.addWidget(self.button)
 
 
 class NodeView(QScrollArea):
     tag_toggled = Signal(int, str, bool)   # node id, tag, reject?
+    tag_confirmed = Signal(int, str)
     action = Signal(str, int)              # 'edit' | 'archive' | 'restore' | 'forget' | 'tag' | 'graph', node id
 
     def __init__(self, parent=None):
@@ -119,6 +126,7 @@ class NodeView(QScrollArea):
         for i, tag in enumerate(all_tags):
             chip = TagChip(tag["name"], tag["status"])
             chip.toggled.connect(lambda name, reject: self.tag_toggled.emit(self.node_id, name, reject))
+            chip.confirmed.connect(lambda name: self.tag_confirmed.emit(self.node_id, name))
             self.chips[tag["name"]] = chip
             grid.addWidget(chip, i // 3, i % 3)
         if not all_tags:
@@ -130,7 +138,8 @@ class NodeView(QScrollArea):
         src = node["source"]
         provenance = QLabel(
             f"<b>Provenance</b> tool {html.escape(str(src['tool']))} · session {html.escape(str(src['session']))}"
-            f" · capture {src['capture']}<br><b>Valid</b> {node['valid_from']} → {node['valid_to'] or 'now'}"
+            f" · capture {src['capture']}" + (f" · file {html.escape(node['import_file'])}" if node.get("import_file") else "")
+            + f"<br><b>Valid</b> {node['valid_from']} → {node['valid_to'] or 'now'}"
             f" · <b>recorded</b> {node['recorded_at']}")
         provenance.setWordWrap(True)
         self.layout_.addWidget(provenance)

@@ -45,7 +45,8 @@ class ReviewView(QWidget):
         self.items.clear()
         self._data = details
         for r in items:
-            item = QListWidgetItem(f"#{r['id']} {r['kind']} · {r['status']} · nodes "
+            label = f"link {-r['id']}" if r["id"] < 0 else f"#{r['id']}"
+            item = QListWidgetItem(f"{label} {r['kind']} · {r['status']} · nodes "
                                    + ", ".join(str(i) for i in (r["node_id"], r["other_node_id"]) if i))
             item.setData(256, r["id"])
             self.items.addItem(item)

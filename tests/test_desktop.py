@@ -147,3 +147,57 @@ def test_import_and_metabolism_panels(window, mem):
     assert rows["embed"] == "ok" and "annotate" in rows
     bad = window.import_folder("obsidian", "/nonexistent/vault")
     assert bad is None and "not a folder" in window.import_panel.report.text()
+
+
+def test_confirm_chip_pending_link_review_restore_and_rejected_toggle(window, mem):
+    from PySide6.QtCore import Qt
+    from tidemind.store import immediate, links
+    nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
+    run_due(mem, only=["embed", "annotate"], force=True)
+    window.open_node(nid)
+    name, chip = next((n, c) for n, c in window.node_view.chips.items() if c.status == "proposed")
+    chip.confirm_button.click()
+    assert {t["name"]: t["status"] for t in mem.tags_of(nid)}[name] == "confirmed"
+    other = mem.digest("PgBouncer pools the staging connections.")["node_ids"][0]
+    gone = mem.digest("An unrelated memory about boats.")["node_ids"][0]
+    with immediate(mem.conn):
+        link = links.add(mem.conn, nid, other, status="pending", proposed_by="link-propose", at=mem.now())
+        links.add(mem.conn, nid, gone, status="rejected_by_user", proposed_by="t", at=mem.now())
+    window.refresh_all()
+    rows = [window.review_view.items.item(i).text() for i in range(window.review_view.items.count())]
+    assert any(r.startswith(f"link {link} pending link") for r in rows)
+    window.review_view.items.setCurrentRow(next(i for i, r in enumerate(rows) if r.startswith(f"link {link}")))
+    window.review_view.findChild(type(window.go), "review-approved").click()
+    assert mem.conn.execute("SELECT status FROM links WHERE id=?", (link,)).fetchone()[0] == "confirmed"
+    window.show_graph(nid)
+    assert "rejected_by_user" not in {l.data(0) for l in window.graph_view.edge_items}
+    window.show_rejected.setChecked(True)
+    styles = {l.data(0): l.pen().style() for l in window.graph_view.edge_items}
+    assert styles["rejected_by_user"] == Qt.DotLine
+    mem.archive(other)
+    window.restore_node(other)
+    assert mem.show(other)["status"] == "live"
+
+
+def test_graph_lays_out_500_nodes_quickly(window, mem):
+    import time
+    from tidemind.store import immediate, links
+    ids = [mem.digest(f"node number {i} in a big neighbourhood")["node_ids"][0] for i in range(500)]
+    with immediate(mem.conn):
+        for i in range(1, 500):
+            links.add(mem.conn, ids[(i - 1) // 3], ids[i], status="confirmed", proposed_by="t", at=mem.now())
+    start = time.perf_counter()
+    window.graph_view.show_graph(mem.graph(ids[0], depth=10, limit=500))
+    took = time.perf_counter() - start
+    drawn = [i for i in window.graph_view.graph_scene.items() if hasattr(i, "node_id")]
+    assert len(drawn) == 500 and len(window.graph_view.edge_items) == 499
+    assert took < 3, took
+
+
+def test_imported_node_shows_its_file(window, mem):
+    from pathlib import Path
+    window.import_folder("obsidian", str(Path(__file__).parent / "fixtures" / "vault"))
+    nid = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Runbook.md#Rollback'").fetchone()[0]
+    window.open_node(nid)
+    texts = " ".join(w.text() for w in window.node_view.inner.findChildren(type(window.message)))
+    assert "Runbook.md" in texts

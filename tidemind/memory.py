@@ -594,6 +594,20 @@ class Memory:
                           for n in described],
                 "edges": links.among(self.conn, sorted(found), statuses)}
 
+    def pending_links(self, limit: int = 200, scopes: Sequence[str] | None = None) -> list[dict]:
+        """Links waiting for a judge or a person, both ends visible here."""
+        read = self.read_scopes(scopes, all_scopes=True)
+        found = [l for l in links.pending(self.conn, limit) if l["source_scope"] in read and l["target_scope"] in read]
+        for l in found:
+            row = links.get(self.conn, l["id"])
+            l["proposed_by"] = row["proposed_by"]
+        return found
+
+    def import_file_of(self, node_id: int) -> str | None:
+        from .importers import store as import_store
+
+        return import_store.file_of(self.conn, node_id)
+
     def tags_of(self, node_id: int, scopes: Sequence[str] | None = None) -> list[dict]:
         """Every tag assignment of a visible node, rejected ones included (a person's view)."""
         node = self.show(node_id, scopes=scopes)

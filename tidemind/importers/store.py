@@ -117,3 +117,10 @@ def add_dangling(conn, batch_id, source, root, key, target) -> None:
 
 def clear_dangling(conn, source, root, key) -> None:
     conn.execute("DELETE FROM import_dangling WHERE source=? AND root=? AND unit_key=?", (source, root, key))
+
+
+def file_of(conn, node_id: int) -> str | None:
+    """The note (root + path) a node was imported from, if any."""
+    for root, key in conn.execute("SELECT root, unit_key FROM import_units WHERE node_id=?", (node_id,)):
+        return f"{root}/{key.split('#', 1)[0]}"
+    return None

@@ -61,7 +61,10 @@ class NodeItem(QGraphicsEllipseItem):
         self.setToolTip(f"#{node['id']} {node['title']}")
         self.setAcceptHoverEvents(True)
         label = QGraphicsSimpleTextItem(f"#{node['id']} {node['title'][:28]}", self)   # parent owns it
-        label.setPos(radius + 2, -8)
+        font = label.font()
+        font.setPointSize(10)
+        label.setFont(font)
+        label.setPos(radius + 3, -9)
 
     def mousePressEvent(self, event):
         self.view.node_selected.emit(self.node_id)
@@ -108,5 +111,10 @@ class GraphView(QGraphicsView):
             self.edge_items.append(line)
         for n in graph["nodes"]:
             self.graph_scene.addItem(NodeItem(n, *pos[n["id"]], self))
-        self.setSceneRect(self.graph_scene.itemsBoundingRect().adjusted(-60, -60, 260, 60))
-        self.fitInView(self.sceneRect(), Qt.KeepAspectRatio)
+        rect = self.graph_scene.itemsBoundingRect().adjusted(-60, -60, 60, 60)
+        self.setSceneRect(rect)
+        self.resetTransform()
+        view = self.viewport().rect()
+        if rect.width() > view.width() or rect.height() > view.height():
+            self.fitInView(rect, Qt.KeepAspectRatio)          # shrink big graphs; small ones stay legible
+        self.centerOn(rect.center())

@@ -120,7 +120,7 @@ class NodeView(QScrollArea):
             self.layout_.addWidget(box)
         self.layout_.addWidget(QLabel("<b>Tags</b>"))
         chips = QWidget()
-        grid = QGridLayout(chips)                  # chips wrap in rows of three instead of running off
+        grid = QGridLayout(chips)                  # chips wrap in rows of two instead of running off
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setAlignment(Qt.AlignLeft)
         for i, tag in enumerate(all_tags):
@@ -128,7 +128,7 @@ class NodeView(QScrollArea):
             chip.toggled.connect(lambda name, reject: self.tag_toggled.emit(self.node_id, name, reject))
             chip.confirmed.connect(lambda name: self.tag_confirmed.emit(self.node_id, name))
             self.chips[tag["name"]] = chip
-            grid.addWidget(chip, i // 3, i % 3)
+            grid.addWidget(chip, i // 2, i % 2)
         if not all_tags:
             grid.addWidget(QLabel("<i>none</i>"), 0, 0)
         self.layout_.addWidget(chips)

@@ -27,6 +27,8 @@ def run(home: str | None, screenshot: str | None = None, view: str = "search", n
         window.open_node(node)
     if view == "graph" and node is not None:
         window.show_graph(node)
+        window.pool.waitForDone(10000)
+        app.processEvents()
     if view == "review":
         window.tabs.setCurrentWidget(window.review_view)
         if window.review_view.items.count():

@@ -93,12 +93,13 @@ class GraphView(QGraphicsView):
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
         self.scale(factor, factor)
 
-    def show_graph(self, graph: dict):
+    def show_graph(self, graph: dict, pos: dict | None = None):
+        """Draw a graph; `pos` is its layout when it was computed elsewhere (the worker thread)."""
         self.graph_scene.clear()
         self.edge_items = []
         self.center = graph["center"]
-        ids = [n["id"] for n in graph["nodes"]]
-        pos = layout(ids, [(e["source_id"], e["target_id"]) for e in graph["edges"]])
+        if pos is None:
+            pos = layout([n["id"] for n in graph["nodes"]], [(e["source_id"], e["target_id"]) for e in graph["edges"]])
         for e in graph["edges"]:
             a, b = pos.get(e["source_id"]), pos.get(e["target_id"])
             if a is None or b is None:

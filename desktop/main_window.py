@@ -81,7 +81,7 @@ class MainWindow(QMainWindow):
 
         self.go.clicked.connect(self.search)
         self.query.returnPressed.connect(self.search)
-        self.results.currentItemChanged.connect(lambda item, _prev=None: item and self.open_node(item.data(256)))
+        self.results.currentItemChanged.connect(lambda item, _prev=None: item and self.request_node(item.data(256)))
         self.node_view.tag_toggled.connect(self.toggle_tag)
         self.review_view.decided.connect(self.decide)
         self.review_view.filter_changed.connect(self.refresh_review)
@@ -101,6 +101,7 @@ class MainWindow(QMainWindow):
         self._version = None
         self._reader: Memory | None = None      # the worker thread's own connection
         self._refreshing = False
+        self.graph_pending = False
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)          # one connection, used by one thread at a time
         self._signals = _Signals(self)
@@ -153,26 +154,57 @@ class MainWindow(QMainWindow):
             self._reader = Memory(self.memory.settings, actor="person:desktop")
         self.pool.start(_Job(job, self._reader, on_done, self._signals))
 
-    def open_node(self, node_id: int):
+    @staticmethod
+    def _node_payload(memory: Memory, node_id: int) -> dict:
         try:
-            node = self.memory.show(node_id)
-            tags = self.memory.tags_of(node_id)
-            node["import_file"] = self.memory.import_file_of(node_id)
+            node = memory.show(node_id)
+            node["import_file"] = memory.import_file_of(node_id)
+            return {"node": node, "tags": memory.tags_of(node_id)}
         except TideMindError as exc:
-            self.node_view.show_message(str(exc))
+            return {"error": str(exc)}
+
+    def request_node(self, node_id: int):
+        """Selecting a result: the reads run on the worker thread."""
+        self._submit(lambda reader: self._node_payload(reader, node_id), self._apply_node)
+
+    def _apply_node(self, payload: dict):
+        if "error" in payload:
+            self.node_view.show_message(payload["error"])
             return
-        self.node_view.show_node(node, tags)
+        self.node_view.show_node(payload["node"], payload["tags"])
         self.tabs.setCurrentWidget(self.node_view)
 
+    def open_node(self, node_id: int):
+        """Synchronous: after the person's own change, show its result at once."""
+        self._apply_node(self._node_payload(self.memory, node_id))
+
     def show_graph(self, node_id: int):
-        try:
-            graph = self.memory.graph(node_id, include_rejected=self.show_rejected.isChecked())
-        except TideMindError as exc:
-            self.message.setText(str(exc))
+        """The neighbourhood query and the layout run on the worker thread; the scene is built here."""
+        include_rejected = self.show_rejected.isChecked()
+
+        def job(reader):
+            from .graph_view import layout
+
+            try:
+                graph = reader.graph(node_id, include_rejected=include_rejected)
+            except TideMindError as exc:
+                return {"error": str(exc)}
+            pos = layout([n["id"] for n in graph["nodes"]], [(e["source_id"], e["target_id"]) for e in graph["edges"]])
+            return {"graph": graph, "pos": pos}
+
+        self.graph_pending = True
+        self._submit(job, self._draw_graph)
+
+    def _draw_graph(self, result: dict):
+        self.graph_pending = False
+        if "error" in result:
+            self.message.setText(result["error"])
             return
-        self.graph_view.show_graph(graph)
+        graph = result["graph"]
+        self.graph_view.show_graph(graph, result["pos"])
         self.tabs.setCurrentWidget(self.graph_view)
-        self.message.setText(f"graph around #{node_id}: {len(graph['nodes'])} memories, {len(graph['edges'])} links")
+        self.message.setText(f"graph around #{graph['center']}: {len(graph['nodes'])} memories,"
+                             f" {len(graph['edges'])} links")
 
     def _tab_changed(self, index: int):
         if self.tabs.widget(index) is self.graph_view and self.node_view.node_id is not None \
@@ -339,6 +371,7 @@ class MainWindow(QMainWindow):
 
     def _applied_from_poll(self, data: dict):
         self._refreshing = False
+        self.graph_pending = False
         self._apply(data)
         if self.node_view.node_id is not None:
             self.open_node(self.node_view.node_id)

@@ -114,7 +114,7 @@ def test_editing_supersedes_and_the_edited_memory_stays_live(window, mem):
     assert served[0]["id"] == new and "09:45" in served[0]["content"]
 
 
-def test_graph_draws_pending_dashed_and_never_a_rejected_link(window, mem):
+def test_graph_draws_pending_dashed_and_never_a_rejected_link(window, mem, qtbot):
     from PySide6.QtCore import Qt
     from tidemind.store import immediate, links
     a, b, c, d = (mem.digest(t)["node_ids"][0] for t in ("hub", "confirmed spoke", "pending spoke", "rejected spoke"))
@@ -123,6 +123,7 @@ def test_graph_draws_pending_dashed_and_never_a_rejected_link(window, mem):
         links.add(mem.conn, a, c, status="pending", proposed_by="t", at=mem.now())
         links.add(mem.conn, a, d, status="rejected_by_user", proposed_by="t", at=mem.now())
     window.show_graph(a)
+    qtbot.waitUntil(lambda: not window.graph_pending and window.graph_view.center == a, timeout=3000)
     styles = {line.data(0): line.pen().style() for line in window.graph_view.edge_items}
     assert styles == {"confirmed": Qt.SolidLine, "pending": Qt.DashLine}
     drawn = {item.node_id for item in window.graph_view.graph_scene.items() if hasattr(item, "node_id")}
@@ -149,7 +150,7 @@ def test_import_and_metabolism_panels(window, mem):
     assert bad is None and "not a folder" in window.import_panel.report.text()
 
 
-def test_confirm_chip_pending_link_review_restore_and_rejected_toggle(window, mem):
+def test_confirm_chip_pending_link_review_restore_and_rejected_toggle(window, mem, qtbot):
     from PySide6.QtCore import Qt
     from tidemind.store import immediate, links
     nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
@@ -170,8 +171,11 @@ def test_confirm_chip_pending_link_review_restore_and_rejected_toggle(window, me
     window.review_view.findChild(type(window.go), "review-approved").click()
     assert mem.conn.execute("SELECT status FROM links WHERE id=?", (link,)).fetchone()[0] == "confirmed"
     window.show_graph(nid)
+    qtbot.waitUntil(lambda: not window.graph_pending and window.graph_view.center == nid, timeout=3000)
     assert "rejected_by_user" not in {l.data(0) for l in window.graph_view.edge_items}
     window.show_rejected.setChecked(True)
+    qtbot.waitUntil(lambda: not window.graph_pending and "rejected_by_user" in
+                    {l.data(0) for l in window.graph_view.edge_items}, timeout=3000)
     styles = {l.data(0): l.pen().style() for l in window.graph_view.edge_items}
     assert styles["rejected_by_user"] == Qt.DotLine
     mem.archive(other)
@@ -201,3 +205,13 @@ def test_imported_node_shows_its_file(window, mem):
     window.open_node(nid)
     texts = " ".join(w.text() for w in window.node_view.inner.findChildren(type(window.message)))
     assert "Runbook.md" in texts
+
+
+def test_selecting_a_result_loads_the_memory_off_the_ui_thread(window, mem, qtbot):
+    nid = mem.digest("The release train leaves every second Wednesday.")["node_ids"][0]
+    mem.embed_pending()
+    window.query.setText("release train")
+    window.search()
+    qtbot.waitUntil(lambda: window.results.count() == 1, timeout=3000)
+    window.results.setCurrentRow(0)
+    qtbot.waitUntil(lambda: window.node_view.node_id == nid, timeout=3000)

@@ -276,11 +276,10 @@ class MainWindow(QMainWindow):
     def import_folder(self, source: str, folder: str) -> dict | None:
         from tidemind.importers.engine import sync
 
-        from PySide6.QtWidgets import QApplication
-
         def progress(done, total):
+            # no processEvents here: the import holds a write transaction, and a click handled
+            # meanwhile would start another one on the same connection
             self.import_panel.report.setText(f"importing… {done:,} / {total:,} units")
-            QApplication.processEvents()
 
         try:
             r = sync(self.memory, source, folder, progress=progress)
@@ -305,11 +304,14 @@ class MainWindow(QMainWindow):
         self.refresh_all()
         return report
 
-    def _gather(self, memory: Memory) -> dict:
-        """Everything the status bar, review queue and metabolism panel show (no widgets touched)."""
+    def _gather(self, memory: Memory, with_decided: bool | None = None) -> dict:
+        """Everything the status bar, review queue and metabolism panel show. On the worker thread
+        no widget is read: the caller passes `with_decided`."""
         from tidemind.metabolism.scheduler import ordered_tasks
 
-        items = memory.review_list(status=None if self.review_view.show_decided.isChecked() else "open")
+        if with_decided is None:
+            with_decided = self.review_view.show_decided.isChecked()
+        items = memory.review_list(status=None if with_decided else "open")
         details = {}
         for r in items[:200]:
             try:
@@ -367,7 +369,8 @@ class MainWindow(QMainWindow):
             return
         if version != self._version and not self._refreshing:
             self._refreshing = True
-            self._submit(self._gather, self._applied_from_poll)
+            with_decided = self.review_view.show_decided.isChecked()
+            self._submit(lambda reader: self._gather(reader, with_decided), self._applied_from_poll)
 
     def _applied_from_poll(self, data: dict):
         self._refreshing = False

@@ -139,3 +139,52 @@ def test_cli_import_json_shape_and_rollback(home, vault):
     assert proc.returncode == 1 and "already rolled back" in proc.stderr.decode()
     proc = run_cli(home, "import", "obsidian", str(vault / "missing"))
     assert proc.returncode == 1 and "not a folder" in proc.stderr.decode()
+
+
+def test_a_folder_stays_in_its_scope(mem, vault):
+    sync(mem, "obsidian", vault, "private")
+    from tidemind.errors import InvalidInput
+    with pytest.raises(InvalidInput, match="imported into scope private"):
+        sync(mem, "obsidian", vault, "public")
+
+
+def test_a_persons_correction_survives_delete_and_return_and_blocks_rollback(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    node = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Runbook.md#Rollback'").fetchone()[0]
+    fixed = mem.correct(node, "Rollback: revert the tag and page the on-call person.")["node_ids"][0]
+    text = (vault / "Runbook.md").read_text()
+    (vault / "Runbook.md").unlink()
+    gone = sync(mem, "obsidian", vault, SCOPE)
+    (vault / "Runbook.md").write_text(text)
+    back = sync(mem, "obsidian", vault, SCOPE)
+    assert mem.show(fixed, scopes=[SCOPE])["status"] == "live"
+    assert mem.conn.execute("SELECT status FROM nodes WHERE id=?", (node,)).fetchone()[0] == "superseded"
+    from tidemind.errors import Conflict
+    mem.archive(fixed)
+    first = sync(mem, "obsidian", vault, SCOPE)         # nothing changed: an empty batch
+    assert not first["created"] and not first["updated"]
+    with pytest.raises(Conflict):
+        rollback(mem, gone["batch"])                    # later changing batch exists
+    assert back["batch"] > gone["batch"]
+
+
+def test_oversize_section_is_skipped_and_duplicate_headings_all_import(mem, vault):
+    (vault / "Long.md").write_text("# Fine\nA short section.\n\n# Huge\n" + "word " * 30000)
+    (vault / "Dupes.md").write_text("# Notes\none\n\n# Notes\ntwo\n\n# Notes (2)\nthree\n")
+    r = sync(mem, "obsidian", vault, SCOPE)
+    assert any(s["path"] == "Long.md" and "Huge" in s["reason"] for s in r["skipped"])
+    keys = {k for (k,) in mem.conn.execute("SELECT unit_key FROM import_units")}
+    assert "Long.md#Fine" in keys and "Long.md#Huge" not in keys
+    dupes = {k for k in keys if k.startswith("Dupes.md#")}
+    assert len(dupes) == 3
+
+
+def test_empty_resyncs_do_not_block_rollback(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    before = dump(mem)
+    (vault / "New.md").write_text("A new note.")
+    changed = sync(mem, "obsidian", vault, SCOPE)
+    for _ in range(3):
+        sync(mem, "obsidian", vault, SCOPE)             # watch-mode rescans with no change
+    rollback(mem, changed["batch"])
+    assert dump(mem) == before

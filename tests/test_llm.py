@@ -155,3 +155,23 @@ def test_no_llm_means_offline_passes(mem, monkeypatch):
     reports = run_due(mem, force=True, llm=None)
     assert all(r["status"] == "ok" for r in reports)
     assert mem.conn.execute("SELECT count(*) FROM llm_calls").fetchone()[0] == 0
+
+
+def test_a_persons_link_decision_made_while_the_model_thinks_wins(mem):
+    from tidemind.llm import Completion
+    from tidemind.metabolism.scheduler import run_task, ordered_tasks
+    a = mem.digest("alpha memory about harbours")["node_ids"][0]
+    b = mem.digest("beta memory about harbours")["node_ids"][0]
+    with immediate(mem.conn):
+        link = links.add(mem.conn, a, b, status="pending", proposed_by="link-propose", at=mem.now())
+
+    class Slow:
+        name = "stub/slow"
+
+        def complete(self, system, prompt, max_tokens=800):
+            mem.link_decide(link, "rejected_by_user")       # the person decides first
+            return Completion(json.dumps({"verdict": "confirm", "reason": "looks related"}))
+
+    task = next(t for t in ordered_tasks() if t.name == "link-evaluate")
+    run_task(mem, task, "me", llm=Slow())
+    assert mem.conn.execute("SELECT status FROM links WHERE id=?", (link,)).fetchone()[0] == "rejected_by_user"

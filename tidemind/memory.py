@@ -200,14 +200,20 @@ class Memory:
                      node_id=node_id, capture_id=capture_id, content_hash=text_mod.sha256(body), supersedes=lineage_of)
         return node_id, warnings
 
-    def set_hidden(self, node_id: int, hidden: bool, now: str) -> None:
-        """Archive or restore inside the caller's transaction (importers: a vanished or returning note)."""
+    def set_hidden(self, node_id: int, hidden: bool, now: str) -> bool:
+        """Archive a live node or restore an archived one, inside the caller's transaction
+        (importers: a vanished or returning note). Any other state (superseded by a person's
+        correction, forgotten) is left alone; returns whether anything changed."""
+        row = nodes.get_any(self.conn, node_id)
+        if row is None or row["status"] != ("live" if hidden else "archived"):
+            return False
         nodes.set_status(self.conn, node_id, "archived" if hidden else "live")
         if hidden:
             vectors.drop(self.conn, node_id)
         else:
             vectors.enqueue(self.conn, node_id, now)
         audit.record(self.conn, at=now, actor=self.actor, action="archive" if hidden else "unarchive", node_id=node_id)
+        return True
 
     def _corrected_claims(self, scope: str, piece: str) -> list[dict]:
         """Superseded-by-correction nodes whose text this piece repeats (exactly or nearly)."""
@@ -559,8 +565,8 @@ class Memory:
         now = self.now()
         with immediate(self.conn):
             link = links.get(self.conn, _node_id(link_id))
-            if link is None or not nodes.get_visible(self.conn, [link["source_id"], link["target_id"]],
-                                                     self.read_scopes(None, all_scopes=True)):
+            ends = [link["source_id"], link["target_id"]] if link else []
+            if link is None or len(nodes.get_visible(self.conn, ends, self.read_scopes(None, all_scopes=True))) != 2:
                 raise NotFound(f"no link {link_id} between memories visible here")
             links.set_status(self.conn, link["id"], status, now, f"set by {self.actor}")
             audit.record(self.conn, at=now, actor=self.actor, action=f"link_{status}", node_id=link["source_id"],
@@ -596,16 +602,12 @@ class Memory:
 
     def pending_links(self, limit: int = 200, scopes: Sequence[str] | None = None) -> list[dict]:
         """Links waiting for a judge or a person, both ends visible here."""
-        read = self.read_scopes(scopes, all_scopes=True)
-        found = [l for l in links.pending(self.conn, limit) if l["source_scope"] in read and l["target_scope"] in read]
-        for l in found:
-            row = links.get(self.conn, l["id"])
-            l["proposed_by"] = row["proposed_by"]
-        return found
+        return links.pending(self.conn, limit, self.read_scopes(scopes, all_scopes=True))
 
     def import_file_of(self, node_id: int) -> str | None:
         from .importers import store as import_store
 
+        self.show(node_id)                    # visible here, or NotFound
         return import_store.file_of(self.conn, node_id)
 
     def tags_of(self, node_id: int, scopes: Sequence[str] | None = None) -> list[dict]:

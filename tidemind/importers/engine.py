@@ -89,8 +89,12 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
     conn = memory.conn
     now = memory.now()
     with immediate(conn):
-        batch = store.new_batch(conn, source, root_key, scope, now)
         known = store.units(conn, source, root_key)
+        elsewhere = store.scopes_of(conn, source, root_key) - {scope}
+        if elsewhere:
+            raise InvalidInput(f"{folder} was imported into scope {', '.join(sorted(elsewhere))}; import it with that"
+                               " --scope (a folder lives in one scope: its history must not cross scopes)")
+        batch = store.new_batch(conn, source, root_key, scope, now)
         current = {u.key: u for u in result.units}
         hashes = {k: unit_hash(u) for k, u in current.items()}
         vanished = {k: r for k, r in known.items() if k not in current and r["status"] == "live"}
@@ -114,10 +118,14 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                 counts["moved"] += 1
                 continue
             if row is not None and row["status"] == "archived" and row["content_hash"] == h:
-                memory.set_hidden(row["node_id"], False, now)         # the note came back as it was
+                # the note came back as it was; a node a person corrected meanwhile stays as they left it
                 store.put_unit(conn, source, root_key, key, h, row["node_id"], "live", batch)
-                store.change(conn, batch, "restored", unit_key=key, old_node_id=row["node_id"])
-                counts["restored"] += 1
+                if memory.set_hidden(row["node_id"], False, now):
+                    store.change(conn, batch, "restored", unit_key=key, old_node_id=row["node_id"])
+                    counts["restored"] += 1
+                else:
+                    store.change(conn, batch, "relisted", unit_key=key, old_node_id=row["node_id"])
+                    counts["unchanged"] += 1
                 continue
             lineage = None
             if row is not None:
@@ -126,8 +134,14 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                     if old["status"] == "archived":
                         memory.set_hidden(old["id"], False, now)
                     lineage = old["id"]
-            node_id, unit_warnings = memory.store_unit(unit.text, scope=scope, source_tool=source,
-                                                       valid_from=unit.valid_from, now=now, lineage_of=lineage)
+            try:
+                node_id, unit_warnings = memory.store_unit(unit.text, scope=scope, source_tool=source,
+                                                           valid_from=unit.valid_from, now=now, lineage_of=lineage)
+            except InvalidInput as exc:               # e.g. a section over the size limit: skip it, import the rest
+                if lineage is not None and nodes.get_any(conn, lineage)["status"] == "live" and row["status"] == "archived":
+                    memory.set_hidden(lineage, True, now)
+                result.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: {exc}"})
+                continue
             warnings += [f"{unit.path}: {w}" for w in unit_warnings]
             store.put_unit(conn, source, root_key, key, h, node_id, "live", batch)
             if lineage is None:
@@ -139,10 +153,12 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                 counts["updated"] += 1
             touched[key] = node_id
         for key, row in vanished.items():
-            memory.set_hidden(row["node_id"], True, now)
             store.put_unit(conn, source, root_key, key, row["content_hash"], row["node_id"], "archived", batch)
-            store.change(conn, batch, "archived", unit_key=key, old_node_id=row["node_id"])
-            counts["archived"] += 1
+            if memory.set_hidden(row["node_id"], True, now):
+                store.change(conn, batch, "archived", unit_key=key, old_node_id=row["node_id"])
+                counts["archived"] += 1
+            else:                                     # not live (a person corrected or forgot it): nothing to hide
+                store.change(conn, batch, "delisted", unit_key=key, old_node_id=row["node_id"])
         node_of = {k: r["node_id"] for k, r in store.units(conn, source, root_key).items() if r["status"] == "live"}
         resolver = Resolver(result.units, result.aliases)
         for key, node_id in touched.items():
@@ -188,6 +204,7 @@ def rollback(memory: Memory, batch_id: int) -> dict:
         if later:
             raise Conflict(f"batch {batch_id} has later imports of the same folder ({', '.join(map(str, later))});"
                            " roll those back first")
+        _check_undoable(conn, b["id"])
         undone = 0
         for c in store.changes(conn, b["id"]):
             action = c["action"]
@@ -213,6 +230,14 @@ def rollback(memory: Memory, batch_id: int) -> dict:
                 row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
                 store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
                                "archived", b["id"])
+            elif action == "relisted":
+                row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
+                store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
+                               "archived", b["id"])
+            elif action == "delisted":
+                row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
+                store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
+                               "live", b["id"])
             elif action == "moved":
                 store.rekey(conn, b["source"], b["root"], c["unit_key"], c["old_key"], b["id"])
             elif action == "link":
@@ -223,3 +248,17 @@ def rollback(memory: Memory, batch_id: int) -> dict:
         store.set_batch_status(conn, b["id"], "rolled_back")
         audit.record(conn, at=now, actor=memory.actor, action="import_rollback", batch=b["id"], changes=undone)
     return {"batch": b["id"], "undone": undone, "done": f"batch {b['id']} rolled back ({undone} changes undone)"}
+
+
+def _check_undoable(conn, batch_id: int) -> None:
+    """Rollback restores an exact prior state only if nothing touched the batch's nodes since
+    (a person's correction, archive or forget): then it refuses, naming the node."""
+    expected = {"created": ("new_node_id", "live"), "updated": ("new_node_id", "live"),
+                "archived": ("old_node_id", "archived"), "restored": ("old_node_id", "live")}
+    for c in store.changes(conn, batch_id):
+        if c["action"] in expected:
+            column, status = expected[c["action"]]
+            row = nodes.get_any(conn, c[column])
+            if row is None or row["status"] != status:
+                raise Conflict(f"batch {batch_id} cannot be rolled back exactly: node {c[column]} is"
+                               f" {row['status'] if row else 'gone'} now (changed after the import); nothing was undone")

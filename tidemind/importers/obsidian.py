@@ -104,17 +104,17 @@ def sections(body: str) -> list[tuple[str, str]]:
                 parts.append((h.group(2).strip(), []))
         parts[-1][1].append(line)
     out = []
-    seen: dict[str, int] = {}
+    used: set[str] = set()
     for anchor, lines in parts:
         text = "".join(lines)
         if not text.strip():
             continue
-        if anchor in seen:                    # duplicate headings keep distinct identities
-            seen[anchor] += 1
-            anchor = f"{anchor} ({seen[anchor]})"
-        else:
-            seen[anchor] = 1
-        out.append((anchor, text))
+        unique, n = anchor, 1
+        while unique in used:                 # duplicate headings keep distinct identities
+            n += 1
+            unique = f"{anchor} ({n})"
+        used.add(unique)
+        out.append((unique, text))
     return out
 
 

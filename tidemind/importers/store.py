@@ -102,8 +102,16 @@ def batch(conn, batch_id: int) -> dict | None:
 
 
 def later_batches(conn, b: dict) -> list[int]:
-    return [r[0] for r in conn.execute("SELECT id FROM import_batches WHERE source=? AND root=? AND id>? AND"
-                                       " status='done'", (b["source"], b["root"], b["id"]))]
+    """Later batches of the same folder that changed something (a no-change re-sync does not count)."""
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM import_batches WHERE source=? AND root=? AND id>? AND status='done' AND EXISTS"
+        " (SELECT 1 FROM import_changes c WHERE c.batch_id = import_batches.id)", (b["source"], b["root"], b["id"]))]
+
+
+def scopes_of(conn, source: str, root: str) -> set[str]:
+    """Scopes the folder's earlier batches went into."""
+    return {s for (s,) in conn.execute("SELECT DISTINCT scope FROM import_batches WHERE source=? AND root=? AND"
+                                       " status='done'", (source, root))}
 
 
 def set_batch_status(conn, batch_id: int, status: str) -> None:

@@ -46,7 +46,8 @@ class LinkEvaluateTask:
             for l in todo:
                 if l["id"] in verdicts:
                     status, reason = verdicts[l["id"]]
-                    links.set_status(ctx.conn, l["id"], status, now, reason)
+                    if not links.judge(ctx.conn, l["id"], status, now, reason):
+                        continue                     # decided by someone else while the model thought
                     audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action=f"link_{status}",
                                  node_id=l["source_id"], other=l["target_id"], link=l["id"], judge=ctx.llm.name)
                     counts[status] += 1
@@ -69,7 +70,8 @@ class LinkEvaluateTask:
                 else:
                     counts["undecided"] += 1
                     continue
-                links.set_status(ctx.conn, l["id"], status, now, reason)
+                if not links.judge(ctx.conn, l["id"], status, now, reason):
+                    continue
                 audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action=f"link_{status}",
                              node_id=l["source_id"], other=l["target_id"], link=l["id"], score=round(score, 3))
                 counts[status] += 1

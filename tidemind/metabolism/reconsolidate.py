@@ -33,6 +33,8 @@ class ReconsolidateTask:
             company = [o for o, n in sorted(entry["company"].items()) if n >= MIN_CO_RECALLS]
             now = ctx.now()
             with immediate(ctx.conn):
+                if ctx.conn.execute("SELECT status FROM nodes WHERE id=?", (node_id,)).fetchone()[0] != "live":
+                    continue                  # archived or forgotten since its text was read
                 derived.put(ctx.conn, node_id, "title", title, "reconsolidate/offline-v1", now)
                 from ..store import tags
                 for slug, confidence in slugs:

@@ -69,6 +69,8 @@ class CrystallizeTask:
             text = f"{len(members)} connected memories: " + "; ".join(f"[{m}] {_title(ctx.conn, m)}" for m in members)
             now = ctx.now()
             with immediate(ctx.conn):
+                if not nodes.none_forgotten(ctx.conn, members):
+                    continue
                 sid = syntheses.add(ctx.conn, kind="crystal", scope=scope_of[start], members=members, text=text,
                                     generator=GENERATOR, at=now, digest=digest)
                 if sid:
@@ -114,6 +116,8 @@ class TemporalTask:
                 + "; ".join(f"[{i}] {_title(ctx.conn, i)}" for i in shown)
                 + (f"; and {len(ids) - len(shown)} more" if len(ids) > len(shown) else ""))
         with immediate(ctx.conn):
+            if not nodes.none_forgotten(ctx.conn, ids):
+                return 0
             sid = syntheses.add(ctx.conn, kind=kind, scope=scope, members=ids, text=text, generator=GENERATOR, at=now,
                                 digest=sha256(f"{kind}:{scope}:{period}"), period=period)
             if sid:
@@ -171,6 +175,8 @@ class LessonsTask:
     def _file(self, ctx, scope, members, text, digest, node_id) -> int:
         now = ctx.now()
         with immediate(ctx.conn):
+            if not nodes.none_forgotten(ctx.conn, members):
+                return 0
             sid = syntheses.add(ctx.conn, kind="lesson", scope=scope, members=members, text=text,
                                 generator=GENERATOR, at=now, digest=digest)
             if not sid:

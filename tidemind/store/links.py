@@ -46,6 +46,14 @@ def exists(conn: apsw.Connection, a: int, b: int) -> bool:
                             " LIMIT 1", (a, b, b, a)))
 
 
+def judge(conn: apsw.Connection, link_id: int, status: str, at: str, reason: str) -> bool:
+    """A judge's verdict lands only on a link that is still pending: a person's decision made
+    meanwhile always wins. Returns whether it landed."""
+    conn.execute("UPDATE links SET status=?, decided_at=?, reason=? WHERE id=? AND status='pending'",
+                 (status, at, reason, link_id))
+    return conn.changes() == 1
+
+
 def set_status(conn: apsw.Connection, link_id: int, status: str, at: str, reason: str | None = None) -> None:
     conn.execute("UPDATE links SET status=?, decided_at=?, reason=coalesce(?, reason) WHERE id=?",
                  (status, at, reason, link_id))
@@ -96,15 +104,20 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
         f" WHERE a.scope IN ({marks}) AND b.scope IN ({marks}) GROUP BY x.status", [*scopes, *scopes])}
 
 
-def pending(conn: apsw.Connection, limit: int) -> list[dict]:
-    """Pending links whose two ends are both live, oldest first."""
-    return rows(conn, """
-        SELECT l.id, l.source_id, l.target_id, l.relation, l.strength, l.created_at,
+def pending(conn: apsw.Connection, limit: int, scopes: Sequence[str] | None = None) -> list[dict]:
+    """Pending links whose two ends are both live (and in `scopes` when given), oldest first."""
+    in_scopes, params = "", []
+    if scopes:
+        pred_a, pa = visible("a", scopes)
+        pred_b, pb = visible("b", scopes)
+        in_scopes, params = f" AND {pred_a} AND {pred_b}", [*pa, *pb]
+    return rows(conn, f"""
+        SELECT l.id, l.source_id, l.target_id, l.relation, l.strength, l.created_at, l.proposed_by,
                a.scope AS source_scope, b.scope AS target_scope, a.session AS source_session,
                b.session AS target_session, a.capture_id AS source_capture, b.capture_id AS target_capture
         FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
-        WHERE l.status = 'pending' AND a.status = 'live' AND b.status = 'live'
-        ORDER BY l.id LIMIT ?""", (limit,))
+        WHERE l.status = 'pending' AND a.status = 'live' AND b.status = 'live'{in_scopes}
+        ORDER BY l.id LIMIT ?""", [*params, limit])
 
 
 def expire_pending(conn: apsw.Connection, created_before: str, at: str) -> int:

@@ -273,3 +273,13 @@ def warm(conn: apsw.Connection, node_ids: Sequence[int]) -> None:
     """A recalled node gets warmer (heat is a ranking prior, capped at 1)."""
     conn.executemany("UPDATE nodes SET heat = min(1.0, heat + 0.1) WHERE id = ? AND status = 'live'",
                      [(i,) for i in node_ids])
+
+
+def none_forgotten(conn: apsw.Connection, node_ids: Sequence[int]) -> bool:
+    """Checked inside a write transaction by passes that read text earlier: a forget that landed
+    meanwhile must not have its text written back into a derived row."""
+    if not node_ids:
+        return True
+    marks = ",".join("?" * len(node_ids))
+    return not any(conn.execute(f"SELECT 1 FROM nodes WHERE id IN ({marks}) AND status = 'forgotten' LIMIT 1",
+                                list(node_ids)))

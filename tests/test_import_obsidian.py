@@ -188,3 +188,20 @@ def test_empty_resyncs_do_not_block_rollback(mem, vault):
         sync(mem, "obsidian", vault, SCOPE)             # watch-mode rescans with no change
     rollback(mem, changed["batch"])
     assert dump(mem) == before
+
+
+def test_links_follow_the_text_dangling_resolve_later_removed_ones_go(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    runbook = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Runbook.md#Missing'").fetchone()[0]
+    (vault / "Nowhere.md").write_text("Now the page exists.")
+    sync(mem, "obsidian", vault, SCOPE)
+    target = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Nowhere.md#'").fetchone()[0]
+    assert mem.conn.execute("SELECT status FROM links WHERE source_id=? AND target_id=?",
+                            (runbook, target)).fetchone()[0] == "confirmed"           # the dangling link resolved
+    shop = vault / "Projects" / "Shop.md"
+    shop.write_text(shop.read_text().replace(" and [[Daily/2026-03-02]]", ""))
+    sync(mem, "obsidian", vault, SCOPE)
+    deploys = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Projects/Shop.md#Deploys'").fetchone()[0]
+    daily = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Daily/2026-03-02.md#'").fetchone()[0]
+    targets = {t for (t,) in mem.conn.execute("SELECT target_id FROM links WHERE source_id=?", (deploys,))}
+    assert daily not in targets and targets                                           # removed link gone, others kept

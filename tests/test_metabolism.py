@@ -260,3 +260,23 @@ def test_catch_up_after_sleep_runs_a_due_task_once(mem):
     assert [r["task"] for r in first] == ["decay"]
     assert run_due(mem, only=["decay"]) == []            # and then it is not due again
     assert not is_due(task_runs.state(mem.conn), task, mem.now())
+
+
+def test_a_long_task_renews_its_lease_and_stops_if_it_lost_it(mem, monkeypatch):
+    import tidemind.metabolism.scheduler as sched
+    monkeypatch.setattr(sched, "HEARTBEAT_SECONDS", 0)
+    for i in range(5):
+        mem.digest(f"memory {i} for a long annotate pass")
+    task = next(t for t in ordered_tasks() if t.name == "annotate")
+    seen = []
+    original = task.run
+
+    def run(ctx):
+        seen.append(ctx.stopping())                                       # renews: still ours
+        mem.conn.execute("UPDATE task_runs SET lease_owner='thief' WHERE task='annotate'")
+        seen.append(ctx.stopping())                                       # renewal fails: stop
+        return original(ctx)
+
+    monkeypatch.setattr(task, "run", run)
+    report = run_task(mem, task, "me")
+    assert seen == [False, True] and report["annotated"] == 0

@@ -160,10 +160,18 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
             else:                                     # not live (a person corrected or forgot it): nothing to hide
                 store.change(conn, batch, "delisted", unit_key=key, old_node_id=row["node_id"])
         node_of = {k: r["node_id"] for k, r in store.units(conn, source, root_key).items() if r["status"] == "live"}
+        # units whose links were left dangling get another chance: their target may exist now
+        recheck = {key: node_of[key] for key in store.dangling_keys(conn, source, root_key)
+                   if key in current and key not in touched and key in node_of}
         resolver = Resolver(result.units, result.aliases)
-        for key, node_id in touched.items():
+        for key, node_id in [*touched.items(), *recheck.items()]:
             unit = current[key]
-            for name in unit.tags:
+            if key in touched:
+                # a changed note's links are re-read from its text, so a link the person deleted
+                # goes (the ones carried over from the previous version are dropped, then re-added)
+                for link_id in links.by_proposer(conn, node_id, actor_source):
+                    links.delete(conn, link_id)
+            for name in (unit.tags if key in touched else []):
                 before = [t for t in tags.for_nodes(conn, [node_id])[node_id] if t["name"] == name]
                 if tags.assign(conn, node_id, name, status="confirmed", source=actor_source, at=now):
                     store.change(conn, batch, "tag", unit_key=key, new_node_id=node_id, tag=name,
@@ -241,9 +249,11 @@ def rollback(memory: Memory, batch_id: int) -> dict:
             elif action == "moved":
                 store.rekey(conn, b["source"], b["root"], c["unit_key"], c["old_key"], b["id"])
             elif action == "link":
-                links.delete(conn, c["detail"]["link"])
+                links.delete_if(conn, c["detail"]["link"], "confirmed")      # a person's later no stays
             elif action == "tag":
-                tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))
+                current = {t["name"]: t["status"] for t in tags.for_nodes(conn, [c["new_node_id"]])[c["new_node_id"]]}
+                if current.get(c["detail"]["tag"]) == "confirmed":              # a person's later no stays
+                    tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))
             undone += 1
         store.set_batch_status(conn, b["id"], "rolled_back")
         audit.record(conn, at=now, actor=memory.actor, action="import_rollback", batch=b["id"], changes=undone)

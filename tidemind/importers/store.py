@@ -132,3 +132,8 @@ def file_of(conn, node_id: int) -> str | None:
     for root, key in conn.execute("SELECT root, unit_key FROM import_units WHERE node_id=?", (node_id,)):
         return f"{root}/{key.split('#', 1)[0]}"
     return None
+
+
+def dangling_keys(conn, source: str, root: str) -> list[str]:
+    return [k for (k,) in conn.execute("SELECT DISTINCT unit_key FROM import_dangling WHERE source=? AND root=?",
+                                       (source, root))]

@@ -14,7 +14,7 @@ class AnthropicLLM:
         self.name = f"anthropic/{model}"
         self._client = anthropic.Anthropic(api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
                                            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-                                           max_retries=1, timeout=60)
+                                           max_retries=1, timeout=30)   # bounded: a daemon must stop in time
 
     def complete(self, system: str, prompt: str, max_tokens: int = 800) -> Completion:
         msg = self._client.messages.create(model=self.model, max_tokens=max_tokens, system=system,
@@ -30,7 +30,7 @@ class OllamaLLM:
 
         self.model = model
         self.name = f"ollama/{model}"
-        self._client = ollama.Client(host=host, timeout=120)
+        self._client = ollama.Client(host=host, timeout=60)
 
     def complete(self, system: str, prompt: str, max_tokens: int = 800) -> Completion:
         r = self._client.chat(model=self.model, messages=[{"role": "system", "content": system},

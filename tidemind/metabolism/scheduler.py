@@ -19,7 +19,8 @@ from . import Task, TaskContext, load_all
 
 ORDER = ("embed", "annotate", "link-propose", "link-evaluate", "dedup", "contradict", "crystallize", "temporal",
          "lessons", "reconsolidate", "decay")
-LEASE_SECONDS = 600
+LEASE_SECONDS = 180          # a crashed holder blocks its task for at most this long
+HEARTBEAT_SECONDS = 30       # a running task renews its lease this often (between items)
 
 
 def owner_id() -> str:
@@ -40,8 +41,22 @@ def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock
     if not task_runs.acquire(memory.conn, task.name, owner, now, until):
         return {"task": task.name, "status": "busy", "why": "another process holds this task's lease"}
     previous = task_runs.state(memory.conn).get(task.name, {}).get("last_finished")
+    beat = [time.monotonic()]
+    lost = [False]
+
+    def stopping_or_lease_lost() -> bool:
+        """Asked by the task between items: renews the lease now and then, and says stop when the
+        daemon is shutting down or the lease was lost (never two holders at once)."""
+        if stopping() or lost[0]:
+            return True
+        if time.monotonic() - beat[0] >= HEARTBEAT_SECONDS:
+            beat[0] = time.monotonic()
+            renewed_until = to_iso(from_iso(to_iso(clock())) + dt.timedelta(seconds=LEASE_SECONDS))
+            lost[0] = not task_runs.renew(memory.conn, task.name, owner, renewed_until)
+        return lost[0]
+
     ctx = TaskContext(memory=memory, now=lambda: to_iso(clock()), llm=llm, batch=batch, last_finished=previous,
-                      stopping=stopping)
+                      stopping=stopping_or_lease_lost)
     started = time.perf_counter()
     status, error, report = "ok", None, {}
     try:

@@ -156,3 +156,14 @@ def touching(conn: apsw.Connection, node_ids: Sequence[int], statuses: Sequence[
     return [tuple(r) for r in conn.execute(
         f"SELECT source_id, target_id FROM links WHERE (source_id IN ({marks}) OR target_id IN ({marks}))"
         f" AND status IN ({s_marks})", [*node_ids, *node_ids, *statuses])]
+
+
+def delete_if(conn: apsw.Connection, link_id: int, status: str) -> bool:
+    conn.execute("DELETE FROM links WHERE id = ? AND status = ?", (link_id, status))
+    return conn.changes() == 1
+
+
+def by_proposer(conn: apsw.Connection, node_id: int, proposed_by: str) -> list[int]:
+    """Confirmed links from a node that a given proposer (e.g. person:obsidian) made."""
+    return [r[0] for r in conn.execute("SELECT id FROM links WHERE source_id = ? AND proposed_by = ? AND"
+                                       " status = 'confirmed'", (node_id, proposed_by))]

@@ -35,6 +35,13 @@ def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str) 
         return conn.changes() == 1
 
 
+def renew(conn: apsw.Connection, task: str, owner: str, until: str) -> bool:
+    """Extend a lease we still hold; False when it was lost (expired and taken by another process)."""
+    with immediate(conn):
+        conn.execute("UPDATE task_runs SET lease_until=? WHERE task=? AND lease_owner=?", (until, task, owner))
+        return conn.changes() == 1
+
+
 def release(conn: apsw.Connection, task: str, owner: str, now: str, status: str, counts: dict,
             error: str | None) -> None:
     with immediate(conn):

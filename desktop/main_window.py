@@ -102,6 +102,8 @@ class MainWindow(QMainWindow):
         self._reader: Memory | None = None      # the worker thread's own connection
         self._refreshing = False
         self.graph_pending = False
+        self.task_pending = False
+        self.last_task_report: dict | None = None
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)          # one connection, used by one thread at a time
         self._signals = _Signals(self)
@@ -197,6 +199,8 @@ class MainWindow(QMainWindow):
 
     def _draw_graph(self, result: dict):
         self.graph_pending = False
+        self.task_pending = False
+        self.last_task_report: dict | None = None
         if "error" in result:
             self.message.setText(result["error"])
             return
@@ -293,16 +297,23 @@ class MainWindow(QMainWindow):
         self.refresh_all()
         return r
 
-    def run_task(self, name: str) -> dict:
+    def run_task(self, name: str) -> None:
+        """Runs on the worker thread (an LLM pass can take minutes): the window stays responsive."""
         from tidemind.llm import choose
         from tidemind.metabolism.scheduler import ordered_tasks, owner_id, run_task
 
         task = next(t for t in ordered_tasks() if t.name == name)
-        report = run_task(self.memory, task, owner_id(), llm=choose(self.memory.settings))
-        self.message.setText(f"{name}: {report['status']} " + ", ".join(
+        self.message.setText(f"{name}: running…")
+        self.task_pending = True
+        self._submit(lambda reader: run_task(reader, task, owner_id(), llm=choose(reader.settings)),
+                     self._task_done)
+
+    def _task_done(self, report: dict):
+        self.task_pending = False
+        self.last_task_report = report
+        self.message.setText(f"{report.get('task', '?')}: {report.get('status', 'error')} " + ", ".join(
             f"{k}={v}" for k, v in report.items() if k not in ("task", "status")))
         self.refresh_all()
-        return report
 
     def _gather(self, memory: Memory, with_decided: bool | None = None) -> dict:
         """Everything the status bar, review queue and metabolism panel show. On the worker thread
@@ -375,6 +386,8 @@ class MainWindow(QMainWindow):
     def _applied_from_poll(self, data: dict):
         self._refreshing = False
         self.graph_pending = False
+        self.task_pending = False
+        self.last_task_report: dict | None = None
         self._apply(data)
         if self.node_view.node_id is not None:
             self.open_node(self.node_view.node_id)

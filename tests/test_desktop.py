@@ -136,12 +136,14 @@ def test_forget_from_the_ui_erases(window, mem):
     assert mem.conn.execute("SELECT status, content FROM nodes WHERE id=?", (nid,)).fetchone() == ("forgotten", "")
 
 
-def test_import_and_metabolism_panels(window, mem):
+def test_import_and_metabolism_panels(window, mem, qtbot):
     from pathlib import Path
     vault = Path(__file__).parent / "fixtures" / "graph"
     r = window.import_folder("logseq", str(vault))
     assert r and r["created"] == 8 and "8 created" in window.import_panel.report.text()
-    report = window.run_task("embed")
+    window.run_task("embed")                                  # on the worker thread
+    qtbot.waitUntil(lambda: not window.task_pending, timeout=5000)
+    report = window.last_task_report
     assert report["status"] == "ok" and report["embedded"] == 8
     rows = {window.metabolism_panel.table.item(i, 0).text(): window.metabolism_panel.table.item(i, 2).text()
             for i in range(window.metabolism_panel.table.rowCount())}

@@ -297,6 +297,12 @@ def cmd_desktop(args):
     sys.exit(run(args.home, args.screenshot, args.view, args.node, args.query))
 
 
+def cmd_eval(args):
+    from .evaluate import evaluate, format_report
+
+    _emit(args, evaluate(args.memories, args.queries), format_report)
+
+
 def cmd_prepare(args):
     with _memory(args) as m:
         r = m.prepare(args.hint, args.budget, scopes=args.scope)
@@ -406,6 +412,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--view", choices=["search", "node", "graph", "review"], default="search")
     s.add_argument("--node", type=int, help="open this memory")
     s.add_argument("--query", help="run this search first")
+    s = add("eval", cmd_eval, "retrieval evaluation on JSONL memories and queries (DESIGN.md section 4)")
+    s.add_argument("what", choices=["retrieval"])
+    s.add_argument("--memories", required=True)
+    s.add_argument("--queries", required=True)
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

@@ -389,7 +389,8 @@ class Memory:
     # -- reads ----------------------------------------------------------------------------------
     def recall(self, query: str, *, scopes: Sequence[str] | None = None, all_scopes: bool = False,
                tags_filter: Sequence[str] = (), source: str | None = None, limit: int = 8,
-               as_of: str | None = None, clock: str = "both", use_vectors: bool = True) -> dict:
+               as_of: str | None = None, clock: str = "both", use_vectors: bool = True,
+               use_lexical: bool = True, record: bool = True) -> dict:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("recall needs a query (or use `show ID` for one node)")
         if not 1 <= int(limit) <= 100:
@@ -397,13 +398,14 @@ class Memory:
         read = self.read_scopes(scopes, all_scopes)
         moment = self._as_of(as_of, clock)
         req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),
-                            as_of=moment, now=self.now(), use_vectors=use_vectors)
+                            as_of=moment, now=self.now(), use_vectors=use_vectors, use_lexical=use_lexical)
         if use_vectors:
             result = hybrid_recall(self.conn, self.embedder, req, side=self._recall_side())
         else:
             result = hybrid_recall(self.conn, None, req)
         result["scopes"] = read
-        self._record_hits([i["id"] for i in result["items"]], req.now)
+        if record:
+            self._record_hits([i["id"] for i in result["items"]], req.now)
         return result
 
     def _record_hits(self, node_ids: list[int], at: str) -> None:

@@ -57,6 +57,7 @@ class RecallRequest:
     now: str | None = None
     expand: bool = True
     use_vectors: bool = True      # False: lexical only (hooks on every prompt: no numpy, no embedding)
+    use_lexical: bool = True      # False: vector arm only (evaluation compares the arms)
 
 
 def _where(req: RecallRequest) -> tuple[str, list]:
@@ -166,10 +167,10 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     if side is not None and query is not None:
         executor, other = side
         pending = executor.submit(vector_arm, other, embedder, req, where, params, query)
-        lexical = fts_arm(conn, req, where, params)
+        lexical = fts_arm(conn, req, where, params) if req.use_lexical else []
         semantic = pending.result()
     else:
-        lexical = fts_arm(conn, req, where, params)
+        lexical = fts_arm(conn, req, where, params) if req.use_lexical else []
         semantic = vector_arm(conn, embedder, req, where, params, query) if query is not None else []
     # (embedder is only touched when use_vectors is set; callers may pass None otherwise)
     fused = fusion.rrf({"fts": [i for i, _ in lexical], "vector": [i for i, _ in semantic]})

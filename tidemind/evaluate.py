@@ -1,0 +1,114 @@
+"""`tidemind eval retrieval --memories F --queries F`: retrieval quality on the normal paths.
+
+Memories (JSONL: id, text, valid_at, scope, source, session?) are loaded in file order through
+`Memory.digest` into a fresh store and embedded; every query (JSONL: id, query, scope, evidence
+[memory ids], category) runs through `Memory.recall` — hybrid, FTS only and vector only, in the
+same run, so each arm's contribution shows. A memory that was split into units counts as found
+when any of its units is returned.
+
+Reported per arm, overall and per category: recall@k (share of a query's evidence in the top k),
+hit@k (any evidence in the top k) and MRR for k = 1, 5, 10, 20; latency p50/p95; and abstention:
+how often queries with no evidence abstain, and how often the others do not.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from .errors import InvalidInput
+from .memory import Memory
+
+KS = (1, 5, 10, 20)
+ARMS = {"hybrid": {}, "fts": {"use_vectors": False}, "vector": {"use_lexical": False}}
+
+
+def _jsonl(path: str) -> list[dict]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    out = []
+    for n, line in enumerate(lines, start=1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                raise InvalidInput(f"{path}:{n} is not a JSON object") from None
+    return out
+
+
+def _summary(rows: list[dict]) -> dict:
+    answerable = [r for r in rows if r["evidence"]]
+    out: dict = {"queries": len(rows), "answerable": len(answerable)}
+    for k in KS:
+        out[f"recall@{k}"] = round(statistics.mean([r["recall"][k] for r in answerable]), 4) if answerable else None
+        out[f"hit@{k}"] = round(statistics.mean([r["hit"][k] for r in answerable]), 4) if answerable else None
+    out["mrr"] = round(statistics.mean([r["rr"] for r in answerable]), 4) if answerable else None
+    unanswerable = [r for r in rows if not r["evidence"]]
+    out["abstain_when_nothing_stored"] = (round(sum(r["abstained"] for r in unanswerable) / len(unanswerable), 4)
+                                          if unanswerable else None)
+    out["answer_when_stored"] = (round(sum(not r["abstained"] for r in answerable) / len(answerable), 4)
+                                 if answerable else None)
+    times = sorted(r["ms"] for r in rows)
+    if times:
+        out["latency_ms"] = {"p50": round(statistics.median(times), 2),
+                             "p95": round(times[min(len(times) - 1, int(0.95 * (len(times) - 1) + 0.5))], 2)}
+    return out
+
+
+def evaluate(memories_path: str, queries_path: str, home: str | None = None) -> dict:
+    memories, queries = _jsonl(memories_path), _jsonl(queries_path)
+    temp = None if home else tempfile.mkdtemp(prefix="tidemind-eval-")
+    try:
+        owner: dict[int, str] = {}
+        with Memory.open(home or temp) as m:
+            for mem in memories:
+                source = mem.get("source") or {}
+                r = m.digest(mem["text"], scope=mem.get("scope"), valid_at=mem.get("valid_at"),
+                             source_tool=source.get("tool") if isinstance(source, dict) else str(source),
+                             session=mem.get("session"))
+                for node_id in r["node_ids"]:
+                    owner[node_id] = str(mem["id"])
+            m.embed_pending(batch=500)
+            result: dict = {"memories": len(memories), "queries": len(queries), "arms": {}}
+            for arm, options in ARMS.items():
+                rows = []
+                for q in queries:
+                    start = time.perf_counter()
+                    r = m.recall(q["query"], scopes=[q["scope"]] if q.get("scope") else None,
+                                 all_scopes=not q.get("scope"), limit=max(KS), record=False, **options)
+                    ms = (time.perf_counter() - start) * 1000
+                    ranked = list(dict.fromkeys(owner.get(i["id"]) for i in r["items"] if i["id"] in owner))
+                    evidence = {str(e) for e in q.get("evidence", [])}
+                    row = {"category": q.get("category", "all"), "evidence": evidence, "abstained": r["abstained"],
+                           "ms": ms, "recall": {}, "hit": {}}
+                    first = next((n for n, mid in enumerate(ranked, start=1) if mid in evidence), None)
+                    row["rr"] = 1.0 / first if first else 0.0
+                    for k in KS:
+                        top = set(ranked[:k])
+                        row["recall"][k] = len(top & evidence) / len(evidence) if evidence else 0.0
+                        row["hit"][k] = 1.0 if top & evidence else 0.0
+                    rows.append(row)
+                per_category = {c: _summary([r for r in rows if r["category"] == c])
+                                for c in sorted({r["category"] for r in rows})}
+                result["arms"][arm] = {"overall": _summary(rows), "by_category": per_category}
+        return result
+    finally:
+        if temp:
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def format_report(r: dict) -> str:
+    lines = [f"retrieval evaluation: {r['memories']} memories, {r['queries']} queries", "",
+             f"  {'arm':<8}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'R@20':>7}{'H@10':>7}{'MRR':>7}{'abst∅':>7}{'ans':>7}{'p50ms':>8}"]
+    for arm, data in r["arms"].items():
+        o = data["overall"]
+        cell = lambda v: f"{v:>7.3f}" if isinstance(v, (int, float)) else f"{'-':>7}"
+        lines.append(f"  {arm:<8}{cell(o['recall@1'])}{cell(o['recall@5'])}{cell(o['recall@10'])}{cell(o['recall@20'])}"
+                     f"{cell(o['hit@10'])}{cell(o['mrr'])}{cell(o['abstain_when_nothing_stored'])}"
+                     f"{cell(o['answer_when_stored'])}{o.get('latency_ms', {}).get('p50', 0):>8}")
+    return "\n".join(lines)

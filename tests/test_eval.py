@@ -29,3 +29,17 @@ def test_eval_cli_json_and_bad_input(home, tmp_path):
     bad.write_text("{not json\n")
     proc = run_cli(home, "eval", "retrieval", "--memories", str(bad), "--queries", str(bad))
     assert proc.returncode == 1 and "not a JSON object" in proc.stderr.decode()
+
+
+def test_devset_generator_is_reproducible_and_well_formed(tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_devset", HERE / "make_devset.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    first, second = mod.build(), mod.build()
+    assert first == second
+    memories, queries = first
+    ids = {m["id"] for m in memories}
+    assert len(queries) >= 300 and all(set(q["evidence"]) <= ids for q in queries)
+    assert {q["split"] for q in queries} == {"tune", "test"}
+    assert {"paraphrase", "temporal", "corrected", "never-stored", "fact"} <= {q["category"] for q in queries}

@@ -300,7 +300,7 @@ def cmd_desktop(args):
 def cmd_eval(args):
     from .evaluate import evaluate, format_report
 
-    _emit(args, evaluate(args.memories, args.queries), format_report)
+    _emit(args, evaluate(args.memories, args.queries, split=args.split), format_report)
 
 
 def cmd_prepare(args):
@@ -416,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("what", choices=["retrieval"])
     s.add_argument("--memories", required=True)
     s.add_argument("--queries", required=True)
+    s.add_argument("--split", help="only queries of this split (e.g. tune or test)")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")
     s.add_argument("--scope", action="append")
     s.add_argument("--hint")

@@ -60,8 +60,11 @@ def _summary(rows: list[dict]) -> dict:
     return out
 
 
-def evaluate(memories_path: str, queries_path: str, home: str | None = None) -> dict:
+def evaluate(memories_path: str, queries_path: str, home: str | None = None, split: str | None = None) -> dict:
+    """`split` keeps only queries whose `split` field matches (tune on one half, report the other)."""
     memories, queries = _jsonl(memories_path), _jsonl(queries_path)
+    if split:
+        queries = [q for q in queries if q.get("split") == split]
     temp = None if home else tempfile.mkdtemp(prefix="tidemind-eval-")
     try:
         owner: dict[int, str] = {}

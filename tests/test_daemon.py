@@ -1,6 +1,5 @@
 """The daemon as a process: single instance, clean shutdown on SIGTERM, --once, service files."""
 import json
-import os
 import signal
 import subprocess
 import sys

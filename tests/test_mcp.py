@@ -1,5 +1,4 @@
 """The MCP server through a real client over stdio (`tidemind serve` as a subprocess)."""
-import json
 import sys
 from contextlib import asynccontextmanager
 

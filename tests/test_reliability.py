@@ -1,5 +1,4 @@
 """Real processes: concurrent writers and a writer SIGKILLed mid-stream."""
-import json
 import os
 import signal
 import subprocess

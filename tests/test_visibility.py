@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from tidemind.errors import NotFound, ScopeDenied
 from tidemind.memory import Memory
 from tidemind.search.recall import RecallRequest, fts_arm, vector_arm, _where
-from tidemind.store import AsOf, immediate, links, nodes, tags
+from tidemind.store import immediate, links, nodes, tags
 
 KEY = "zanzibar marmalade"
 

@@ -14,7 +14,6 @@ from typing import Iterable, Sequence
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
 from . import secrets, text, units
-from . import text as text_mod
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy
 from .scopes import check_scope
@@ -177,7 +176,7 @@ class Memory:
         return {"node_ids": node_ids, "capture_id": capture_id, "warnings": warnings, "review_items": review_ids,
                 "scope": scope, "done": f"stored {len(node_ids)} unit(s)"}
 
-    def store_unit(self, text: str, *, scope: str, source_tool: str, valid_from: str | None, now: str,
+    def store_unit(self, content: str, *, scope: str, source_tool: str, valid_from: str | None, now: str,
                    lineage_of: int | None = None, reason: str = "import") -> tuple[int, list[str]]:
         """One unit that a source already delimited (an importer): capture, stream entry, node,
         embed queue, audit — inside the caller's transaction. A changed unit passes `lineage_of`:
@@ -185,10 +184,10 @@ class Memory:
         if not self.conn.in_transaction:
             raise RuntimeError("store_unit must run inside the caller's transaction")
         scope = self._write_scope(scope)
-        body, warnings = self._clean_content(text)
+        body, warnings = self._clean_content(content)
         capture_id = self._capture(body, scope, now, source_tool, None)
         node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=0, content=body,
-                               content_hash=text_mod.sha256(body), norm_hash=text_mod.norm_hash(body), scope=scope,
+                               content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
                                source_tool=source_tool, session=None, recorded_at=now, valid_from=valid_from or now,
                                kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of)
         vectors.enqueue(self.conn, node_id, now)
@@ -197,7 +196,7 @@ class Memory:
             vectors.drop_from_index(self.conn, lineage_of)
             self._carry_standing(lineage_of, node_id, now)
         audit.record(self.conn, at=now, actor=self.actor, action=reason if lineage_of is None else f"{reason}_update",
-                     node_id=node_id, capture_id=capture_id, content_hash=text_mod.sha256(body), supersedes=lineage_of)
+                     node_id=node_id, capture_id=capture_id, content_hash=text.sha256(body), supersedes=lineage_of)
         return node_id, warnings
 
     def set_hidden(self, node_id: int, hidden: bool, now: str) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import apsw
 
 from ..store.connection import rows
 from ..store.migrations import register

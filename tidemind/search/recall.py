@@ -177,8 +177,6 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     cosines = dict(semantic)
     pool = sorted(fused, key=lambda i: (-fused[i], i))[: max(req.limit * 3, 24)]
     found = nodes.get_visible(conn, pool, req.scopes, req.as_of)   # re-checked: defence in depth
-    derived_text = dict(conn.execute(
-        f"SELECT id, derived_text FROM nodes WHERE id IN ({','.join('?' * len(pool))})", pool)) if pool else {}
     query_stems = _query_stems(conn, req.query)
     now = from_iso(req.now) if req.now else None
     scores: dict[int, float] = {}
@@ -187,7 +185,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         row = found.get(node_id)
         if row is None:
             continue
-        evidence[node_id] = max(_coverage(conn, query_stems, row["content"] + " " + derived_text.get(node_id, "")),
+        evidence[node_id] = max(_coverage(conn, query_stems, row["content"] + " " + row["derived_text"]),
                                 _cos_evidence(cosines.get(node_id)))
     best = max(evidence.values(), default=0.0)
     keep_from = max(ITEM_EVIDENCE, RELATIVE_EVIDENCE * best)   # a strong answer is not padded with weak ones

@@ -55,7 +55,7 @@ CREATE TABLE node_versions(
 
 COLUMNS = ("id", "capture_id", "unit_index", "capture_start", "capture_end", "content", "content_hash", "scope", "status", "kind",
            "source_tool", "session", "recorded_at", "superseded_at", "valid_from", "valid_to",
-           "superseded_by", "heat")
+           "superseded_by", "heat", "derived_text")
 _SELECT = ", ".join(f"n.{c}" for c in COLUMNS)
 
 

@@ -60,8 +60,8 @@ def reject(conn: apsw.Connection, node_id: int, name: str, at: str) -> None:
 
 
 def unreject(conn: apsw.Connection, node_id: int, name: str) -> bool:
-    cur = conn.execute("DELETE FROM node_tags WHERE node_id=? AND status='rejected_by_user'"
-                       " AND tag_id=(SELECT id FROM tags WHERE name=?)", (node_id, name))
+    conn.execute("DELETE FROM node_tags WHERE node_id=? AND status='rejected_by_user'"
+                 " AND tag_id=(SELECT id FROM tags WHERE name=?)", (node_id, name))
     return conn.changes() > 0
 
 

@@ -3,7 +3,8 @@
 Memories (JSONL: id, text, valid_at, scope, source, session?) are loaded in file order through
 `Memory.digest` into a fresh store and embedded; every query (JSONL: id, query, scope, evidence
 [memory ids], category) runs through `Memory.recall` — hybrid, FTS only and vector only, in the
-same run, so each arm's contribution shows. A memory that was split into units counts as found
+same run, so each arm's contribution shows — and through plain FTS5 BM25 (`bm25`: the
+baseline a memory system must beat). A memory that was split into units counts as found
 when any of its units is returned.
 
 Reported per arm, overall and per category: recall@k (share of a query's evidence in the top k),
@@ -21,9 +22,20 @@ from pathlib import Path
 
 from .errors import InvalidInput
 from .memory import Memory
+from .store import fts, visible
 
 KS = (1, 5, 10, 20)
-ARMS = {"hybrid": {}, "fts": {"use_vectors": False}, "vector": {"use_lexical": False}}
+ARMS = {"hybrid": {}, "fts": {"use_vectors": False}, "vector": {"use_lexical": False}, "bm25": None}
+
+
+def plain_bm25(m: Memory, query: str, scopes: list[str] | None, limit: int) -> dict:
+    """The baseline: plain FTS5 BM25 over every token of the query, OR'd, under the visibility
+    predicate; no pruning, no vectors, no context, no evidence gate (so it never abstains)."""
+    read = m.read_scopes(scopes, scopes is None)
+    where, params = visible("n", read, None)
+    expression = fts.match_expression(fts.tokens(query))
+    hits = fts.search(m.conn, expression, where, params, limit) if expression else []
+    return {"items": [{"id": i} for i, _ in hits], "abstained": False}
 
 
 def _jsonl(path: str) -> list[dict]:
@@ -60,6 +72,47 @@ def _summary(rows: list[dict]) -> dict:
     return out
 
 
+def load(m: Memory, memories: list[dict]) -> dict[int, str]:
+    """Digest every memory (file order) and embed; returns node id -> memory id."""
+    owner: dict[int, str] = {}
+    for mem in memories:
+        source = mem.get("source") or {}
+        r = m.digest(mem["text"], scope=mem.get("scope"), valid_at=mem.get("valid_at"),
+                     source_tool=source.get("tool") if isinstance(source, dict) else str(source),
+                     session=mem.get("session"))
+        for node_id in r["node_ids"]:
+            owner[node_id] = str(mem["id"])
+    m.embed_pending(batch=500)
+    return owner
+
+
+def run_arm(m: Memory, owner: dict[int, str], queries: list[dict], options: dict | None) -> dict:
+    rows = []
+    for q in queries:
+        start = time.perf_counter()
+        scopes = [q["scope"]] if q.get("scope") else None
+        if options is None:
+            r = plain_bm25(m, q["query"], scopes, max(KS))
+        else:
+            r = m.recall(q["query"], scopes=scopes, all_scopes=scopes is None, limit=max(KS), record=False,
+                         **options)
+        ms = (time.perf_counter() - start) * 1000
+        ranked = list(dict.fromkeys(owner.get(i["id"]) for i in r["items"] if i["id"] in owner))
+        evidence = {str(e) for e in q.get("evidence", [])}
+        row = {"id": q.get("id"), "category": q.get("category", "all"), "evidence": evidence,
+               "abstained": r["abstained"], "ms": ms, "recall": {}, "hit": {}, "ranked": ranked}
+        first = next((n for n, mid in enumerate(ranked, start=1) if mid in evidence), None)
+        row["rr"] = 1.0 / first if first else 0.0
+        for k in KS:
+            top = set(ranked[:k])
+            row["recall"][k] = len(top & evidence) / len(evidence) if evidence else 0.0
+            row["hit"][k] = 1.0 if top & evidence else 0.0
+        rows.append(row)
+    per_category = {c: _summary([r for r in rows if r["category"] == c])
+                    for c in sorted({r["category"] for r in rows})}
+    return {"overall": _summary(rows), "by_category": per_category, "rows": rows}
+
+
 def evaluate(memories_path: str, queries_path: str, home: str | None = None, split: str | None = None) -> dict:
     """`split` keeps only queries whose `split` field matches (tune on one half, report the other)."""
     memories, queries = _jsonl(memories_path), _jsonl(queries_path)
@@ -67,38 +120,13 @@ def evaluate(memories_path: str, queries_path: str, home: str | None = None, spl
         queries = [q for q in queries if q.get("split") == split]
     temp = None if home else tempfile.mkdtemp(prefix="tidemind-eval-")
     try:
-        owner: dict[int, str] = {}
         with Memory.open(home or temp) as m:
-            for mem in memories:
-                source = mem.get("source") or {}
-                r = m.digest(mem["text"], scope=mem.get("scope"), valid_at=mem.get("valid_at"),
-                             source_tool=source.get("tool") if isinstance(source, dict) else str(source),
-                             session=mem.get("session"))
-                for node_id in r["node_ids"]:
-                    owner[node_id] = str(mem["id"])
-            m.embed_pending(batch=500)
-            result: dict = {"memories": len(memories), "queries": len(queries), "arms": {}}
+            owner = load(m, memories)
+            result: dict = {"memories": len(memories), "queries": len(queries), "split": split, "arms": {}}
             for arm, options in ARMS.items():
-                rows = []
-                for q in queries:
-                    start = time.perf_counter()
-                    r = m.recall(q["query"], scopes=[q["scope"]] if q.get("scope") else None,
-                                 all_scopes=not q.get("scope"), limit=max(KS), record=False, **options)
-                    ms = (time.perf_counter() - start) * 1000
-                    ranked = list(dict.fromkeys(owner.get(i["id"]) for i in r["items"] if i["id"] in owner))
-                    evidence = {str(e) for e in q.get("evidence", [])}
-                    row = {"category": q.get("category", "all"), "evidence": evidence, "abstained": r["abstained"],
-                           "ms": ms, "recall": {}, "hit": {}}
-                    first = next((n for n, mid in enumerate(ranked, start=1) if mid in evidence), None)
-                    row["rr"] = 1.0 / first if first else 0.0
-                    for k in KS:
-                        top = set(ranked[:k])
-                        row["recall"][k] = len(top & evidence) / len(evidence) if evidence else 0.0
-                        row["hit"][k] = 1.0 if top & evidence else 0.0
-                    rows.append(row)
-                per_category = {c: _summary([r for r in rows if r["category"] == c])
-                                for c in sorted({r["category"] for r in rows})}
-                result["arms"][arm] = {"overall": _summary(rows), "by_category": per_category}
+                data = run_arm(m, owner, queries, options)
+                data.pop("rows")
+                result["arms"][arm] = data
         return result
     finally:
         if temp:

@@ -73,7 +73,7 @@ def test_each_arm_alone_applies_the_predicate(world, arm):
 def test_neighbour_expansion_applies_the_predicate(world):
     mem, ids, S, _ = world
     seeds = [ids["live"]]
-    got = {n for _, n, _ in nodes.neighbours(mem.conn, seeds, [S])}
+    got = {n for _, n, _, _ in nodes.neighbours(mem.conn, seeds, [S], reach=3)}
     got |= {n for _, n, _ in links.confirmed_neighbours(mem.conn, seeds, [S])}
     for name in INVISIBLE:
         assert ids[name] not in got, name

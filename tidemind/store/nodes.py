@@ -178,23 +178,25 @@ def superseded_in_scope(conn: apsw.Connection, scope: str, ids: Sequence[int]) -
 
 
 def neighbours(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
-               as_of: AsOf | None = None) -> list[tuple[int, int, str]]:
-    """(seed, neighbour, why) for sibling units of one capture and the adjacent digests of one session.
-
-    Adjacent = the previous and next visible node of the same session, by id (ids grow with time).
+               as_of: AsOf | None = None, reach: int = 1) -> list[tuple[int, int, str, int]]:
+    """(seed, neighbour, why, offset) for sibling units of one capture (offset 0) and the `reach`
+    nearest visible digests before (offset -1, -2, ...) and after (1, 2, ...) the seed in its
+    session, nearest first. Ids grow with time, so "before" is a smaller id of the same session.
     """
     if not node_ids:
         return []
     pred, params = visible("m", scopes, as_of)
     marks = ",".join("?" * len(node_ids))
-    out = [(s, m, "capture") for s, m in conn.execute(f"""
+    out = [(s, m, "capture", 0) for s, m in conn.execute(f"""
         SELECT n.id, m.id FROM nodes n JOIN nodes m ON m.capture_id = n.capture_id AND m.id != n.id
         WHERE n.id IN ({marks}) AND {pred}""", [*node_ids, *params])]
-    for direction, cmp, order in (("prev", "<", "DESC"), ("next", ">", "ASC")):
-        out += [(s, m, "session") for s, m in conn.execute(f"""
-            SELECT n.id, (SELECT m.id FROM nodes m WHERE m.session = n.session AND m.id {cmp} n.id AND {pred}
-                          ORDER BY m.id {order} LIMIT 1)
-            FROM nodes n WHERE n.id IN ({marks}) AND n.session IS NOT NULL""", [*params, *node_ids]) if m]
+    sessions = dict(conn.execute(f"SELECT id, session FROM nodes WHERE id IN ({marks}) AND session IS NOT NULL",
+                                 list(node_ids)))
+    for seed, session in sessions.items():
+        for cmp, order, sign in (("<", "DESC", -1), (">", "ASC", 1)):
+            near = conn.execute(f"SELECT m.id FROM nodes m WHERE m.session = ? AND m.id {cmp} ? AND {pred}"
+                                f" ORDER BY m.id {order} LIMIT ?", [session, seed, *params, reach])
+            out += [(seed, m, "session", sign * d) for d, (m,) in enumerate(near, start=1)]
     return out
 
 

@@ -1,0 +1,42 @@
+"""Recall over conversations digested turn by turn: the answer turn rides with its question."""
+
+
+def _conversation(mem, scope="project:a"):
+    ids = {}
+    for name, text in (("before", "let me look at the deploy script first, it has a retry loop"),
+                       ("question", "the nightly invoices export keeps timing out"),
+                       ("chatter", "ok thanks"),
+                       ("answer", "Found it: a full table scan. I added an index on created_at and the job takes "
+                                  "forty seconds now."),
+                       ("later", "unrelated: the staging certificate expires next week, renew it")):
+        ids[name] = mem.digest(text, scope=scope, session="s1", source_tool="claude-code")["node_ids"][0]
+    return ids
+
+
+def test_answer_turn_joins_below_its_question_and_chatter_is_context(mem):
+    ids = _conversation(mem)
+    for n in range(30):     # other memories, so the question's words are not everywhere
+        mem.digest(f"note {n}: the weekly report for team {n} is ready", scope="project:a", session=f"o{n}")
+    r = mem.recall("why did the invoices export time out", scopes=["project:a"], limit=8, record=False)
+    order = [i["id"] for i in r["items"]]
+    assert order[0] == ids["question"]
+    assert ids["answer"] in order and order.index(ids["answer"]) == 1, r["items"]
+    answer = next(i for i in r["items"] if i["id"] == ids["answer"])
+    assert f"via:session:{ids['question']}" in answer["flags"]
+    assert ids["chatter"] not in order                           # chatter is listed, not served as an answer
+    assert ids["chatter"] in {c["id"] for c in r["items"][0]["context"]}
+    assert ids["later"] not in order                             # only the nearest substantive turn each way
+
+
+def test_neighbour_expansion_obeys_visibility(mem):
+    ids = _conversation(mem)
+    mem.archive(ids["answer"])
+    r = mem.recall("invoices export timing out", scopes=["project:a"], limit=8, record=False)
+    served = {i["id"] for i in r["items"]} | {c["id"] for i in r["items"] for c in i["context"]}
+    assert ids["question"] in served and ids["answer"] not in served
+    # the same session id in another scope is another conversation
+    other = mem.digest("Answer in another scope: the export was fixed by a bigger timeout and more workers",
+                       scope="project:b", session="s1")["node_ids"][0]
+    r = mem.recall("invoices export timing out", scopes=["project:a"], limit=8, record=False)
+    served = {i["id"] for i in r["items"]} | {c["id"] for i in r["items"] for c in i["context"]}
+    assert other not in served

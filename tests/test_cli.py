@@ -72,14 +72,18 @@ def test_demo_runs_end_to_end(home):
 
 
 def test_bench_reports_floors(home, tmp_path):
-    proc = run_cli(home, "--json", "bench", "--nodes", "400", "--queries", "10", "--digests", "5",
-                   "--bench-home", str(tmp_path / "bench"))
+    proc = run_cli(home, "--json", "bench", "--nodes", "400", "--queries", "10", "--digests", "5", "--full",
+                   "--metabolism", "150", "--import-notes", "12", "--bench-home", str(tmp_path / "bench"))
     assert proc.returncode == 0, proc.stderr.decode()
     r = json.loads(proc.stdout)
-    for key in ("digest_ms", "recall_ms", "fts_floor_ms", "vec_floor_ms", "mcp_recall_ms", "inproc_recall_ms",
-                "mcp_digest_ms", "hook_session_start_ms", "hook_user_prompt_ms"):
+    for key in ("digest_ms", "recall_ms", "recall_fts_only_ms", "recall_vector_only_ms", "prepare_ms", "fts_floor_ms",
+                "vec_floor_ms", "mcp_recall_ms", "inproc_recall_ms", "mcp_digest_ms", "hook_session_start_ms",
+                "hook_user_prompt_ms"):
         assert r[key]["p50"] > 0 and r[key]["p95"] >= r[key]["p50"], key
     assert r["nodes"] == 400 and r["mcp_recall_overhead_ratio"] > 0
+    assert r["db_bytes_per_1000_nodes"] > 0 and r["peak_rss_mb"] > 0
+    assert r["metabolism_cap"] == 150 and 0 < r["metabolism"]["annotate"]["nodes"] <= 150 + 1000
+    assert r["import_notes"] == 12 and r["import_units"] >= 12 and r["import_resync_changed"] == 0
 
 
 def test_environment_mistakes_are_one_line(home, tmp_path):

@@ -6,11 +6,16 @@ same run:
 
 - digest_ms: the full `Memory.digest` path (validation, masking, transaction, fsync'd stream);
 - recall_ms: the full hybrid `Memory.recall` in one scope (how an MCP server reads);
+- recall_fts_only_ms / recall_vector_only_ms: the same path with one arm switched off;
 - recall_all_scopes_ms: the same over every scope;
+- prepare_ms: `Memory.prepare` with the question as hint (session-start context);
 - fts_floor_ms: the bare FTS5 MATCH + bm25 ORDER BY LIMIT, no join or predicate;
 - vec_floor_ms: the bare sqlite-vec KNN on the bit index (same k, same scope), query vector given;
 - fts_all_terms_ms: the bare FTS5 query with every content word kept (what pruning common
   words saves).
+
+With `--full` (or each on its own flag): MCP round trips and hook latency, metabolism
+throughput per task, import throughput of a generated vault.
 
 Medians and p95 over the query set; the machine is shared, so compare ratios, not single runs.
 """
@@ -207,9 +212,11 @@ def _import_bench(home: str, notes: int, corpus: Corpus) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _metabolism(m: Memory) -> dict:
-    """A full offline pass over every node loaded: each task runs batch after batch until it
-    reports no more work; throughput is nodes per second of that task's wall time."""
+def _metabolism(m: Memory, cap: int) -> dict:
+    """The offline metabolism on the loaded store (already embedded): each task runs batch after
+    batch until it reports no more work or has handled `cap` nodes; throughput is nodes per
+    second of that task's wall time. The store stays full size, so every neighbour query a task
+    makes runs at scale."""
     from .metabolism.scheduler import ordered_tasks, owner_id, run_task
 
     out: dict[str, dict] = {}
@@ -217,26 +224,28 @@ def _metabolism(m: Memory) -> dict:
     work_keys = {"embed": "embedded", "annotate": "annotated", "link-propose": "nodes", "dedup": "nodes",
                  "contradict": "nodes"}
     for task in ordered_tasks():
-        if task.needs_llm:
+        if task.needs_llm or task.name == "embed":
             continue
         start = time.perf_counter()
         done, reports = 0, 0
         while True:
-            r = run_task(m, task, owner_id(), batch=1000)
+            r = run_task(m, task, owner_id(), batch=min(1000, cap))
             reports += 1
             step = r.get(work_keys.get(task.name, ""), 0) if task.name in work_keys else 0
             done += step
-            if r["status"] != "ok" or not step or reports > 200:
+            if r["status"] != "ok" or not step or done >= cap or reports > 200:
                 break
         seconds = time.perf_counter() - start
         out[task.name] = {"seconds": round(seconds, 2), "nodes": done,
                           "nodes_per_s": round(done / seconds, 1) if done and seconds else None}
-    return {"metabolism": out, "metabolism_total_s": round(time.perf_counter() - total_start, 1)}
+    return {"metabolism": out, "metabolism_cap": cap, "metabolism_total_s": round(time.perf_counter() - total_start, 1)}
 
 
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
-              seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: bool = False,
+              seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: int = 0,
               import_notes: int = 0) -> dict:
+    """`metabolism`: time the offline tasks over up to this many nodes each (0: skip);
+    `import_notes`: time importing a generated vault of this many notes (0: skip)."""
     temp = None
     if home is None:
         temp = tempfile.mkdtemp(prefix="tidemind-bench-")
@@ -249,13 +258,9 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         bulk_load(m, corpus, n_nodes, scopes)
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        if metabolism:       # the embed task is timed as part of the metabolism pass instead
-            meta = _metabolism(m)
-            embedded = meta["metabolism"].get("embed", {}).get("nodes", 0)
-        else:
-            meta = {}
-            embedded = m.embed_pending(batch=1000)["embedded"]
+        embedded = m.embed_pending(batch=1000)["embedded"]
         embed_s = time.perf_counter() - t0
+        meta = _metabolism(m, metabolism) if metabolism else {}
         m.conn.execute("PRAGMA optimize")
         m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -269,9 +274,14 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             probe.append((" ".join(["what", "about"] + picked), row["scope"]))
 
         recall_ms, recall_all_ms, fts_ms, fts_all_terms_ms, vec_ms = [], [], [], [], []
+        fts_only_ms, vector_only_ms, prepare_ms = [], [], []
         emb = m.embedder
         for q, scope in probe:
             recall_ms.append(_timed(lambda: m.recall(q, scopes=[scope])))
+            fts_only_ms.append(_timed(lambda: m.recall(q, scopes=[scope], use_vectors=False, record=False)))
+            vector_only_ms.append(_timed(lambda: m.recall(q, scopes=[scope], use_lexical=False, record=False)))
+        for q, scope in probe[: max(1, len(probe) // 4)]:
+            prepare_ms.append(_timed(lambda: m.prepare(hint=q, scopes=[scope])))
         for q, scope in probe[: max(1, len(probe) // 4)]:
             recall_all_ms.append(_timed(lambda: m.recall(q, all_scopes=True)))
         for q, scope in probe:
@@ -298,6 +308,9 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             "digest_ms": _pct(digest_ms),
             "recall_ms": _pct(recall_ms),
             "recall_all_scopes_ms": _pct(recall_all_ms),
+            "recall_fts_only_ms": _pct(fts_only_ms),
+            "recall_vector_only_ms": _pct(vector_only_ms),
+            "prepare_ms": _pct(prepare_ms),
             "fts_floor_ms": _pct(fts_ms),
             "vec_floor_ms": _pct(vec_ms),
             "fts_all_terms_ms": _pct(fts_all_terms_ms),
@@ -326,22 +339,25 @@ def format_table(r: dict) -> str:
              f"  load {r['load_s']} s, embed {r['embed_s']} s, {r['db_bytes_per_1000_nodes']:,} bytes/1000 nodes,"
              f" peak RSS {r['peak_rss_mb']} MB", "",
              f"  {'measure':<24}{'p50 ms':>10}{'p95 ms':>10}{'n':>8}"]
-    for key in ("digest_ms", "recall_ms", "recall_all_scopes_ms", "fts_floor_ms", "vec_floor_ms", "fts_all_terms_ms",
+    for key in ("digest_ms", "recall_ms", "recall_fts_only_ms", "recall_vector_only_ms", "recall_all_scopes_ms",
+                "fts_floor_ms", "vec_floor_ms", "fts_all_terms_ms", "prepare_ms",
                 "mcp_recall_ms", "inproc_recall_ms", "mcp_digest_ms", "inproc_digest_ms", "hook_session_start_ms",
                 "hook_user_prompt_ms"):
         if key in r:
             v = r[key]
             lines.append(f"  {key:<24}{v['p50']:>10}{v['p95']:>10}{v['n']:>8}")
     lines.append(f"\n  recall p50 / (fts floor p50 + vec floor p50) = {r['recall_over_floors']}")
-    if "import_cold_s" in r:
-        lines.append(f"\n  import of a generated vault of {r['import_notes']:,} notes ({r['import_units']:,} units):"
-                     f" cold {r['import_cold_s']} s, no-change re-sync {r['import_resync_s']} s")
-    if "metabolism" in r:
-        lines.append(f"\n  offline metabolism over {r['nodes']:,} new nodes: {r['metabolism_total_s']} s in all")
-        for name, v in r["metabolism"].items():
-            rate = f"{v['nodes_per_s']} nodes/s" if v["nodes_per_s"] else ""
-            lines.append(f"  {name:<16}{v['seconds']:>8} s  {rate}")
     if "mcp_recall_overhead_ratio" in r:
         lines.append(f"  MCP round trip / in-process (p50): recall {r['mcp_recall_overhead_ratio']},"
                      f" digest {r['mcp_digest_overhead_ratio']}")
+    if "import_cold_s" in r:
+        lines.append(f"\n  import of a generated vault of {r['import_notes']:,} notes ({r['import_units']:,} units):"
+                     f" cold {r['import_cold_s']} s ({r['import_notes'] / max(r['import_cold_s'], 0.001):,.0f} notes/s),"
+                     f" no-change re-sync {r['import_resync_s']} s")
+    if "metabolism" in r:
+        lines.append(f"\n  offline metabolism on the {r['nodes']:,}-node store (up to {r['metabolism_cap']:,} nodes a task):"
+                     f" {r['metabolism_total_s']} s in all")
+        for name, v in r["metabolism"].items():
+            rate = f"{v['nodes_per_s']} nodes/s" if v["nodes_per_s"] else ""
+            lines.append(f"  {name:<16}{v['seconds']:>8} s  {rate}")
     return "\n".join(lines)

@@ -313,8 +313,9 @@ def cmd_bench(args):
     from .bench import run_bench
 
     r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed,
-                  n_scopes=args.scopes, mcp=not args.no_mcp, metabolism=args.metabolism,
-                  import_notes=args.import_notes)
+                  n_scopes=args.scopes, mcp=not args.no_mcp,
+                  metabolism=args.metabolism if args.metabolism is not None else (5000 if args.full else 0),
+                  import_notes=args.import_notes if args.import_notes is not None else (2000 if args.full else 0))
     from .bench import format_table
 
     _emit(args, r, format_table)
@@ -428,8 +429,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=7)
     s.add_argument("--scopes", type=int, default=10, help="spread the nodes over this many scopes (default 10)")
     s.add_argument("--no-mcp", action="store_true", help="skip the MCP round trips and hook timings")
-    s.add_argument("--metabolism", action="store_true", help="also time a full offline metabolism pass")
-    s.add_argument("--import-notes", type=int, default=0, help="also time importing a generated vault of N notes")
+    s.add_argument("--metabolism", type=int, nargs="?", const=5000, default=None, metavar="N",
+                   help="also time the offline metabolism tasks over up to N nodes each (default 5000)")
+    s.add_argument("--import-notes", type=int, default=None, metavar="N",
+                   help="also time importing a generated vault of N notes")
+    s.add_argument("--full", action="store_true",
+                   help="everything: MCP and hooks, metabolism (5000 nodes a task), import (2000 notes)")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")
     return p
 

@@ -1,5 +1,6 @@
 """Metabolism: tasks propose, never overwrite; rejections hold; leases keep runs single."""
 import json
+import os
 import subprocess
 import sys
 
@@ -98,6 +99,21 @@ def test_a_leased_task_is_not_run_twice(mem):
     assert task_runs.acquire(mem.conn, "annotate", "someone-else", now, "9999-01-01T00:00:00.000000Z")
     r = run_task(mem, task, "me")
     assert r["status"] == "busy"
+
+
+def test_a_lease_held_by_a_dead_local_process_is_taken_over(mem):
+    import socket
+
+    task = next(t for t in ordered_tasks() if t.name == "annotate")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()                                               # its pid now names no process
+    far = "9999-01-01T00:00:00.000000Z"
+    assert task_runs.acquire(mem.conn, "annotate", f"{socket.gethostname()}:{dead.pid}", mem.now(), far)
+    assert run_task(mem, task, "me")["status"] == "ok"
+    # a live holder, or one on another machine, is waited for
+    for holder in (f"{socket.gethostname()}:{os.getpid()}", f"other-host:{dead.pid}"):
+        mem.conn.execute("UPDATE task_runs SET lease_owner=?, lease_until=? WHERE task='annotate'", (holder, far))
+        assert run_task(mem, task, "me")["status"] == "busy", holder
 
 
 def test_two_metabolize_processes_never_run_one_task_twice(home, mem):

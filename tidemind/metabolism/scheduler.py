@@ -19,12 +19,29 @@ from . import Task, TaskContext, load_all
 
 ORDER = ("embed", "annotate", "link-propose", "link-evaluate", "dedup", "contradict", "crystallize", "temporal",
          "lessons", "reconsolidate", "decay")
-LEASE_SECONDS = 180          # a crashed holder blocks its task for at most this long
+LEASE_SECONDS = 180          # a crashed holder on another machine blocks its task at most this long
 HEARTBEAT_SECONDS = 30       # a running task renews its lease this often (between items)
 
 
 def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _dead_here(owner: str | None) -> bool:
+    """True when `owner` is a process on this machine that no longer exists (killed or crashed),
+    so its lease need not be waited out. A recycled pid reads as alive: then the lease expires."""
+    if not owner or ":" not in owner:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def ordered_tasks() -> list[Task]:
@@ -39,7 +56,9 @@ def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock
     if task.needs_llm and llm is None:
         return {"task": task.name, "status": "skipped", "why": "needs an LLM and none is configured"}
     if not task_runs.acquire(memory.conn, task.name, owner, now, until):
-        return {"task": task.name, "status": "busy", "why": "another process holds this task's lease"}
+        dead = task_runs.holder(memory.conn, task.name)
+        if not (_dead_here(dead) and task_runs.take_over(memory.conn, task.name, dead, owner, now, until)):
+            return {"task": task.name, "status": "busy", "why": "another process holds this task's lease"}
     previous = task_runs.state(memory.conn).get(task.name, {}).get("last_finished")
     beat = [time.monotonic()]
     lost = [False]

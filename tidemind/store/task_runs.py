@@ -35,6 +35,20 @@ def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str) 
         return conn.changes() == 1
 
 
+def holder(conn: apsw.Connection, task: str) -> str | None:
+    for (owner,) in conn.execute("SELECT lease_owner FROM task_runs WHERE task=?", (task,)):
+        return owner
+    return None
+
+
+def take_over(conn: apsw.Connection, task: str, dead_owner: str, owner: str, now: str, until: str) -> bool:
+    """Take a lease from a holder known to be dead; only if that holder still has it."""
+    with immediate(conn):
+        conn.execute("UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=? AND lease_owner=?",
+                     (owner, until, now, task, dead_owner))
+        return conn.changes() == 1
+
+
 def renew(conn: apsw.Connection, task: str, owner: str, until: str) -> bool:
     """Extend a lease we still hold; False when it was lost (expired and taken by another process)."""
     with immediate(conn):

@@ -1,4 +1,8 @@
-"""Real processes: concurrent writers and a writer SIGKILLed mid-stream."""
+"""Concurrency with real processes: several writers, and everything that touches a store at once
+(MCP servers over stdio, the daemon, an importer, a desktop-like writer): no lost write, and no
+`database is locked` reaching any caller."""
+import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -8,7 +12,8 @@ import time
 
 from tidemind.memory import Memory
 
-from .conftest import ROOT
+from ..conftest import ROOT
+from ..test_mcp import call, session_for
 
 WRITER = textwrap.dedent("""
     import sys
@@ -82,3 +87,67 @@ def test_locked_database_waits_then_fails_clearly(home):
     assert not list((home / "stream").glob("*.md")) if (home / "stream").exists() else True
     assert m.digest("now it works")["node_ids"]
     m.close()
+
+
+def _worker(kind, home, seed, rounds, *extra):
+    return subprocess.Popen([sys.executable, "-m", "tests.reliability.workers", kind, str(home), str(seed), str(rounds),
+                             *map(str, extra)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+
+
+def test_everything_at_once_on_one_store(home, tmp_path):
+    Memory.open(home).close()
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    daemon = subprocess.Popen([sys.executable, "-m", "tidemind.cli", "--home", str(home), "daemon", "--tick", "0.2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+    workers = [_worker("imports", home, 1, 12, vault), _worker("desktop", home, 2, 20),
+               _worker("corrections", home, 3, 15)]
+
+    async def agent(n):
+        """One MCP server and its client: digests and recalls, as a coding agent makes them."""
+        acked, errors = [], []
+        async with session_for(home, "project:crash") as s:
+            for i in range(25):
+                text = f"agent {n} turn {i}: the lantern at pier {i} needs a new wick"
+                r = await call(s, "brain_digest", content=text, source={"tool": f"agent-{n}", "session": f"a{n}"})
+                if "error" in r:
+                    errors.append(r["error"])
+                else:
+                    acked.append({"op": "digest", "ids": r["node_ids"], "text": text})
+                found = await call(s, "brain_recall", query=f"lantern pier {i} wick")
+                if "error" in found:
+                    errors.append(found["error"])
+        return acked, errors
+
+    async def agents():
+        return await asyncio.gather(*(agent(n) for n in range(3)))
+
+    results = asyncio.run(agents())
+    outputs = [w.communicate(timeout=300) for w in workers]
+    daemon.send_signal(signal.SIGTERM)
+    _, daemon_log = daemon.communicate(timeout=30)
+
+    assert [e for _, errors in results for e in errors] == []
+    for w, (_, err) in zip(workers, outputs):
+        assert w.returncode == 0, err
+        assert "locked" not in err
+    assert daemon.returncode == 0, daemon_log
+    assert "locked" not in daemon_log
+    task_errors = [line for line in daemon_log.splitlines() if '"status": "error"' in line]
+    assert task_errors == []
+    assert '"event": "task", "task": "embed", "status": "ok"' in daemon_log      # it did work meanwhile
+
+    acked = [a for acks, _ in results for a in acks]
+    acked += [json.loads(line) for out, _ in outputs for line in out.splitlines()]
+    assert sum(a["op"] == "digest" for a in acked) >= 75 + 20 + 15
+    with Memory.open(home) as m:
+        for a in acked:
+            if a["op"] == "digest":
+                assert m.conn.execute("SELECT content FROM nodes WHERE id=?", a["ids"][:1]).fetchone()[0] == a["text"]
+            elif a["op"] == "correct":
+                new = m.show(a["new"])
+                assert new["content"] == a["text"] and new["status"] == "live"
+        batches = dict(m.conn.execute("SELECT id, status FROM import_batches"))
+        assert sorted(a["batch"] for a in acked if a["op"] == "import") == sorted(batches)
+        report = m.doctor()
+        assert report["ok"], report

@@ -27,7 +27,7 @@ ROUNDS = 25 if os.environ.get("TIDEMIND_SOAK") else 5
 def run_and_kill(kind: str, home, seed: int, min_acks: int, *extra) -> list[dict]:
     """Start a worker, let it acknowledge a random number of operations, SIGKILL it a random
     moment later (usually inside the next operation); return everything it acknowledged."""
-    proc = subprocess.Popen([sys.executable, "-m", "tests.reliability.workers", kind, str(home), str(seed),
+    proc = subprocess.Popen([sys.executable, "-m", "tests.reliability.workers", kind, str(home), str(seed), "0",
                              *map(str, extra)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
     rng = random.Random(seed)
     target = rng.randint(min_acks, min_acks * 4)
@@ -103,7 +103,8 @@ def test_imports_survive_sigkill(home, tmp_path):
         assert again["created"] + again["updated"] + again["archived"] == 0
         live = sorted(r[0] for r in m.conn.execute(
             "SELECT content FROM nodes WHERE scope='vault:crash' AND status='live'"))
-        assert live == sorted(p.read_text() for p in vault.glob("*.md"))     # verbatim
+        # verbatim; a note the kill left empty (killed between truncate and write) holds no unit
+        assert live == sorted(t for p in vault.glob("*.md") if (t := p.read_text()))
         assert_whole(m)
 
 

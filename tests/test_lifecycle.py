@@ -165,3 +165,17 @@ def test_show_as_of_lists_only_versions_recorded_by_then(mem):
     assert [v["id"] for v in past["versions"]] == [first]
     with pytest.raises(NotFound, match="not recorded or not valid"):
         mem.show(second, as_of="2001-01-01")
+
+
+def test_correction_carries_decisions_not_proposals(mem):
+    from tidemind.store import immediate, tags
+
+    old = mem.digest("The ferry to the island leaves at seven from pier four")["node_ids"][0]
+    with immediate(mem.conn):
+        tags.assign(mem.conn, old, "pier-four", status="proposed", source="annotate", at=mem.now())
+    mem.tag_add(old, "ferries")                       # a person's tag
+    mem.tag_add(old, "islands")
+    mem.tag_decide(old, "islands", reject=True)       # a person's "no"
+    new = mem.correct(old, "The ferry to the island leaves at eight from pier two")["node_ids"][0]
+    carried = {t["name"]: t["status"] for t in mem.tags_of(new)}
+    assert carried == {"ferries": "confirmed", "islands": "rejected_by_user"}   # the old words' proposal stays behind

@@ -271,17 +271,21 @@ class Memory:
                 "done": f"node {old['id']} corrected by node {new_id}; the old version is kept"}
 
     def _carry_standing(self, old_id: int, new_id: int, now: str) -> None:
-        """A correction keeps the node's tags and links with their status (rejections included)."""
+        """A correction keeps what a person or judge decided: confirmed tags, rejections (so a "no"
+        stays permanent) and links with their status. Proposed tags are not carried: a pass made
+        them from the old words, which the correction replaced (they would show the superseded
+        text as the new node's tags); the annotate pass proposes afresh from the new text.
+        A link's reason may quote the old text, so it is not carried either."""
         for tag in tags.for_nodes(self.conn, [old_id])[old_id]:
             if tag["status"] == "rejected_by_user":
                 tags.reject(self.conn, new_id, tag["name"], now)
-            else:
+            elif tag["status"] == "confirmed":
                 tags.assign(self.conn, new_id, tag["name"], status=tag["status"], source=tag["source"], at=now)
-        for r in rows(self.conn, "SELECT * FROM links WHERE source_id=? OR target_id=?", (old_id, old_id)):
+        for r in links.of_node(self.conn, old_id):
             src = new_id if r["source_id"] == old_id else r["source_id"]
             dst = new_id if r["target_id"] == old_id else r["target_id"]
             links.add(self.conn, src, dst, relation=r["relation"], status=r["status"], strength=r["strength"],
-                      proposed_by=r["proposed_by"], at=now, reason=r["reason"])
+                      proposed_by=r["proposed_by"], at=now, reason=f"carried over from node {old_id} by a correction")
 
     def archive(self, node_id: int) -> dict:
         now = self.now()
@@ -329,7 +333,9 @@ class Memory:
                 vectors.drop(self.conn, t["id"])
                 review.scrub_node(self.conn, t["id"])
                 syntheses.withdraw_citing(self.conn, t["id"])
-                self.conn.execute("DELETE FROM node_tags WHERE node_id=?", (t["id"],))
+                tags.forget_node(self.conn, t["id"])
+                links.scrub_node(self.conn, t["id"])
+                audit.scrub_node(self.conn, t["id"])
                 audit.record(self.conn, at=now, actor=self.actor, action="forget", node_id=t["id"],
                              capture_id=t["capture_id"], content_hash=t["content_hash"])
             warnings = []

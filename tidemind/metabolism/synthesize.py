@@ -6,8 +6,9 @@ approves them):
 - `temporal`: a daily digest of each complete day and a weekly digest of each complete ISO week
   that has memories in a scope;
 - `lessons`: each correction in a scope becomes a lesson in affirmative form ("Use: <the
-  corrected text>") beside what it replaced, and a `lesson` review item; `brain_prepare`
-  shows approved lessons, and unreviewed ones labelled as such.
+  corrected text>") naming the superseded node (not quoting it: superseded text is served only
+  to an as-of read), and a `lesson` review item; `brain_prepare` shows approved lessons, and
+  unreviewed ones labelled as such.
 """
 from __future__ import annotations
 
@@ -158,11 +159,11 @@ class LessonsTask:
                 if syntheses.exists(ctx.conn, digest):
                     continue
                 latest = max(group)[2]
-                replaced = [ctx.conn.execute("SELECT content FROM nodes WHERE id=?", (old,)).fetchone()[0]
-                            for _, old, _ in group]
+                # the replaced text is not quoted: superseded content is served only to an
+                # explicit as-of read, never as current knowledge, so the lesson names its ids
+                replaced = ", ".join(str(old) for _, old, _ in group)
                 text = (f"Use: {' '.join(latest.split())[:300]}  (rule from {len(group)} correction"
-                        f"{'s' if len(group) > 1 else ''}; it replaced: "
-                        + " | ".join(" ".join(r.split())[:120] for r in replaced) + ")")
+                        f"{'s' if len(group) > 1 else ''}; superseded: node {replaced})")
                 made += self._file(ctx, scope, members, text, digest, max(group)[0])
         for scope, said, times, item_ids in review.repeated_failures(ctx.conn):
             digest = sha256(f"lesson:failure:{scope}:{said}")

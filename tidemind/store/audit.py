@@ -1,6 +1,7 @@
 """The audit log: one row per mutation, written in the mutation's own transaction.
 
-It holds ids, actions and hashes, never authored text, so `forget` does not have to touch it.
+It holds ids, actions and hashes, never authored text; but some details are made from the text
+(the tag names a pass proposed), so `forget` scrubs the details of the forgotten node's rows.
 """
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ def record(conn: apsw.Connection, *, at: str, actor: str, action: str, node_id: 
         raise RuntimeError("audit.record must run inside the mutation's transaction")
     conn.execute("INSERT INTO audit_log(at, actor, action, node_id, capture_id, details) VALUES(?,?,?,?,?,?)",
                  (at, actor, action, node_id, capture_id, json.dumps(details, sort_keys=True)))
+
+
+def scrub_node(conn: apsw.Connection, node_id: int) -> None:
+    """Forget: keep who did what when to the node, drop details that may be made from its words."""
+    conn.execute("UPDATE audit_log SET details='{\"scrubbed\": \"forget\"}' WHERE node_id=? AND details != '{}'",
+                 (node_id,))
 
 
 def for_node(conn: apsw.Connection, node_id: int) -> list[dict]:

@@ -147,6 +147,17 @@ def among(conn: apsw.Connection, node_ids: Sequence[int], statuses: Sequence[str
                       f" AND target_id IN ({marks}) AND status IN ({s_marks})", [*node_ids, *node_ids, *statuses])
 
 
+def of_node(conn: apsw.Connection, node_id: int) -> list[dict]:
+    """Every link with an end at the node, any status (a correction carries them over)."""
+    return rows(conn, "SELECT * FROM links WHERE source_id=? OR target_id=?", (node_id, node_id))
+
+
+def scrub_node(conn: apsw.Connection, node_id: int) -> None:
+    """Forget: a judge's reason may quote the node's words; the link's status stays."""
+    conn.execute("UPDATE links SET reason=NULL WHERE (source_id=? OR target_id=?) AND reason IS NOT NULL",
+                 (node_id, node_id))
+
+
 def touching(conn: apsw.Connection, node_ids: Sequence[int], statuses: Sequence[str]) -> list[tuple[int, int]]:
     """(a, b) pairs of links in these statuses with an end in `node_ids`."""
     if not node_ids:

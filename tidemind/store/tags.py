@@ -65,6 +65,16 @@ def unreject(conn: apsw.Connection, node_id: int, name: str) -> bool:
     return conn.changes() > 0
 
 
+def forget_node(conn: apsw.Connection, node_id: int) -> None:
+    """Forget: drop the node's assignments, and any tag name no other node carries (a proposed
+    name is made from the node's own words, so it would keep them)."""
+    tag_ids = [r[0] for r in conn.execute("SELECT tag_id FROM node_tags WHERE node_id=?", (node_id,))]
+    conn.execute("DELETE FROM node_tags WHERE node_id=?", (node_id,))
+    for tid in tag_ids:
+        conn.execute("DELETE FROM tags WHERE id=? AND NOT EXISTS (SELECT 1 FROM node_tags WHERE tag_id=?)",
+                     (tid, tid))
+
+
 def for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {i: [] for i in node_ids}
     if not node_ids:

@@ -141,6 +141,15 @@ def cmd_doctor(args):
             sys.exit(1)
 
 
+def cmd_restore(args):
+    with _memory(args) as m:
+        r = m.restore(args.path)
+    _emit(args, r, lambda r: f"restored {r['restored']} ({r['stream_entries']} stream entries rebuilt"
+                             + (f", migrated {len(r['migrated'])}" if r["migrated"] else "") + ");"
+                             f" the previous store is kept in {r['kept_previous']};"
+                             f" doctor: {'ok' if r['doctor']['ok'] else 'PROBLEMS: ' + '; '.join(r['doctor']['problems'])}")
+
+
 def cmd_backup(args):
     with _memory(args) as m:
         _emit(args, m.backup(args.path), lambda r: f"backup written to {r['backup']} ({r['bytes']:,} bytes)")
@@ -370,6 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scope", action="append")
     add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
     s = add("backup", cmd_backup, "online backup of the database to PATH")
+    s.add_argument("path")
+    s = add("restore", cmd_restore, "replace the store by a backup (the current one is kept under backups/)")
     s.add_argument("path")
     s = add("embed", cmd_embed, "drain the embedding queue")
     s.add_argument("--batch", type=int, default=256)

@@ -39,6 +39,12 @@ def redact(conn: apsw.Connection, capture_id: int, at: str) -> None:
     conn.execute("UPDATE captures SET content=NULL, forgotten_at=? WHERE id=?", (at, capture_id))
 
 
+def for_stream(conn: apsw.Connection) -> list[dict]:
+    """Everything a stream entry is made of, for every capture that has one."""
+    return rows(conn, "SELECT id, content, content_hash, scope, source_tool, session, recorded_at, stream_file,"
+                      " stream_key FROM captures WHERE stream_file IS NOT NULL")
+
+
 def all_with_stream(conn: apsw.Connection) -> list[dict]:
     return rows(conn, "SELECT id, stream_file, stream_key, content_hash, forgotten_at FROM captures")
 

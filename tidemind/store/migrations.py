@@ -37,6 +37,16 @@ def pending(conn: apsw.Connection) -> list[tuple[str, str, str]]:
             for name, sql in items if (owner, name) not in done]
 
 
+def unknown(conn: apsw.Connection) -> list[str]:
+    """Migrations recorded in this database that this code does not know: it was written by a
+    newer TideMind (owners this process has not registered are not judged)."""
+    if not scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='migrations'"):
+        return []
+    known = {(o, n) for o, items in _REGISTRY.items() for n, _ in items}
+    return [f"{o}/{n}" for o, n in conn.execute("SELECT owner, name FROM migrations")
+            if o in _REGISTRY and (o, n) not in known]
+
+
 def migrate(conn: apsw.Connection, backup: Callable[[Path], None] | None = None,
             backup_dir: Path | None = None) -> list[str]:
     todo = pending(conn)

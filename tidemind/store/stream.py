@@ -131,6 +131,21 @@ def redact(stream_dir: Path, name: str, capture_id: int, key: str, tombstone: st
         return True
 
 
+def rebuild(stream_dir: Path, captures: list[dict]) -> int:
+    """Write a fresh stream from the database's captures (after a restore): one entry per
+    capture, in id order, in the dated file each names, with its own key; a forgotten capture
+    gets its tombstone. Existing files in `stream_dir` are replaced. Returns entries written."""
+    stream_dir.mkdir(parents=True, exist_ok=True)
+    for old in stream_dir.glob("*.md"):
+        old.unlink()
+    for cap in sorted(captures, key=lambda c: c["id"]):
+        title = " · ".join(x for x in (cap["recorded_at"], cap["scope"], cap["source_tool"], cap["session"]) if x)
+        body = cap["content"] if cap["content"] is not None else \
+            f"[forgotten capture sha256:{cap['content_hash'][:16]}]"
+        append(stream_dir, cap["stream_file"], cap["id"], cap["stream_key"], title, body)
+    return len(captures)
+
+
 def all_entries(stream_dir: Path) -> dict[tuple[int, str], str]:
     """(capture id, key) -> stream file name, over every stream file."""
     found: dict[tuple[int, str], str] = {}

@@ -1,0 +1,147 @@
+"""Backup and restore round trip; bad restores change nothing; a store made by an older
+TideMind (commit abd9679, see tests/fixtures/old_store) opens, migrates and keeps everything."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tidemind.errors import InvalidInput, NotFound
+from tidemind.importers.engine import sync
+from tidemind.memory import Memory
+from tidemind.metabolism.scheduler import run_due
+from tidemind.store import connect, stream
+
+from ..conftest import cli_json, run_cli
+
+OLD = Path(__file__).resolve().parent.parent / "fixtures" / "old_store"
+TABLES = ("nodes", "node_versions", "captures", "tags", "node_tags", "links", "review_items", "derived", "syntheses",
+          "audit_log", "node_vectors", "import_batches", "import_units", "migrations")
+
+
+def state(m: Memory) -> dict:
+    return {t: list(m.conn.execute(f"SELECT * FROM {t} ORDER BY 1")) for t in TABLES}
+
+
+def _rich_store(home: Path, vault: Path) -> Memory:
+    m = Memory.open(home)
+    for i in range(30):
+        m.digest(f"memory {i}: the harbour master logs {i} ships and a note about tides", scope="project:a",
+                 session=f"s{i // 5}")
+    old = m.digest("The ferry leaves at seven.", scope="project:a")["node_ids"][0]
+    m.correct(old, "The ferry leaves at eight.")
+    m.archive(m.digest("an archived scratch note", scope="project:a")["node_ids"][0])
+    m.forget(m.digest("a secret that was forgotten: heliotrope", scope="project:a")["node_ids"][0])
+    m.tag_add(old + 1, "ferries")
+    vault.mkdir()
+    (vault / "note.md").write_text("---\ntags: [sea]\n---\nThe lighthouse is painted red and white.\n")
+    sync(m, "obsidian", vault, "vault:sea")
+    m.embed_pending()
+    run_due(m, force=True)
+    return m
+
+
+def test_backup_then_restore_brings_back_exactly_that_store(home, tmp_path):
+    m = _rich_store(home, tmp_path / "vault")
+    before = state(m)
+    stream_before = {p.name: p.read_bytes() for p in (home / "stream").glob("*.md")}
+    recall_before = [i["id"] for i in m.recall("harbour master ships", scopes=["project:a"], record=False)["items"]]
+    backup = m.backup(tmp_path / "b.db")["backup"]
+    later = m.digest("written after the backup: the quay was repaved", scope="project:a")["node_ids"][0]
+    m.archive(1)
+    m.close()
+
+    r = cli_json(home, "restore", backup)
+    assert r["doctor"]["ok"], r["doctor"]
+    with Memory.open(home) as m2:
+        assert state(m2) == before
+        assert [i["id"] for i in m2.recall("harbour master ships", scopes=["project:a"], record=False)["items"]] \
+            == recall_before
+        with pytest.raises(NotFound):
+            m2.show(later)
+        assert m2.doctor()["ok"]
+    # the stream was rebuilt entry for entry (same ids, keys and bodies)
+    def bodies(files: dict[str, bytes]) -> dict:
+        return {(e.capture_id, e.key): data[e.body_start:e.body_start + e.body_length]
+                for data in files.values() for e in stream.parse(data)}
+
+    rebuilt = bodies({p.name: p.read_bytes() for p in (home / "stream").glob("*.md")})
+    assert rebuilt == bodies(stream_before)
+    # the store that was replaced is kept, with what was written after the backup
+    kept = Path(r["kept_previous"])
+    with connect(kept / "tidemind.db", readonly=True) as c:
+        assert c.execute("SELECT content FROM nodes WHERE id=?", (later,)).fetchone()[0].startswith("written after")
+
+
+@pytest.mark.parametrize("kind", ["missing", "garbage", "foreign", "newer", "itself"])
+def test_a_bad_restore_changes_nothing(home, tmp_path, kind):
+    m = Memory.open(home)
+    m.digest("a memory that must survive a failed restore", scope="project:a")
+    before = state(m)
+    target = tmp_path / "candidate.db"
+    if kind == "garbage":
+        target.write_bytes(b"this is not a database" * 100)
+    elif kind == "foreign":
+        c = connect(target)
+        c.execute("CREATE TABLE recipes(name TEXT)")
+        c.close()
+    elif kind == "newer":
+        m.backup(target)
+        c = connect(target)
+        c.execute("INSERT INTO migrations(owner, name) VALUES('core', '9999_from_the_future')")
+        c.close()
+    elif kind == "itself":
+        target = home / "tidemind.db"
+    with pytest.raises(InvalidInput) as err:
+        m.restore(target)
+    assert str(err.value) and "\n" not in str(err.value)
+    assert state(m) == before
+    assert not (home / "backups").exists() or not list((home / "backups").glob("pre-restore-*"))
+    m.close()
+    proc = run_cli(home, "restore", str(target))
+    assert proc.returncode == 1 and len(proc.stderr.decode().strip().splitlines()) == 1
+
+
+def _load_old_store(home: Path) -> None:
+    home.mkdir(parents=True)
+    conn = connect(home / "tidemind.db")
+    conn.execute("PRAGMA foreign_keys=OFF")          # a dump creates tables in name order
+    conn.execute(gzip.decompress((OLD / "store.sql.gz").read_bytes()).decode("utf-8"))
+    conn.close()
+    shutil.copytree(OLD / "stream", home / "stream")
+
+
+def test_a_store_from_an_older_schema_migrates_and_keeps_everything(home):
+    expected = json.loads((OLD / "expected.json").read_text())
+    _load_old_store(home)
+    with connect(home / "tidemind.db", readonly=True) as c:
+        applied = [f"{o}/{n}" for o, n in c.execute("SELECT owner, name FROM migrations ORDER BY rowid")]
+    assert applied == expected["migrations"]                       # really the old schema
+    with Memory.open(home) as m:
+        now_applied = {f"{o}/{n}" for o, n in m.conn.execute("SELECT owner, name FROM migrations")}
+        assert now_applied > set(applied) and "core/0014_derived_history" in now_applied
+        assert list((home / "backups").glob("pre-migrate-*.db"))    # backed up before migrating
+        ids = expected["ids"]
+        for node_id, content in expected["contents"].items():
+            row = m.conn.execute("SELECT content FROM nodes WHERE id=?", (int(node_id),)).fetchone()
+            assert row[0] == content
+        assert m.show(ids["new"])["content"] == "The deploy window is Thursday morning."
+        with pytest.raises(NotFound, match="corrected"):
+            m.show(ids["old"])
+        with pytest.raises(NotFound, match="archived"):
+            m.show(ids["archived"])
+        with pytest.raises(NotFound, match="forgotten"):
+            m.show(ids["forgotten"])
+        assert {t["name"]: t["status"] for t in m.tags_of(ids["fact"])}.get("postgres") == "rejected_by_user"
+        hit = m.recall("staging database port", scopes=["project:shop"], record=False)
+        assert hit["items"] and hit["items"][0]["id"] == ids["fact"]
+        assert m.recall("deploy window", scopes=["project:shop"], record=False)["items"][0]["id"] == ids["new"]
+        assert m.doctor()["ok"], m.doctor()
+        # the new code writes into it and runs every pass over it
+        m.digest("a memory written after the upgrade", scope="project:shop")
+        m.embed_pending()
+        run_due(m, force=True)
+        assert m.doctor()["ok"]

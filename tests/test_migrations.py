@@ -26,3 +26,18 @@ def test_new_migration_backs_up_first(home):
         assert apsw.Connection(str(backups[0])).execute("SELECT count(*) FROM nodes").fetchone()[0] == 1
     finally:
         migrations._REGISTRY.pop("test-owner", None)
+
+
+def test_a_store_from_a_newer_tidemind_is_refused_clearly(home):
+    import pytest
+
+    from tidemind.errors import InvalidInput
+
+    with Memory.open(home) as m:
+        m.digest("written by this version")
+        m.conn.execute("INSERT INTO migrations(owner, name) VALUES('core', '9999_from_the_future')")
+    with pytest.raises(InvalidInput, match="newer TideMind"):
+        Memory.open(home)
+    from .conftest import run_cli
+    proc = run_cli(home, "stats")
+    assert proc.returncode == 1 and "newer TideMind" in proc.stderr.decode()

@@ -49,6 +49,13 @@ def open_store(db_path: Path, busy_timeout_ms: int = 10_000) -> apsw.Connection:
     db_path = Path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     conn = connect(db_path, busy_timeout_ms)
+    newer = migrations.unknown(conn)
+    if newer:          # its tables may have changed in ways this code would corrupt
+        conn.close()
+        from ..errors import InvalidInput
+
+        raise InvalidInput(f"{db_path} was written by a newer TideMind ({', '.join(newer[:3])}); upgrade TideMind"
+                           " to open it")
     migrations.migrate(conn, backup=lambda p: backup_to(conn, p), backup_dir=db_path.parent / "backups")
     return conn
 

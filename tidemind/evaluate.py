@@ -134,12 +134,22 @@ def evaluate(memories_path: str, queries_path: str, home: str | None = None, spl
 
 
 def format_report(r: dict) -> str:
-    lines = [f"retrieval evaluation: {r['memories']} memories, {r['queries']} queries", "",
+    split = f" (split {r['split']})" if r.get("split") else ""
+    cell = lambda v, w=7: f"{v:>{w}.3f}" if isinstance(v, (int, float)) else f"{'-':>{w}}"
+    lines = [f"retrieval evaluation: {r['memories']} memories, {r['queries']} queries{split}", "",
              f"  {'arm':<8}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'R@20':>7}{'H@10':>7}{'MRR':>7}{'abst∅':>7}{'ans':>7}{'p50ms':>8}"]
     for arm, data in r["arms"].items():
         o = data["overall"]
-        cell = lambda v: f"{v:>7.3f}" if isinstance(v, (int, float)) else f"{'-':>7}"
         lines.append(f"  {arm:<8}{cell(o['recall@1'])}{cell(o['recall@5'])}{cell(o['recall@10'])}{cell(o['recall@20'])}"
                      f"{cell(o['hit@10'])}{cell(o['mrr'])}{cell(o['abstain_when_nothing_stored'])}"
                      f"{cell(o['answer_when_stored'])}{o.get('latency_ms', {}).get('p50', 0):>8}")
+    arms = list(r["arms"])
+    categories = sorted({c for data in r["arms"].values() for c in data["by_category"]})
+    lines += ["", "  recall@10 by category (abstention for never-stored)",
+              f"  {'category':<14}{'n':>5}" + "".join(f"{a:>9}" for a in arms)]
+    for c in categories:
+        per = [r["arms"][a]["by_category"].get(c, {}) for a in arms]
+        n = per[0].get("queries", 0)
+        key = "abstain_when_nothing_stored" if c == "never-stored" else "recall@10"
+        lines.append(f"  {c:<14}{n:>5}" + "".join(cell(p.get(key), 9) for p in per))
     return "\n".join(lines)

@@ -95,9 +95,12 @@ def enqueue(conn: apsw.Connection, node_id: int, at: str) -> None:
 
 def queued(conn: apsw.Connection, limit: int) -> list[tuple[int, str, str]]:
     """(node_id, content, scope) of queued nodes that are still live; dead ones are dropped from the queue."""
-    conn.execute("DELETE FROM embed_queue WHERE node_id IN (SELECT q.node_id FROM embed_queue q JOIN nodes n"
-                 " ON n.id=q.node_id WHERE n.status != 'live')")
-    return list(conn.execute("SELECT n.id, n.content, n.scope FROM embed_queue q JOIN nodes n ON n.id = q.node_id"
+    # driven by the (short) queue, probing nodes by key: the join the other way round scanned all
+    # of nodes (~25 ms at 100k, inside the write lock an MCP digest then waited for)
+    conn.execute("DELETE FROM embed_queue WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = embed_queue.node_id"
+                 " AND n.status = 'live')")
+    # CROSS JOIN keeps the queue as the outer loop (the planner otherwise scans all of nodes)
+    return list(conn.execute("SELECT n.id, n.content, n.scope FROM embed_queue q CROSS JOIN nodes n ON n.id = q.node_id"
                              " ORDER BY q.node_id LIMIT ?", (limit,)))
 
 
@@ -105,7 +108,7 @@ def queue_length(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> 
     if not scopes:
         return scalar(conn, "SELECT count(*) FROM embed_queue")
     marks = ",".join("?" * len(scopes))
-    return scalar(conn, f"SELECT count(*) FROM embed_queue q JOIN nodes n ON n.id = q.node_id"
+    return scalar(conn, f"SELECT count(*) FROM embed_queue q CROSS JOIN nodes n ON n.id = q.node_id"
                         f" WHERE n.scope IN ({marks})", list(scopes))
 
 

@@ -40,3 +40,33 @@ def test_neighbour_expansion_obeys_visibility(mem):
     r = mem.recall("invoices export timing out", scopes=["project:a"], limit=8, record=False)
     served = {i["id"] for i in r["items"]} | {c["id"] for i in r["items"] for c in i["context"]}
     assert other not in served
+
+
+def test_a_long_note_does_not_flood_the_answer_with_its_units(mem):
+    words = ["orchard apples ripen slowly", "harbour cranes lift containers", "violin strings need rosin",
+             "delta stage deploys canaries", "granite counters resist heat", "lantern wicks burn evenly",
+             "meadow grasses sway gently", "pepper plants want sunlight"]
+    units = [f"- step {n}: {w} every single morning without fail" for n, w in enumerate(words)]
+    ids = mem.digest("\n".join(units), scope="project:a")["node_ids"]
+    assert len(ids) == 8
+    for n in range(20):
+        mem.digest(f"unrelated note {n} about the garden shed", scope="project:a")
+    r = mem.recall("delta stage", scopes=["project:a"], limit=8, record=False)
+    order = [i["id"] for i in r["items"]]
+    assert order[0] == ids[3]
+    siblings = [i for i in order if i in ids and i != ids[3]]
+    assert set(siblings) <= {ids[2], ids[4]} and len(siblings) == 2      # one on each side, not all seven
+    assert {c["id"] for c in r["items"][0]["context"]} >= {ids[1], ids[5]}
+
+
+def test_a_filtered_out_turn_does_not_take_the_answer_slot(mem):
+    ids = _conversation(mem)
+    mem.tag_add(ids["question"], "billing")
+    mem.tag_add(ids["answer"], "billing")
+    filler = mem.digest("a long aside about lunch plans for the whole team this friday", scope="project:a",
+                        session="s1")["node_ids"][0]
+    assert filler > ids["answer"]
+    r = mem.recall("invoices export timing out", scopes=["project:a"], tags_filter=["billing"], limit=8, record=False)
+    served = {i["id"] for i in r["items"]} | {c["id"] for i in r["items"] for c in i["context"]}
+    assert ids["answer"] in {i["id"] for i in r["items"]}
+    assert served <= {ids["question"], ids["answer"]}                 # the untagged turns never appear

@@ -222,30 +222,38 @@ def _expand(conn, req, direct, scores, via, found, where, params, evidence) -> N
     Agents write a conversation turn by turn, so the answer to a question is often the next
     turn and does not repeat the question's words. In each direction of the session, the nearest
     substantive turn (one with evidence of its own, or at least SUBSTANTIVE_WORDS content words)
-    joins as an item just below its seed (the turn after above the turn before); chatter before it ("thanks", "running the tests") is
-    listed in the seed's `context`, and so is anything beyond it. Every capture sibling with
-    substance joins. Nodes one confirmed link away join below their seed's score. Pending links
-    are never walked.
+    joins as an item just below its seed, the turn after above the turn before; chatter before
+    it ("thanks", "running the tests") is listed in the seed's `context`, and so is anything
+    beyond it. The units of the seed's own capture are treated the same way (one each side
+    joins, so a long note cannot flood the answer). Nodes one confirmed link away join below
+    their seed's score. Pending links are never walked.
     """
     seeds = direct[:EXPAND_SEEDS]
     offers: dict[int, tuple[float, str]] = {}
     context: dict[int, list[dict]] = {}
     near = nodes.neighbours(conn, seeds, req.scopes, req.as_of, reach=NEIGHBOUR_REACH)
-    rows = nodes.get_visible(conn, list({other for _, other, _, _ in near} - set(found)), req.scopes, req.as_of)
-    rows.update(found)
-    joined: set[tuple[int, int]] = set()
+    # the caller's filters (tags, source) first, so a filtered-out turn does not take a slot
+    candidates = list({other for _, other, _, _ in near})
+    if candidates:
+        marks = ",".join("?" * len(candidates))
+        passing = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                              [*candidates, *params])]
+    else:
+        passing = []
+    rows = nodes.get_visible(conn, [i for i in passing if i not in found], req.scopes, req.as_of)
+    rows.update({i: found[i] for i in passing if i in found})
+    joined: set[tuple[int, str, int]] = set()
     for seed, other, why, offset in near:
         row = rows.get(other)
         if row is None:
             continue
-        direction = (seed, (offset > 0) - (offset < 0))
+        direction = (seed, why, (offset > 0) - (offset < 0))
         substantive = (evidence.get(other, 0.0) >= NEIGHBOUR_MIN_EVIDENCE
                        or len(content_words(row["content"])) >= SUBSTANTIVE_WORDS)
         if not substantive or direction in joined:
             context.setdefault(seed, []).append({"id": other, "via": why})
             continue
-        if offset:
-            joined.add(direction)
+        joined.add(direction)
         # an answer follows its question: the turn after ranks above the turn before
         score = NEIGHBOUR_FACTOR * scores[seed] * (NEIGHBOUR_FACTOR if offset < 0 else 1.0)
         if score > offers.get(other, (0.0, ""))[0]:

@@ -179,24 +179,29 @@ def superseded_in_scope(conn: apsw.Connection, scope: str, ids: Sequence[int]) -
 
 def neighbours(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
                as_of: AsOf | None = None, reach: int = 1) -> list[tuple[int, int, str, int]]:
-    """(seed, neighbour, why, offset) for sibling units of one capture (offset 0) and the `reach`
-    nearest visible digests before (offset -1, -2, ...) and after (1, 2, ...) the seed in its
-    session, nearest first. Ids grow with time, so "before" is a smaller id of the same session.
+    """(seed, neighbour, why, offset): the `reach` nearest visible sibling units of the seed's
+    capture before (offset -1, -2, ... by unit order) and after it (1, 2, ...), then the `reach`
+    nearest visible digests of its session (other captures) before and after it, nearest first.
+    Ids grow with time, so "before" is a smaller id of the same session.
     """
     if not node_ids:
         return []
     pred, params = visible("m", scopes, as_of)
     marks = ",".join("?" * len(node_ids))
-    out = [(s, m, "capture", 0) for s, m in conn.execute(f"""
-        SELECT n.id, m.id FROM nodes n JOIN nodes m ON m.capture_id = n.capture_id AND m.id != n.id
-        WHERE n.id IN ({marks}) AND {pred}""", [*node_ids, *params])]
-    sessions = dict(conn.execute(f"SELECT id, session FROM nodes WHERE id IN ({marks}) AND session IS NOT NULL",
-                                 list(node_ids)))
-    for seed, session in sessions.items():
+    seeds = conn.execute(f"SELECT id, capture_id, unit_index, session FROM nodes WHERE id IN ({marks})",
+                         list(node_ids)).fetchall()
+    out: list[tuple[int, int, str, int]] = []
+    for seed, capture, unit, session in seeds:
         for cmp, order, sign in (("<", "DESC", -1), (">", "ASC", 1)):
-            near = conn.execute(f"SELECT m.id FROM nodes m WHERE m.session = ? AND m.id {cmp} ? AND {pred}"
-                                f" ORDER BY m.id {order} LIMIT ?", [session, seed, *params, reach])
-            out += [(seed, m, "session", sign * d) for d, (m,) in enumerate(near, start=1)]
+            if capture is not None:
+                near = conn.execute(f"SELECT m.id FROM nodes m WHERE m.capture_id = ? AND m.unit_index {cmp} ?"
+                                    f" AND {pred} ORDER BY m.unit_index {order} LIMIT ?", [capture, unit, *params, reach])
+                out += [(seed, m, "capture", sign * d) for d, (m,) in enumerate(near, start=1)]
+            if session is not None:
+                near = conn.execute(f"SELECT m.id FROM nodes m WHERE m.session = ? AND m.id {cmp} ?"
+                                    f" AND m.capture_id IS NOT ? AND {pred} ORDER BY m.id {order} LIMIT ?",
+                                    [session, seed, capture, *params, reach])
+                out += [(seed, m, "session", sign * d) for d, (m,) in enumerate(near, start=1)]
     return out
 
 

@@ -1,4 +1,5 @@
 """Correct, archive, unarchive, forget: versions kept, corrections stick, forget leaves no bytes."""
+import json
 import pytest
 
 from tidemind.errors import Conflict, NotFound
@@ -179,3 +180,18 @@ def test_correction_carries_decisions_not_proposals(mem):
     new = mem.correct(old, "The ferry to the island leaves at eight from pier two")["node_ids"][0]
     carried = {t["name"]: t["status"] for t in mem.tags_of(new)}
     assert carried == {"ferries": "confirmed", "islands": "rejected_by_user"}   # the old words' proposal stays behind
+
+
+def test_forget_scrubs_words_from_audit_details_but_keeps_the_trail(mem):
+    from tidemind.store import audit, immediate
+
+    nid = mem.digest("the zephyrine courier code is under the mat")["node_ids"][0]
+    with immediate(mem.conn):
+        audit.record(mem.conn, at=mem.now(), actor="daemon:annotate", action="annotate", node_id=nid,
+                     tags=["zephyrine-courier"], generator="annotate/offline-v1")
+    mem.forget(nid)
+    trail = audit.for_node(mem.conn, nid)
+    assert [t["action"] for t in trail][-1] == "forget" and len(trail) >= 3
+    assert "zephyrine" not in json.dumps(trail)
+    annotated = next(json.loads(t["details"]) for t in trail if t["action"] == "annotate")
+    assert annotated == {"generator": "annotate/offline-v1", "scrubbed": "forget"}

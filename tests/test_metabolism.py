@@ -104,14 +104,18 @@ def test_a_leased_task_is_not_run_twice(mem):
 def test_a_lease_held_by_a_dead_local_process_is_taken_over(mem):
     import socket
 
+    from tidemind.metabolism.scheduler import _pid_namespace
+
     task = next(t for t in ordered_tasks() if t.name == "annotate")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()                                               # its pid now names no process
     far = "9999-01-01T00:00:00.000000Z"
-    assert task_runs.acquire(mem.conn, "annotate", f"{socket.gethostname()}:{dead.pid}", mem.now(), far)
+    here = f"{socket.gethostname()}:{_pid_namespace()}"
+    assert task_runs.acquire(mem.conn, "annotate", f"{here}:{dead.pid}", mem.now(), far)
     assert run_task(mem, task, "me")["status"] == "ok"
-    # a live holder, or one on another machine, is waited for
-    for holder in (f"{socket.gethostname()}:{os.getpid()}", f"other-host:{dead.pid}"):
+    # a live holder, one on another machine or in another pid namespace, or a malformed owner, is waited for
+    for holder in (f"{here}:{os.getpid()}", f"other-host:{_pid_namespace()}:{dead.pid}",
+                   f"{socket.gethostname()}:1:{dead.pid}", f"{here}:²", f"{here}:{10**30}", "legacy:123"):
         mem.conn.execute("UPDATE task_runs SET lease_owner=?, lease_until=? WHERE task='annotate'", (holder, far))
         assert run_task(mem, task, "me")["status"] == "busy", holder
 

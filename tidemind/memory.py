@@ -6,7 +6,6 @@ row, the stream file) and leaves SQL to the store modules. It imports no CLI, MC
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import apsw
@@ -23,7 +22,6 @@ from .store import (AsOf, audit, captures, derived, fts, immediate, links, llm_c
                     recall_hits, syntheses,
                     stream, tags, vectors)
 from .store import backup_to, connect, migrations
-from .store.connection import rows
 from .timeutil import Clock, parse_iso, system_clock, to_iso
 from . import views
 
@@ -715,8 +713,10 @@ class Memory:
         Nothing changes until the backup has passed its checks (readable, intact, a TideMind
         store, not from a newer TideMind). Then the current database and stream files are kept
         under backups/pre-restore-<time>/, the backup is copied in with SQLite's backup API
-        under the write lock (another process waits, then sees the restored store), older
-        schemas are migrated, and the stream files are rebuilt from the restored captures."""
+        under the write lock (another process waits, then sees the restored store), the stream
+        files are rebuilt from the restored captures under the stream lock (the replaced files
+        join the kept copy there, so a digest acknowledged while the restore ran is kept too),
+        and older schemas are migrated."""
         source = Path(path).expanduser().resolve()
         if not source.is_file():
             raise InvalidInput(f"no backup file at {source}")
@@ -741,11 +741,17 @@ class Memory:
             if newer:
                 raise InvalidInput(f"{source} was written by a newer TideMind ({', '.join(newer[:3])});"
                                    " upgrade before restoring it")
-            keep = self.settings.home / "backups" / f"pre-restore-{self.now()[:19].replace(':', '')}"
-            keep.mkdir(parents=True, exist_ok=True)
+            stamp = self.now().replace(":", "").replace("-", "").replace(".", "")
+            keep = self.settings.home / "backups" / f"pre-restore-{stamp}"
+            n = 0
+            while True:          # never reuse a folder: two restores a second apart keep both stores
+                try:
+                    keep.mkdir(parents=True)
+                    break
+                except FileExistsError:
+                    n += 1
+                    keep = keep.with_name(f"pre-restore-{stamp}-{n}")
             backup_to(self.conn, keep / "tidemind.db")
-            if self.settings.stream_dir.exists():
-                shutil.copytree(self.settings.stream_dir, keep / "stream", dirs_exist_ok=True)
             if self._side is not None:           # the vector side connection must not hold a snapshot
                 self._side[0].shutdown(wait=True)
                 self._side[1].close()
@@ -755,8 +761,10 @@ class Memory:
                     job.step(256)
         finally:
             src.close()
+        # the stream first (its columns exist in every schema), so a failing migration leaves a
+        # consistent store that the next open migrates; digests landing meanwhile keep their entries
+        written = stream.rebuild(self.settings.stream_dir, lambda: captures.for_stream(self.conn), keep / "stream")
         applied = migrations.migrate(self.conn)
-        written = stream.rebuild(self.settings.stream_dir, captures.for_stream(self.conn))
         self._embedder = None                   # its corpus statistics came from the old contents
         return {"restored": str(source), "kept_previous": str(keep), "migrated": applied, "stream_entries": written,
                 "doctor": self.doctor()}

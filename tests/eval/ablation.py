@@ -64,7 +64,7 @@ def main(split: str = "tune") -> None:
     with Memory.open(tempfile.mkdtemp(prefix="tidemind-ablation-")) as m:
         owner = load(m, memories)
         print(f"{len(memories)} memories, {len(queries)} queries ({split} half)\n")
-        print(f"| configuration | R@10 | MRR | abstains (never stored) | answers (stored) |\n|---|---|---|---|---|")
+        print("| configuration | R@10 | MRR | abstains (never stored) | answers (stored) |\n|---|---|---|---|---|")
         rows = [(name, changes, ARMS["hybrid"]) for name, changes in CONFIGS] + [("plain FTS5 BM25", {}, None)]
         for name, changes, options in rows:
             with configured(changes):

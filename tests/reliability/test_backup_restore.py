@@ -145,3 +145,18 @@ def test_a_store_from_an_older_schema_migrates_and_keeps_everything(home):
         m.embed_pending()
         run_due(m, force=True)
         assert m.doctor()["ok"]
+
+
+def test_two_restores_in_the_same_instant_keep_both_replaced_stores(home, tmp_path):
+    import datetime as dt
+
+    frozen = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
+    m = Memory.open(home, clock=lambda: frozen)
+    m.digest("first state", scope="project:a")
+    first = m.backup(tmp_path / "first.db")["backup"]
+    m.digest("second state", scope="project:a")
+    kept = [m.restore(first)["kept_previous"], m.restore(first)["kept_previous"]]
+    assert len(set(kept)) == 2
+    with connect(Path(kept[0]) / "tidemind.db", readonly=True) as c:
+        assert c.execute("SELECT count(*) FROM nodes").fetchone()[0] == 2      # the store before the first restore
+    m.close()

@@ -80,6 +80,7 @@ def test_recall_queries_and_options(tmp_path):
     for text in ("don't use c++ for the foo-bar tool; NEAR the col:value marker", "the harbour keeps lanterns",
                  "Ünïcödé straße and 東京 memories"):
         m.digest(text, scope="project:a")
+        m.digest(text + " (the other project's copy)", scope="project:b")      # must never be served
     m.embed_pending()
 
     @PROPERTY
@@ -111,10 +112,12 @@ KEYS = {"brain_digest": ["content", "intent", "target_node", "scope", "source", 
 
 def test_mcp_tool_arguments(tmp_path):
     home = tmp_path / "home"
+    with Memory.open(home) as other:
+        other.digest("the lighthouse keeper in another project", scope="project:b")
     server = build_server(str(home), ["project:a"])
     m = server.memory
     first = m.digest("the lighthouse keeper logs every ship", scope="project:a")["node_ids"][0]
-    assert first == 1
+    assert first == 2
 
     @PROPERTY
     @given(st.sampled_from(sorted(KEYS)).flatmap(lambda tool: st.tuples(
@@ -132,6 +135,14 @@ def test_mcp_tool_arguments(tmp_path):
             assert fingerprint(m, home) == before
             return
         assert not result.is_error
+        data = (result.structured_content or {}).get("result", result.structured_content)
+        if tool == "brain_recall":
+            assert all(i["scope"] == "project:a" for i in data["items"])       # the server's scope, always
+        elif tool == "brain_digest" and arguments.get("intent", "store") == "store":
+            for node_id in data["node_ids"]:
+                assert m.show(node_id)["content"] in arguments["content"]     # verbatim slices
+        elif tool == "brain_prepare":
+            assert "another project" not in result.content[0].text
 
     check()
     assert m.doctor()["ok"]
@@ -197,7 +208,8 @@ def test_logseq_properties(tmp_path):
             return
         assert isinstance(r["skipped"], list)
         live = [row[0] for row in m.conn.execute("SELECT content FROM nodes WHERE scope='graph:props' AND status='live'")]
-        assert any("harbour master" in c for c in live) or r["skipped"]
+        skipped = {s["path"] for s in r["skipped"]}
+        assert any("harbour master" in c for c in live) or any("page.md" in p for p in skipped), r
 
     check()
     assert m.doctor()["ok"]

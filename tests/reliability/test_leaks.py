@@ -84,7 +84,8 @@ def test_memory_api_read_paths(world):
         listed = outputs["review list"]
         listed = listed["items"] if isinstance(listed, dict) else listed
         outputs["review items"] = [m.review_show(i["id"]) for i in listed]
-        assert outputs["recall"]["items"], "the live memory is found"
+        for path in ("recall", "recall fts", "recall vector"):
+            assert outputs[path]["items"], f"{path}: the live memories are found (else this test proves nothing)"
         for path, output in outputs.items():
             hidden = NONCE if path not in ("graph", "review list", "review items") else \
                 {k: v for k, v in NONCE.items() if k != "other_scope"}     # a person's views span scopes
@@ -129,12 +130,14 @@ def test_mcp_tools(world):
 def test_hooks(world):
     home, _, repo = world
     for name, event in (("session-start", {"hook_event_name": "SessionStart", "cwd": str(repo), "source": "startup"}),
-                        ("user-prompt", {"cwd": str(repo), "prompt": f"how long does the {KEY} take to set?"}),
+                        ("user-prompt", {"cwd": str(repo), "prompt": f"what is the {KEY} recipe with oranges?"}),
                         ("user-prompt", {"cwd": str(repo), "prompt": " ".join(NONCE.values())})):
         proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "hook", name],
                               input=json.dumps(event).encode(), capture_output=True, cwd=ROOT, timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert _leaked(proc.stdout.decode()) == [], (name, event)
+        if KEY in event.get("prompt", KEY):              # positive control: the hook did inject memories
+            assert b"marmalade" in proc.stdout.lower(), (name, event)
     assert b"marmalade" in subprocess.run(
         [sys.executable, "-m", "tidemind.cli", "--home", str(home), "hook", "session-start"],
         input=json.dumps({"cwd": str(repo), "source": "startup"}).encode(), capture_output=True, cwd=ROOT,

@@ -23,23 +23,33 @@ LEASE_SECONDS = 180          # a crashed holder on another machine blocks its ta
 HEARTBEAT_SECONDS = 30       # a running task renews its lease this often (between items)
 
 
+def _pid_namespace() -> str:
+    """Two containers can share a hostname and reuse each other's pids; the pid namespace tells
+    them apart (0 where /proc is not there)."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
 def owner_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{socket.gethostname()}:{_pid_namespace()}:{os.getpid()}"
 
 
 def _dead_here(owner: str | None) -> bool:
     """True when `owner` is a process on this machine that no longer exists (killed or crashed),
     so its lease need not be waited out. A recycled pid reads as alive: then the lease expires."""
-    if not owner or ":" not in owner:
+    if not owner or owner.count(":") < 2:
         return False
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    rest, _, pid = owner.rpartition(":")
+    host, _, namespace = rest.rpartition(":")
+    if host != socket.gethostname() or namespace != _pid_namespace() or not (pid.isascii() and pid.isdigit()):
         return False
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return True
-    except PermissionError:
+    except (PermissionError, OverflowError, ValueError):
         return False
     return False
 

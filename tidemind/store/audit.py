@@ -33,10 +33,19 @@ def record(conn: apsw.Connection, *, at: str, actor: str, action: str, node_id: 
                  (at, actor, action, node_id, capture_id, json.dumps(details, sort_keys=True)))
 
 
+# detail keys whose values can be made from a memory's words (tag names, titles, notes' tags)
+TEXT_KEYS = frozenset({"tag", "tags", "title", "name", "names", "text", "reason"})
+
+
 def scrub_node(conn: apsw.Connection, node_id: int) -> None:
-    """Forget: keep who did what when to the node, drop details that may be made from its words."""
-    conn.execute("UPDATE audit_log SET details='{\"scrubbed\": \"forget\"}' WHERE node_id=? AND details != '{}'",
-                 (node_id,))
+    """Forget: keep who did what when to the node (ids, hashes, counts), drop the details that
+    may be made from its words."""
+    for row_id, details in conn.execute("SELECT id, details FROM audit_log WHERE node_id=? AND details != '{}'",
+                                        (node_id,)).fetchall():
+        kept = {k: v for k, v in json.loads(details).items() if k not in TEXT_KEYS}
+        if len(kept) != len(json.loads(details)):
+            kept["scrubbed"] = "forget"
+            conn.execute("UPDATE audit_log SET details=? WHERE id=?", (json.dumps(kept, sort_keys=True), row_id))
 
 
 def for_node(conn: apsw.Connection, node_id: int) -> list[dict]:

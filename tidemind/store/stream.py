@@ -131,18 +131,45 @@ def redact(stream_dir: Path, name: str, capture_id: int, key: str, tombstone: st
         return True
 
 
-def rebuild(stream_dir: Path, captures: list[dict]) -> int:
-    """Write a fresh stream from the database's captures (after a restore): one entry per
-    capture, in id order, in the dated file each names, with its own key; a forgotten capture
-    gets its tombstone. Existing files in `stream_dir` are replaced. Returns entries written."""
+def rebuild(stream_dir: Path, read_captures, keep: Path | None = None) -> int:
+    """Write a fresh stream from the database's captures (after a restore), under the lock every
+    append takes, so no digest's entry can fall between the old files and the new ones:
+    `read_captures()` is called inside the lock; the current files are first copied to `keep`;
+    the new files are written to a temporary folder (one fsync each), then renamed into place,
+    and files that no longer belong are removed. A forgotten capture gets its tombstone."""
+    import shutil
+    import tempfile
+
     stream_dir.mkdir(parents=True, exist_ok=True)
-    for old in stream_dir.glob("*.md"):
-        old.unlink()
-    for cap in sorted(captures, key=lambda c: c["id"]):
-        title = " · ".join(x for x in (cap["recorded_at"], cap["scope"], cap["source_tool"], cap["session"]) if x)
-        body = cap["content"] if cap["content"] is not None else \
-            f"[forgotten capture sha256:{cap['content_hash'][:16]}]"
-        append(stream_dir, cap["stream_file"], cap["id"], cap["stream_key"], title, body)
+    with _locked(stream_dir):
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            for old in stream_dir.glob("*.md"):
+                shutil.copy2(old, keep / old.name)
+        captures = sorted(read_captures(), key=lambda c: c["id"])
+        files: dict[str, list[bytes]] = {}
+        for cap in captures:
+            title = " · ".join(x for x in (cap["recorded_at"], cap["scope"], cap["source_tool"], cap["session"]) if x)
+            body = cap["content"] if cap["content"] is not None else \
+                f"[forgotten capture sha256:{cap['content_hash'][:16]}]"
+            files.setdefault(cap["stream_file"], []).append(
+                encode_entry(cap["id"], cap["stream_key"], title, body.encode("utf-8")))
+        staging = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=stream_dir))
+        try:
+            for name, entries in files.items():
+                fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    os.write(fd, b"".join(entries))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            for name in files:
+                os.replace(staging / name, stream_dir / name)
+            for old in stream_dir.glob("*.md"):
+                if old.name not in files:
+                    old.unlink()
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return len(captures)
 
 

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Callable
 
-from .errors import TideMindError
+from .errors import InvalidInput, TideMindError
 
 
 def _read_text(value: str):
@@ -233,6 +233,89 @@ def _fmt_review(items: list[dict]) -> str:
     return "\n".join(lines)
 
 
+TASTE_ACTIONS = {   # action: (positional names, what it does)
+    "codebook": ([], "list the scope's workstreams and their aliases"),
+    "mint": (["slug"], "add a workstream slug (permanent: it seeds a vector); --undo takes it out again"),
+    "alias": (["name", "slug"], "another name for a slug (a rename; an unknown folded in); --undo splits it again"),
+    "note": (["slug", "note"], "mark that a project note exists for a slug"),
+    "recompose": ([], "recompute every day of the scope now"),
+    "decode": (["day"], "un-mix a day from its fingerprint alone, beside what was recorded"),
+    "where": (["slug"], "every day that touched a workstream, exactly (aliases included)"),
+    "first": (["slug"], "when a workstream started, under whatever name it had then"),
+    "window": (["start", "end"], "the workstreams of a period, with days and weight"),
+    "diff": (["a_start", "a_end", "b_start", "b_end"], "active in one period and not the other"),
+    "gaps": ([], "work recorded with no project note (names nobody minted are marked)"),
+    "similar": (["day"], "the days whose fingerprints are closest"),
+}
+
+
+def _fmt_taste(action: str, r: dict) -> str:
+    if action == "codebook":
+        lines = [f"codebook of {r['scope']} ({len(r['slugs'])} workstreams, {r['dim']} dimensions, seed {r['seed']})"]
+        lines += [f"  {s['slug']:<28}{' note' if s['has_note'] else '':<6}"
+                  + (f" aliases: {', '.join(s['aliases'])}" if s["aliases"] else "") for s in r["slugs"]]
+        return "\n".join(lines)
+    if action == "decode":
+        lines = [f"{r['day']} in {r['scope']}: {r['assigned']} of {r['nodes']} memories belong to a workstream;"
+                 " recovered from the vector alone (recorded):"]
+        lines += [f"  {d['slug']:<28} est={d['estimated']:.3f}  recorded={d['recorded'] if d['recorded'] is not None else '-'}"
+                  for d in r["decoded"]]
+        if r["recorded_only"]:
+            lines.append(f"  recorded but not in the codebook: {', '.join(r['recorded_only'])}")
+        lines.append(f"  unexplained: {r['residual']:.1%} of the vector (weight ~{r['unexplained_weight']:.2f})")
+        return "\n".join(lines)
+    if action == "where":
+        lines = [f"{r['slug']} ({', '.join(r['names'])}) in {r['scope']}: {len(r['days'])} day(s)"]
+        lines += [f"  {d['day']}  {d['weight']:.3f}  as {', '.join(d['as'])} ({'+'.join(d['source'])})"
+                  for d in r["days"]]
+        return "\n".join(lines)
+    if action == "first":
+        return (f"{r['slug']} first appears on {r['first']} as {r['as']} ({r['days_total']} day(s) in all)"
+                if r["first"] else f"{r['slug']} has no recorded day in {r['scope']}")
+    if action == "window":
+        lines = [f"{r['from']} .. {r['to']} in {r['scope']}:"]
+        lines += [f"  {w['slug']:<28}{w['days']:>4} day(s)  mass={w['mass']:.3f}" for w in r["workstreams"]]
+        return "\n".join(lines)
+    if action == "diff":
+        return "\n".join([f"only in {r['a'][0]}..{r['a'][1]}: {', '.join(r['only_in_a']) or '-'}",
+                          f"only in {r['b'][0]}..{r['b'][1]}: {', '.join(r['only_in_b']) or '-'}",
+                          f"in both: {', '.join(r['in_both']) or '-'}"])
+    if action == "gaps":
+        lines = [f"work with no project note in {r['scope']}:"]
+        lines += [f"  {g['slug']:<28}{g['days']:>4} day(s)  mass={g['mass']:.3f}  first={g['first']}"
+                  + ("" if g["in_codebook"] else "  [NOT IN THE CODEBOOK]") for g in r["gaps"]]
+        return "\n".join(lines)
+    if action == "similar":
+        return "\n".join([f"days like {r['day']}:"] + [f"  {s['day']}  {s['cosine']:.3f}" for s in r["similar"]])
+    return json.dumps(r, ensure_ascii=False)
+
+
+def cmd_taste(args):
+    from .workstreams import Workstreams
+
+    names, _ = TASTE_ACTIONS[args.action]
+    values = list(args.args)
+    if len(values) != len(names):
+        raise InvalidInput(f"taste {args.action} needs {' '.join(n.upper() for n in names) or 'no arguments'}")
+    with _memory(args) as m:
+        m.actor = "person:cli"
+        ws = Workstreams(m)
+        kw = {"scope": args.scope}
+        if args.action == "codebook":
+            r = ws.codebook(**kw)
+        elif args.action == "mint":
+            r = ws.mint(values[0], aliases=tuple(args.alias or ()), undo=args.undo, **kw)
+        elif args.action == "alias":
+            r = ws.alias(values[0], values[1], undo=args.undo, **kw)
+        elif args.action == "note":
+            r = ws.mark_note(values[0], values[1], **kw)
+        elif args.action == "recompose":
+            r = ws.recompose(**kw)
+        else:
+            r = getattr(ws, args.action)(*values, **kw)
+    _emit(args, r, lambda r: _fmt_taste(args.action, r))
+
+
 def cmd_review(args):
     with _memory(args) as m:
         m.actor = "person:cli"
@@ -402,6 +485,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--once", action="store_true", help="run everything due, then exit")
     s.add_argument("--tick", type=float, default=30.0, help="seconds between checks for due tasks")
     s.add_argument("--dir", help="install-service: write both service files into this folder instead")
+    s = add("taste", cmd_taste, "workstream fingerprints: " + "; ".join(
+        f"{a} {' '.join(n.upper() for n in names)}".strip() for a, (names, _) in TASTE_ACTIONS.items()))
+    s.add_argument("action", choices=list(TASTE_ACTIONS))
+    s.add_argument("args", nargs="*")
+    s.add_argument("--scope", help="the scope (default: the configured default scope)")
+    s.add_argument("--alias", action="append", help="mint: also add this alias (repeatable)")
+    s.add_argument("--undo", action="store_true", help="mint/alias: take it back")
     s = add("review", cmd_review, "the review queue: list, show, approve, reject or reopen an item")
     s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen"])
     s.add_argument("id", nargs="?", type=int)

@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
+from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
 from . import secrets, text, units
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy

@@ -133,6 +133,19 @@ def file_of(conn, node_id: int) -> str | None:
     return None
 
 
+def paths_of(conn, node_ids) -> dict[int, str]:
+    """node id -> the note path (relative to its vault) it was imported from, for imported nodes."""
+    ids = list(node_ids)
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for node_id, key in conn.execute(f"SELECT node_id, unit_key FROM import_units WHERE node_id IN ({marks})",
+                                         chunk):
+            out[node_id] = key.split("#", 1)[0]
+    return out
+
+
 def dangling_keys(conn, source: str, root: str) -> list[str]:
     return [k for (k,) in conn.execute("SELECT DISTINCT unit_key FROM import_dangling WHERE source=? AND root=?",
                                        (source, root))]

@@ -47,7 +47,7 @@ def register(task: Task) -> Task:
 
 
 def load_all() -> dict[str, Task]:
-    from . import (annotate, contradict, decay, dedup, embed, link_evaluate, link_propose,  # noqa: F401
-                   reconsolidate, synthesize)  # each registers itself
+    from . import (annotate, contradict, decay, dedup, embed, fingerprint, link_evaluate,  # noqa: F401
+                   link_propose, reconsolidate, synthesize)  # each registers itself
 
     return TASKS

@@ -18,7 +18,7 @@ from ..timeutil import Clock, from_iso, system_clock, to_iso
 from . import Task, TaskContext, load_all
 
 ORDER = ("embed", "annotate", "link-propose", "link-evaluate", "dedup", "contradict", "crystallize", "temporal",
-         "lessons", "reconsolidate", "decay")
+         "lessons", "reconsolidate", "fingerprint", "decay")
 LEASE_SECONDS = 180          # a crashed holder on another machine blocks its task at most this long
 HEARTBEAT_SECONDS = 30       # a running task renews its lease this often (between items)
 

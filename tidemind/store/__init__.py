@@ -28,6 +28,7 @@ CORE_MIGRATIONS = [
     ("0012_syntheses", syntheses.DDL),
     ("0013_recall_hits", recall_hits.DDL),
     ("0014_derived_history", derived.HISTORY_DDL),
+    ("0015_nodes_by_valid_day", nodes.VALID_DAY_DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

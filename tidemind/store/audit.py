@@ -48,5 +48,18 @@ def scrub_node(conn: apsw.Connection, node_id: int) -> None:
             conn.execute("UPDATE audit_log SET details=? WHERE id=?", (json.dumps(kept, sort_keys=True), row_id))
 
 
+def last_id(conn: apsw.Connection) -> int:
+    for (value,) in conn.execute("SELECT coalesce(max(id), 0) FROM audit_log"):
+        return value
+    return 0
+
+
+def nodes_touched_between(conn: apsw.Connection, after_id: int, upto_id: int,
+                          exclude_actor: str | None = None) -> list[int]:
+    """Ids of nodes a mutation touched in audit rows (after_id, upto_id] (every mutation writes one)."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT node_id FROM audit_log WHERE id > ? AND id <= ?"
+                                       " AND node_id IS NOT NULL AND actor IS NOT ?", (after_id, upto_id, exclude_actor))]
+
+
 def for_node(conn: apsw.Connection, node_id: int) -> list[dict]:
     return rows(conn, "SELECT at, actor, action, details FROM audit_log WHERE node_id=? ORDER BY id", (node_id,))

@@ -256,6 +256,38 @@ def confirmed_edges_live(conn: apsw.Connection) -> list[tuple[int, int, str, str
         WHERE l.status = 'confirmed' AND a.status = 'live' AND b.status = 'live'""")]
 
 
+# the workstream view reads a scope's memories day by day (by when their fact began)
+VALID_DAY_DDL = "CREATE INDEX nodes_scope_valid ON nodes(scope, valid_from);"
+
+
+def scope_days(conn: apsw.Connection, node_ids: Sequence[int]) -> set[tuple[str, str]]:
+    """(scope, day of valid_from) of these nodes, whatever their status."""
+    out: set[tuple[str, str]] = set()
+    ids = list(node_ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        out |= {(s, d) for s, d in conn.execute(
+            f"SELECT scope, substr(valid_from, 1, 10) FROM nodes WHERE id IN ({marks})", chunk)}
+    return out
+
+
+def all_scope_days(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> set[tuple[str, str]]:
+    if scopes:
+        marks = ",".join("?" * len(scopes))
+        q = conn.execute(f"SELECT DISTINCT scope, substr(valid_from, 1, 10) FROM nodes WHERE scope IN ({marks})",
+                         list(scopes))
+    else:
+        q = conn.execute("SELECT DISTINCT scope, substr(valid_from, 1, 10) FROM nodes")
+    return {(s, d) for s, d in q}
+
+
+def live_on_day(conn: apsw.Connection, scope: str, day: str) -> list[int]:
+    """Live nodes whose fact began on `day` (valid_from's date), oldest first."""
+    return [r[0] for r in conn.execute("SELECT id FROM nodes WHERE scope = ? AND valid_from >= ? AND valid_from < ?"
+                                       " AND status = 'live' ORDER BY id", (scope, day, day + "\uffff"))]
+
+
 def live_ids_by_day(conn: apsw.Connection, scope: str) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for node_id, day in conn.execute("SELECT id, substr(recorded_at, 1, 10) FROM nodes WHERE scope = ? AND"

@@ -1,0 +1,72 @@
+"""A day's composition: which workstreams its memories belong to, and how much of the day each is.
+
+Offline sources (no model):
+- a confirmed tag (a person's, or one a judge confirmed) whose name is a codebook slug or alias;
+- an imported note whose path has a folder or file name that is a codebook slug or alias
+  (`Projects/recipe-site/deploy.md` belongs to `recipe-site`).
+Each live memory of the day counts once, split evenly over the workstreams it belongs to; the
+weights are shares of the memories that belong to any workstream (they sum to 1). Names are
+recorded as found (an alias stays an alias), so resolving them at query time lets an alias join
+history retroactively. Proposed and rejected tags never count: a composition is only as sure as
+what it is made from.
+"""
+from __future__ import annotations
+
+import re
+
+from ..importers import store as import_store
+from ..store import nodes, tags
+from . import hypervector, store
+
+GENERATOR = "compose/offline-v1"
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def slugify(name: str) -> str:
+    return _SLUG.sub("-", name.lower()).strip("-")
+
+
+def known_names(conn, scope: str) -> dict[str, str]:
+    """Every name that resolves in the scope's codebook: active slugs and aliases -> slug."""
+    names = {row["slug"]: row["slug"] for row in store.codebook(conn, scope)}
+    for alias, slug in store.aliases(conn, scope).items():
+        if slug in names:
+            names.setdefault(alias, slug)
+    return names
+
+
+def compose_day(conn, scope: str, day: str, at: str, dim: int = hypervector.DEFAULT_DIM,
+                seed: str = hypervector.DEFAULT_SEED) -> dict:
+    """Recompute one day's rows and fingerprint from its live memories (replacing what was there)."""
+    ids = nodes.live_on_day(conn, scope, day)
+    names = known_names(conn, scope)
+    tag_map = tags.for_nodes(conn, ids)
+    paths = import_store.paths_of(conn, ids)
+    shares: dict[str, float] = {}
+    sources: dict[str, set[str]] = {}
+    evidence: dict[str, set[int]] = {}
+    assigned = 0
+    for node_id in ids:
+        found: dict[str, str] = {}
+        for t in tag_map[node_id]:
+            if t["status"] == "confirmed" and t["name"] in names:
+                found.setdefault(t["name"], "tag")
+        if node_id in paths:
+            for part in paths[node_id].replace("\\", "/").split("/"):
+                name = slugify(part[:-3] if part.endswith(".md") else part)
+                if name in names:
+                    found.setdefault(name, "import")
+        if not found:
+            continue
+        assigned += 1
+        for name, source in found.items():
+            shares[name] = shares.get(name, 0.0) + 1.0 / len(found)
+            sources.setdefault(name, set()).add(source)
+            evidence.setdefault(name, set()).add(node_id)
+    total = sum(shares.values())
+    parts = [{"slug": name, "weight": round(share / total, 6), "source": "+".join(sorted(sources[name])),
+              "evidence": evidence[name], "generator": GENERATOR} for name, share in sorted(shares.items())]
+    fingerprint = hypervector.compose({p["slug"]: p["weight"] for p in parts}, dim, seed)
+    store.replace_day(conn, scope, day, parts, nodes=len(ids), assigned=assigned, dim=dim, seed=seed,
+                      fingerprint=fingerprint, at=at)
+    return {"day": day, "scope": scope, "nodes": len(ids), "assigned": assigned, "parts": len(parts)}

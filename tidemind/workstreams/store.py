@@ -1,0 +1,191 @@
+"""Tables of the workstream view (migration owner "workstreams"), and every SQL statement on them.
+
+- ws_slugs: the codebook of one scope. A slug is permanent (it seeds its vector); `status` is
+  'active', or 'unminted' after `mint --undo` (the row stays: the slug may be minted again).
+  `has_note` says a project note exists (an imported note, a confirmed tag, or a person's word).
+- ws_aliases: other names of a slug (old names after a rename, an unknown folded into a
+  project). Resolution happens when a query runs, so an alias joins history retroactively and
+  removing it splits it again; recorded rows are never rewritten.
+- ws_compositions: per scope and day, the weight of each workstream as it was recorded (the
+  name it was recorded under, not resolved), where it came from, and the node ids behind it.
+- ws_days: per scope and day, how many live memories the day had, how many had a workstream,
+  and the fingerprint (float32 weighted sum of the recorded slugs' vectors) with its dim and seed.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterable, Sequence
+
+import apsw
+import numpy as np
+
+from ..store import migrations
+from ..store.connection import rows
+
+DDL = """
+CREATE TABLE ws_slugs(
+  scope TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  has_note INTEGER NOT NULL DEFAULT 0,
+  note TEXT,
+  status TEXT NOT NULL DEFAULT 'active' CHECK(status IN ('active', 'unminted')),
+  dim INTEGER NOT NULL,
+  seed TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY(scope, slug)
+);
+CREATE TABLE ws_aliases(
+  scope TEXT NOT NULL,
+  alias TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY(scope, alias)
+);
+CREATE TABLE ws_compositions(
+  scope TEXT NOT NULL,
+  day TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  weight REAL NOT NULL,
+  source TEXT NOT NULL,
+  evidence TEXT NOT NULL,
+  generator TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(scope, day, slug)
+);
+CREATE INDEX ws_compositions_slug ON ws_compositions(scope, slug, day);
+CREATE TABLE ws_days(
+  scope TEXT NOT NULL,
+  day TEXT NOT NULL,
+  nodes INTEGER NOT NULL,
+  assigned INTEGER NOT NULL,
+  dim INTEGER NOT NULL,
+  seed TEXT NOT NULL,
+  fingerprint BLOB NOT NULL,
+  composed_at TEXT NOT NULL,
+  PRIMARY KEY(scope, day)
+);
+"""
+migrations.register("workstreams", [("0001_codebook_compositions", DDL)])
+
+
+# -- codebook ---------------------------------------------------------------------------------
+
+def slug_row(conn: apsw.Connection, scope: str, slug: str) -> dict | None:
+    found = rows(conn, "SELECT * FROM ws_slugs WHERE scope=? AND slug=?", (scope, slug))
+    return found[0] if found else None
+
+
+def put_slug(conn: apsw.Connection, scope: str, slug: str, *, dim: int, seed: str, at: str, by: str,
+             has_note: bool = False, note: str | None = None) -> None:
+    conn.execute("INSERT INTO ws_slugs(scope, slug, has_note, note, status, dim, seed, created_at, created_by)"
+                 " VALUES(?,?,?,?, 'active', ?,?,?,?) ON CONFLICT(scope, slug) DO UPDATE SET status='active',"
+                 " has_note=max(has_note, excluded.has_note), note=coalesce(excluded.note, note)",
+                 (scope, slug, int(has_note), note, dim, seed, at, by))
+
+
+def set_status(conn: apsw.Connection, scope: str, slug: str, status: str) -> None:
+    conn.execute("UPDATE ws_slugs SET status=? WHERE scope=? AND slug=?", (status, scope, slug))
+
+
+def mark_note(conn: apsw.Connection, scope: str, slug: str, note: str) -> None:
+    conn.execute("UPDATE ws_slugs SET has_note=1, note=? WHERE scope=? AND slug=?", (note, scope, slug))
+
+
+def codebook(conn: apsw.Connection, scope: str) -> list[dict]:
+    """Active slugs of the scope, each with its aliases."""
+    out = rows(conn, "SELECT * FROM ws_slugs WHERE scope=? AND status='active' ORDER BY slug", (scope,))
+    names = aliases(conn, scope)
+    for row in out:
+        row["aliases"] = sorted(a for a, s in names.items() if s == row["slug"])
+    return out
+
+
+def aliases(conn: apsw.Connection, scope: str) -> dict[str, str]:
+    return dict(conn.execute("SELECT alias, slug FROM ws_aliases WHERE scope=?", (scope,)))
+
+
+def put_alias(conn: apsw.Connection, scope: str, alias: str, slug: str, at: str, by: str) -> None:
+    conn.execute("INSERT INTO ws_aliases(scope, alias, slug, created_at, created_by) VALUES(?,?,?,?,?)"
+                 " ON CONFLICT(scope, alias) DO UPDATE SET slug=excluded.slug, created_at=excluded.created_at,"
+                 " created_by=excluded.created_by", (scope, alias, slug, at, by))
+
+
+def drop_alias(conn: apsw.Connection, scope: str, alias: str) -> bool:
+    conn.execute("DELETE FROM ws_aliases WHERE scope=? AND alias=?", (scope, alias))
+    return conn.changes() == 1
+
+
+# -- compositions -----------------------------------------------------------------------------
+
+def replace_day(conn: apsw.Connection, scope: str, day: str, parts: Sequence[dict], *, nodes: int, assigned: int,
+                dim: int, seed: str, fingerprint: np.ndarray, at: str) -> None:
+    """The day's rows and fingerprint, replaced whole (a day is recomputed from its memories)."""
+    conn.execute("DELETE FROM ws_compositions WHERE scope=? AND day=?", (scope, day))
+    conn.executemany("INSERT INTO ws_compositions(scope, day, slug, weight, source, evidence, generator, created_at)"
+                     " VALUES(?,?,?,?,?,?,?,?)",
+                     [(scope, day, p["slug"], p["weight"], p["source"], json.dumps(sorted(p["evidence"])),
+                       p["generator"], at) for p in parts])
+    if nodes:
+        conn.execute("INSERT INTO ws_days(scope, day, nodes, assigned, dim, seed, fingerprint, composed_at)"
+                     " VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(scope, day) DO UPDATE SET nodes=excluded.nodes,"
+                     " assigned=excluded.assigned, dim=excluded.dim, seed=excluded.seed,"
+                     " fingerprint=excluded.fingerprint, composed_at=excluded.composed_at",
+                     (scope, day, nodes, assigned, dim, seed, fingerprint.astype(np.float32).tobytes(), at))
+    else:
+        conn.execute("DELETE FROM ws_days WHERE scope=? AND day=?", (scope, day))
+
+
+def composition(conn: apsw.Connection, scope: str, day: str) -> list[dict]:
+    out = rows(conn, "SELECT slug, weight, source, evidence, generator FROM ws_compositions WHERE scope=? AND day=?"
+                     " ORDER BY weight DESC, slug", (scope, day))
+    for row in out:
+        row["evidence"] = json.loads(row["evidence"])
+    return out
+
+
+def day_row(conn: apsw.Connection, scope: str, day: str) -> dict | None:
+    found = rows(conn, "SELECT * FROM ws_days WHERE scope=? AND day=?", (scope, day))
+    if not found:
+        return None
+    row = found[0]
+    row["fingerprint"] = np.frombuffer(row["fingerprint"], dtype=np.float32)
+    return row
+
+
+def days(conn: apsw.Connection, scope: str) -> list[dict]:
+    out = rows(conn, "SELECT * FROM ws_days WHERE scope=? ORDER BY day", (scope,))
+    for row in out:
+        row["fingerprint"] = np.frombuffer(row["fingerprint"], dtype=np.float32)
+    return out
+
+
+def rows_for(conn: apsw.Connection, scope: str, names: Iterable[str], start: str | None = None,
+             end: str | None = None) -> list[dict]:
+    """Composition rows recorded under any of `names`, optionally within [start, end], by day."""
+    names = list(names)
+    if not names:
+        return []
+    marks = ",".join("?" * len(names))
+    sql = f"SELECT day, slug, weight, source FROM ws_compositions WHERE scope=? AND slug IN ({marks})"
+    params: list = [scope, *names]
+    if start:
+        sql, params = sql + " AND day >= ?", params + [start]
+    if end:
+        sql, params = sql + " AND day <= ?", params + [end]
+    return rows(conn, sql + " ORDER BY day, slug", params)
+
+
+def all_rows(conn: apsw.Connection, scope: str, start: str | None = None, end: str | None = None) -> list[dict]:
+    sql, params = "SELECT day, slug, weight, source FROM ws_compositions WHERE scope=?", [scope]
+    if start:
+        sql, params = sql + " AND day >= ?", params + [start]
+    if end:
+        sql, params = sql + " AND day <= ?", params + [end]
+    return rows(conn, sql + " ORDER BY day, slug", params)
+
+
+def recorded_names(conn: apsw.Connection, scope: str) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT slug FROM ws_compositions WHERE scope=? ORDER BY slug",
+                                       (scope,))]

@@ -186,3 +186,157 @@ def test_taste_cli(home, cli):
     assert decoded["decoded"][0]["slug"] == "aquarium" and decoded["decoded"][0]["recorded"] == 1.0
     gaps = cli_json(home, "taste", "gaps", "--scope", S)["gaps"]
     assert [g["slug"] for g in gaps] == ["aquarium"]
+
+
+# -- the model path and the unknown-workstream loop --------------------------------------------
+
+import json  # noqa: E402
+import re as _re  # noqa: E402
+import threading  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+
+class ComposeStub(BaseHTTPRequestHandler):
+    """Ollama's /api/chat, answering the compose strategy the way a model might: by keywords,
+    plus an id it was not shown and a name that is not a slug (both must be ignored)."""
+    calls: list = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        prompt = body["messages"][-1]["content"]
+        ComposeStub.calls.append(prompt)
+        assign = []
+        for node_id, text in _re.findall(r"^\[(\d+)\] (.*)$", prompt, flags=_re.M):
+            for word, slug in (("sourdough", "sourdough-lab"), ("starter", "sourdough-lab"), ("aquarium", "aquarium"),
+                               ("recipe", "recipe-site")):
+                if word in text.lower():
+                    assign.append(f"{node_id}={slug}")
+                    break
+        assign += ["99999=recipe-site", "1=Not A Slug!"]
+        text = json.dumps({"assign": assign})
+        data = json.dumps({"model": body["model"], "message": {"role": "assistant", "content": text}, "done": True,
+                           "prompt_eval_count": 5, "eval_count": 5}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def compose_llm():
+    from tidemind.llm.providers import OllamaLLM
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ComposeStub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ComposeStub.calls = []
+    yield OllamaLLM(f"http://127.0.0.1:{server.server_address[1]}", "stub-model")
+    server.shutdown()
+
+
+def _fortnight(mem):
+    """Two weeks: aquarium and recipe-site are known; a sourdough effort starts on day 3, unnamed."""
+    ids = []
+    for day in range(1, 15):
+        date = f"2026-01-{day:02d}"
+        ids.append(mem.digest(f"aquarium pump tuning, day {day}", scope=S, valid_at=date)["node_ids"][0])
+        if day % 2:
+            ids.append(mem.digest(f"recipe site release notes for day {day}", scope=S, valid_at=date)["node_ids"][0])
+        if day >= 3:
+            ids.append(mem.digest(f"fed the sourdough starter and logged the rise, day {day}", scope=S,
+                                  valid_at=date)["node_ids"][0])
+    return ids
+
+
+def test_model_places_unplaced_memories_and_invents_unknowns(mem, compose_llm):
+    ids = _fortnight(mem)
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S)
+    ws.mint("recipe-site", scope=S)
+    before = dict(mem.conn.execute("SELECT id, content FROM nodes"))
+    report = run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)[0]
+    assert report["status"] == "ok" and report["model_assignments"] == len(ids)
+    d = ws.decode("2026-01-03", scope=S)
+    assert {x["slug"]: x["recorded"] for x in d["decoded"]} == {"aquarium": pytest.approx(1 / 3, abs=1e-3),
+                                                               "recipe-site": pytest.approx(1 / 3, abs=1e-3)}
+    assert d["recorded_only"] == ["sourdough-lab"] and d["unexplained_weight"] == pytest.approx(1 / 3, abs=0.05)
+    assert not mem.conn.execute("SELECT count(*) FROM ws_assignments WHERE node_id=99999").fetchone()[0]
+    u = ws.unknowns(scope=S)
+    assert [x["name"] for x in u["decide"]] == ["sourdough-lab"] and u["decide"][0]["recommendation"] == "mint"
+    assert dict(mem.conn.execute("SELECT id, content FROM nodes")) == before       # authored text untouched
+    # recomposing (a mint elsewhere) keeps the model's answers without asking again
+    calls = len(ComposeStub.calls)
+    ws.mint("garden", scope=S)
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    assert len(ComposeStub.calls) == calls and ws.where("sourdough-lab", scope=S)["days"]
+
+
+def test_unknown_loop_every_decision_undoes(mem, compose_llm):
+    _fortnight(mem)
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S)
+    ws.mint("recipe-site", scope=S)
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    ws.decide("sourdough-lab", "dismissed", scope=S, note="hobby")
+    assert [x["name"] for x in ws.unknowns(scope=S)["dismissed"]] == ["sourdough-lab"]
+    ws.decide("sourdough-lab", "dismissed", scope=S, undo=True)
+    assert [x["name"] for x in ws.unknowns(scope=S)["decide"]] == ["sourdough-lab"]
+    ws.decide("sourdough-lab", "watching", scope=S)
+    assert [x["name"] for x in ws.unknowns(scope=S)["watching"]] == ["sourdough-lab"]
+    ws.decide("sourdough-lab", "watching", scope=S, undo=True)
+    ws.mint("sourdough-lab", scope=S)                       # minted: no longer unknown, history kept
+    assert ws.unknowns(scope=S)["decide"] == [] and len(ws.where("sourdough-lab", scope=S)["days"]) == 12
+    bt = ws.backtest("sourdough-lab", scope=S)
+    assert bt["first"] == "2026-01-03" and bt["flagged"] == "2026-01-05"       # ripe after RIPE_DAYS days
+    ws.mint("sourdough-lab", scope=S, undo=True)            # and back to unknown
+    assert [x["name"] for x in ws.unknowns(scope=S)["decide"]] == ["sourdough-lab"]
+    ws.alias("sourdough-lab", "recipe-site", scope=S)       # or folded into a project
+    assert ws.unknowns(scope=S)["decide"] == []
+    assert {d["day"] for d in ws.where("recipe-site", scope=S)["days"]} >= {"2026-01-04", "2026-01-06"}
+    ws.alias("sourdough-lab", "recipe-site", scope=S, undo=True)
+    assert [x["name"] for x in ws.unknowns(scope=S)["decide"]] == ["sourdough-lab"]
+    actions = [r[0] for r in mem.conn.execute("SELECT action FROM audit_log WHERE action LIKE 'ws_%' ORDER BY id")]
+    assert actions[2:] == ["ws_dismiss", "ws_undismiss", "ws_watch", "ws_unwatch", "ws_mint", "ws_unmint",
+                           "ws_alias", "ws_unalias"]
+
+
+def test_a_dismissed_unknown_revives_when_it_grows(mem, compose_llm):
+    for day in range(3, 6):
+        mem.digest(f"fed the sourdough starter, day {day}", scope=S, valid_at=f"2026-01-{day:02d}")
+    ws = Workstreams(mem)
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    ws.decide("sourdough-lab", "dismissed", scope=S)
+    for day in range(6, 10):
+        mem.digest(f"sourdough starter rise logged, day {day}", scope=S, valid_at=f"2026-01-{day:02d}")
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    revived = ws.unknowns(scope=S)["decide"]
+    assert [(x["name"], x["status"], x["recommendation"]) for x in revived] == [("sourdough-lab", "revived", "watch")]
+
+
+def test_an_unknown_with_a_project_note_is_filed_without_asking(mem, compose_llm, tmp_path):
+    from tidemind.importers.engine import sync
+
+    vault = tmp_path / "vault"
+    (vault / "Projects" / "sourdough-lab").mkdir(parents=True)
+    (vault / "Projects" / "sourdough-lab" / "plan.md").write_text("Plan for the starter and the oven.\n")
+    sync(mem, "obsidian", vault, S)
+    for day in (3, 4):
+        mem.digest(f"fed the sourdough starter, day {day}", scope=S, valid_at=f"2026-01-{day:02d}")
+    report = run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)[0]
+    assert report["autofiled"] == ["sourdough-lab"]
+    book = {s["slug"]: s for s in Workstreams(mem).codebook(scope=S)["slugs"]}
+    assert book["sourdough-lab"]["has_note"] and book["sourdough-lab"]["note"].startswith("import:")
+    assert mem.conn.execute("SELECT actor FROM audit_log WHERE action='ws_mint'").fetchone()[0].startswith("daemon")
+
+
+def test_forget_takes_the_models_name_for_a_memory_away(mem, compose_llm):
+    nid = mem.digest("fed the sourdough starter", scope=S, valid_at="2026-01-03")["node_ids"][0]
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    assert Workstreams(mem).where("sourdough-lab", scope=S)["days"]
+    mem.forget(nid)
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    assert mem.conn.execute("SELECT count(*) FROM ws_assignments").fetchone()[0] == 0
+    assert Workstreams(mem).where("sourdough-lab", scope=S)["days"] == []

@@ -246,6 +246,12 @@ TASTE_ACTIONS = {   # action: (positional names, what it does)
     "diff": (["a_start", "a_end", "b_start", "b_end"], "active in one period and not the other"),
     "gaps": ([], "work recorded with no project note (names nobody minted are marked)"),
     "similar": (["day"], "the days whose fingerprints are closest"),
+    "unknowns": ([], "workstreams nobody has named: ripe ones to decide, maturing ones, decided ones"),
+    "tasteslike": (["name"], "who a workstream (an unknown) keeps company with, rarity-weighted"),
+    "dismiss": (["name"], "not now (it revives if it keeps growing); --undo takes it back"),
+    "watch": (["name"], "keep an eye on an unknown, out of the decide list; --undo takes it back"),
+    "backtest": (["slug"], "would the detector have flagged this workstream before it was minted?"),
+    "autofile": ([], "mint the unknowns that already have an imported project note"),
 }
 
 
@@ -285,6 +291,22 @@ def _fmt_taste(action: str, r: dict) -> str:
         lines += [f"  {g['slug']:<28}{g['days']:>4} day(s)  mass={g['mass']:.3f}  first={g['first']}"
                   + ("" if g["in_codebook"] else "  [NOT IN THE CODEBOOK]") for g in r["gaps"]]
         return "\n".join(lines)
+    if action == "unknowns":
+        lines = [f"unknown workstreams in {r['scope']}: decide {len(r['decide'])}, maturing {len(r['maturing'])},"
+                 f" watching {len(r['watching'])}, dismissed {len(r['dismissed'])}"]
+        for group in ("decide", "maturing", "watching", "dismissed"):
+            lines += [f"  [{group}] {u['name']:<26}{u['days']:>3} day(s)  mass={u['mass']:.3f}  first={u['first']}"
+                      f"  -> {u['recommendation']}" for u in r[group]]
+        return "\n".join(lines)
+    if action == "tasteslike":
+        head = f"{r['name']}" + ("  [UNKNOWN: not in the codebook]" if r["unknown"] else "")
+        return "\n".join([head, "keeps company with (rarity-weighted):"]
+                         + [f"  {c['slug']:<28}{c['share']:.3f}" for c in r["company"]])
+    if action == "backtest":
+        if not r["flagged"]:
+            return f"{r['slug']}: the detector would not have flagged it before {r['minted']}"
+        return (f"{r['slug']}: first seen {r['first']}, flagged {r['flagged']}, minted {r['minted']}"
+                f" ({r['days_early']} day(s) early)")
     if action == "similar":
         return "\n".join([f"days like {r['day']}:"] + [f"  {s['day']}  {s['cosine']:.3f}" for s in r["similar"]])
     return json.dumps(r, ensure_ascii=False)
@@ -311,6 +333,11 @@ def cmd_taste(args):
             r = ws.mark_note(values[0], values[1], **kw)
         elif args.action == "recompose":
             r = ws.recompose(**kw)
+        elif args.action in ("dismiss", "watch"):
+            r = ws.decide(values[0], {"dismiss": "dismissed", "watch": "watching"}[args.action], undo=args.undo,
+                          note=args.note, **kw)
+        elif args.action in ("unknowns", "autofile"):
+            r = getattr(ws, args.action)(**kw)
         else:
             r = getattr(ws, args.action)(*values, **kw)
     _emit(args, r, lambda r: _fmt_taste(args.action, r))
@@ -491,7 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("args", nargs="*")
     s.add_argument("--scope", help="the scope (default: the configured default scope)")
     s.add_argument("--alias", action="append", help="mint: also add this alias (repeatable)")
-    s.add_argument("--undo", action="store_true", help="mint/alias: take it back")
+    s.add_argument("--undo", action="store_true", help="mint/alias/dismiss/watch: take it back")
+    s.add_argument("--note", help="dismiss/watch: why")
     s = add("review", cmd_review, "the review queue: list, show, approve, reject or reopen an item")
     s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen"])
     s.add_argument("id", nargs="?", type=int)

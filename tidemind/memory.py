@@ -334,6 +334,7 @@ class Memory:
                 review.scrub_node(self.conn, t["id"])
                 syntheses.withdraw_citing(self.conn, t["id"])
                 tags.forget_node(self.conn, t["id"])
+                _workstream_schema.forget_node(self.conn, t["id"])
                 links.scrub_node(self.conn, t["id"])
                 audit.scrub_node(self.conn, t["id"])
                 audit.record(self.conn, at=now, actor=self.actor, action="forget", node_id=t["id"],

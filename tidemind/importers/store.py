@@ -146,6 +146,13 @@ def paths_of(conn, node_ids) -> dict[int, str]:
     return out
 
 
+def note_paths(conn, scope: str) -> list[str]:
+    """Paths (relative to their vault) of the notes imported into a scope that are still live."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT substr(u.unit_key, 1, instr(u.unit_key || '#', '#') - 1) FROM import_units u"
+        " JOIN nodes n ON n.id = u.node_id WHERE n.scope = ? AND u.status = 'live'", (scope,))]
+
+
 def dangling_keys(conn, source: str, root: str) -> list[str]:
     return [k for (k,) in conn.execute("SELECT DISTINCT unit_key FROM import_dangling WHERE source=? AND root=?",
                                        (source, root))]

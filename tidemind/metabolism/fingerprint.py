@@ -8,9 +8,16 @@ the workstream tables; never authored content.
 """
 from __future__ import annotations
 
+import re
+
 from ..store import audit, immediate, nodes, task_runs
-from ..workstreams.compose import compose_day
+from ..workstreams import store as ws_store
+from ..workstreams.compose import compose_day, known_names, unplaced
 from . import TaskContext, register
+
+SCHEMA = {"assign": {"type": "list", "required": True, "max": 60, "items": {"type": "str", "max": 90}}}
+_PAIR = re.compile(r"^\s*(\d+)\s*=\s*([a-z0-9][a-z0-9-]{0,62})\s*$")
+ASK_AT_MOST = 40          # memories shown to the model per day
 
 
 class FingerprintTask:
@@ -28,18 +35,60 @@ class FingerprintTask:
             todo = nodes.all_scope_days(conn)
         else:
             todo = nodes.scope_days(conn, audit.nodes_touched_between(conn, cursor - 1, upto, exclude_actor=actor))
-        done = 0
+        done = asked = 0
+        strategy = None
+        if ctx.llm is not None:
+            from ..llm import load_strategy
+
+            strategy = load_strategy("compose", ctx.memory.settings.home)
         for scope, day in sorted(todo):
             if ctx.stopping():
                 return {"days": done, "pending": len(todo) - done}     # the cursor stays: next run redoes them
+            answers = self._ask(ctx, strategy, scope, day) if strategy is not None else {}
+            asked += len(answers)
             with immediate(conn):
+                for node_id, slug in answers.items():
+                    ws_store.put_assignment(conn, node_id, slug, f"compose/{ctx.llm.name}@{strategy.version}",
+                                            ctx.now())
                 compose_day(conn, scope, day, ctx.now())
             done += 1
+        filed = []
+        if done:
+            from ..workstreams import Workstreams
+
+            ws = Workstreams(ctx.memory, actor=actor)
+            for scope in sorted({s for s, _ in todo}):
+                filed += ws.autofile(scope)["filed"]
         with immediate(conn):
             task_runs.set_cursor(conn, self.name, upto + 1)
             if done:
                 audit.record(conn, at=ctx.now(), actor=actor, action="fingerprint", days=done)
-        return {"days": done, "pending": 0}
+        return {"days": done, "pending": 0, "model_assignments": asked, "autofiled": filed}
+
+    def _ask(self, ctx: TaskContext, strategy, scope: str, day: str) -> dict[int, str]:
+        """The model's slug for each memory of the day nothing else places (outside any transaction)."""
+        from ..llm import ask_json
+
+        ids = unplaced(ctx.conn, scope, day)[:ASK_AT_MOST]
+        if not ids:
+            return {}
+        found = nodes.get_visible(ctx.conn, ids, [scope])
+        book = known_names(ctx.conn, scope)
+        by_slug: dict[str, list[str]] = {}
+        for name, slug in book.items():
+            by_slug.setdefault(slug, []).extend([] if name == slug else [name])
+        codebook = "\n".join(f"- {s}: {', '.join(a) or '-'}" for s, a in sorted(by_slug.items())) or "(empty)"
+        memories = "\n".join(f"[{i}] {' '.join(found[i]['content'].split())[:300]}" for i in ids if i in found)
+        data = ask_json(ctx.conn, ctx.llm, self.name, strategy, SCHEMA, ctx.now(), scope=scope, day=day,
+                        codebook=codebook, memories=memories)
+        if data is None:
+            return {}
+        out: dict[int, str] = {}
+        for pair in data["assign"]:
+            m = _PAIR.match(pair) if isinstance(pair, str) else None
+            if m and int(m.group(1)) in found:          # only the memories it was shown, only slug-shaped names
+                out[int(m.group(1))] = m.group(2)
+        return out
 
 
 register(FingerprintTask())

@@ -8,17 +8,25 @@ its vector alone, the unexplained residual, similar days. Nothing here writes au
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput, NotFound
 from ..store import audit, immediate, nodes
-from ..timeutil import parse_iso
+from ..timeutil import from_iso, parse_iso
 from . import hypervector, store
 from .compose import compose_day, known_names
 
 if TYPE_CHECKING:
     from ..memory import Memory
+
+# when an unknown workstream has earned a question (any one suffices)
+RIPE_DAYS = 3            # recorded on this many days
+RIPE_MASS = 1.5          # or this much weight summed over its days
+RIPE_AGE_DAYS = 7        # or first seen this long ago and seen again since
+ALIAS_SHARE = 0.5        # advise "fold it into X" when X holds this share of its (rarity-weighted) company
+ALIAS_TOGETHER = 0.8     # and X was there on this share of its days (it travels with X)
 
 _SLUG_OK = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -40,9 +48,11 @@ def _day(value: str) -> str:
 class Workstreams:
     """The workstream view of one store, for one scope at a time (the caller's readable scopes)."""
 
-    def __init__(self, memory: "Memory", dim: int = hypervector.DEFAULT_DIM, seed: str = hypervector.DEFAULT_SEED):
+    def __init__(self, memory: "Memory", dim: int = hypervector.DEFAULT_DIM, seed: str = hypervector.DEFAULT_SEED,
+                 actor: str | None = None):
         self.m = memory
         self.dim, self.seed = dim, seed
+        self.actor = actor or memory.actor
 
     @property
     def conn(self):
@@ -69,11 +79,11 @@ class Workstreams:
                 if slug in store.aliases(self.conn, scope):
                     raise InvalidInput(f"{slug} is an alias of {store.aliases(self.conn, scope)[slug]}; remove the"
                                        " alias first")
-                store.put_slug(self.conn, scope, slug, dim=self.dim, seed=self.seed, at=now, by=self.m.actor,
+                store.put_slug(self.conn, scope, slug, dim=self.dim, seed=self.seed, at=now, by=self.actor,
                                has_note=note is not None, note=note)
                 for alias in aliases:
-                    store.put_alias(self.conn, scope, _check_slug(alias), slug, now, self.m.actor)
-            audit.record(self.conn, at=now, actor=self.m.actor, action="ws_unmint" if undo else "ws_mint",
+                    store.put_alias(self.conn, scope, _check_slug(alias), slug, now, self.actor)
+            audit.record(self.conn, at=now, actor=self.actor, action="ws_unmint" if undo else "ws_mint",
                          scope=scope, slug=slug, aliases=list(aliases))
             changed = self._recompute(scope, now)
         return {"slug": slug, "scope": scope, "minted": not undo, "days_recomposed": changed}
@@ -93,8 +103,8 @@ class Workstreams:
                 own = store.slug_row(self.conn, scope, alias)
                 if own is not None and own["status"] == "active":
                     raise InvalidInput(f"{alias} is itself a minted slug; `mint {alias} --undo` first")
-                store.put_alias(self.conn, scope, alias, slug, now, self.m.actor)
-            audit.record(self.conn, at=now, actor=self.m.actor, action="ws_unalias" if undo else "ws_alias",
+                store.put_alias(self.conn, scope, alias, slug, now, self.actor)
+            audit.record(self.conn, at=now, actor=self.actor, action="ws_unalias" if undo else "ws_alias",
                          scope=scope, alias=alias, slug=slug)
             changed = self._recompute(scope, now)
         return {"alias": alias, "slug": slug, "scope": scope, "aliased": not undo, "days_recomposed": changed}
@@ -105,7 +115,7 @@ class Workstreams:
             if store.slug_row(self.conn, scope, slug) is None:
                 raise NotFound(f"{slug} is not minted in {scope}")
             store.mark_note(self.conn, scope, slug, note)
-            audit.record(self.conn, at=self.m.now(), actor=self.m.actor, action="ws_note", scope=scope, slug=slug)
+            audit.record(self.conn, at=self.m.now(), actor=self.actor, action="ws_note", scope=scope, slug=slug)
         return {"slug": slug, "scope": scope, "has_note": True}
 
     def codebook(self, scope: str | None = None) -> dict:
@@ -222,3 +232,154 @@ class Workstreams:
                   for other in store.days(self.conn, scope) if other["day"] != day and other["assigned"]]
         scored.sort(key=lambda p: (-p[0], p[1]))
         return {"scope": scope, "day": day, "similar": [{"day": d, "cosine": round(c, 4)} for c, d in scored[:limit]]}
+
+    # -- unknown workstreams: detect, ripen, decide, reverse -------------------------------
+
+    def _unknown_stats(self, scope: str, upto: str | None = None) -> dict[str, dict]:
+        known = known_names(self.conn, scope)
+        stats: dict[str, dict] = {}
+        for r in store.all_rows(self.conn, scope, None, upto):
+            if r["slug"] in known:
+                continue
+            t = stats.setdefault(r["slug"], {"name": r["slug"], "days": set(), "mass": 0.0, "first": r["day"],
+                                             "last": r["day"]})
+            t["days"].add(r["day"])
+            t["mass"] += r["weight"]
+            t["first"], t["last"] = min(t["first"], r["day"]), max(t["last"], r["day"])
+        return stats
+
+    @staticmethod
+    def _ripe(days: int, mass: float, first: str, last: str, today: str) -> bool:
+        age = (from_iso(today) - from_iso(first)).days
+        return days >= RIPE_DAYS or mass >= RIPE_MASS or (age >= RIPE_AGE_DAYS and last > first)
+
+    def tasteslike(self, name: str, scope: str | None = None) -> dict:
+        """Who an (unknown) workstream keeps company with: co-occurrence on shared days, each
+        companion weighted by its rarity (a workstream present every day says little)."""
+        scope = self._scope(scope)
+        name = _check_slug(name)
+        known = known_names(self.conn, scope)
+        target = known.get(name, name)
+        by_day: dict[str, dict[str, float]] = {}
+        for r in store.all_rows(self.conn, scope):
+            slug = known.get(r["slug"], r["slug"])
+            by_day.setdefault(r["day"], {})
+            by_day[r["day"]][slug] = by_day[r["day"]].get(slug, 0.0) + r["weight"]
+        n_days = len(by_day) or 1
+        presence: dict[str, int] = {}
+        for parts in by_day.values():
+            for slug in parts:
+                presence[slug] = presence.get(slug, 0) + 1
+        score: dict[str, float] = {}
+        for parts in by_day.values():
+            if target not in parts:
+                continue
+            for slug, weight in parts.items():
+                if slug != target:
+                    rarity = math.log((n_days + 1) / presence[slug])    # ~0 for a workstream present every day
+                    score[slug] = score.get(slug, 0.0) + min(parts[target], weight) * rarity
+        total = sum(score.values())
+        own_days = [parts for parts in by_day.values() if target in parts]
+        company = sorted(({"slug": s, "share": round(v / total, 4),
+                           "together": round(sum(s in parts for parts in own_days) / len(own_days), 4)}
+                          for s, v in score.items()), key=lambda c: (-c["share"], c["slug"])) if total else []
+        return {"scope": scope, "name": target, "unknown": target not in set(known.values()), "company": company}
+
+    def unknowns(self, scope: str | None = None) -> dict:
+        """Names recorded in compositions that the codebook does not know, each with its size,
+        whether it is ripe for a decision, its status and a recommendation (never a decision)."""
+        scope = self._scope(scope)
+        today = self.m.now()[:10]
+        decided = store.decisions(self.conn, scope)
+        out = []
+        for name, t in sorted(self._unknown_stats(scope).items()):
+            days, mass = len(t["days"]), round(t["mass"], 4)
+            ripe = self._ripe(days, mass, t["first"], t["last"], today)
+            d = decided.get(name)
+            status = "open"
+            if d is not None:
+                status = d["status"]
+                if status == "dismissed" and (days >= d["days_at"] + RIPE_DAYS or mass >= 2 * max(d["mass_at"], 0.25)):
+                    status = "revived"          # "not now" was not "never": it kept growing
+            company = self.tasteslike(name, scope)["company"]
+            if status in ("dismissed", "watching"):
+                advice = "none (decided)"
+            elif status == "revived":
+                advice = "watch"
+            elif not ripe:
+                advice = "wait (maturing)"
+            elif company and company[0]["share"] >= ALIAS_SHARE and company[0]["together"] >= ALIAS_TOGETHER:
+                advice = f"alias->{company[0]['slug']}"
+            else:
+                advice = "mint"
+            out.append({"name": name, "days": days, "mass": mass, "first": t["first"], "last": t["last"],
+                        "ripe": ripe, "status": status, "recommendation": advice, "company": company[:3]})
+        decide = [u for u in out if u["ripe"] and u["status"] in ("open", "revived")]
+        return {"scope": scope, "decide": decide, "maturing": [u for u in out if not u["ripe"] and u["status"] == "open"],
+                "watching": [u for u in out if u["status"] == "watching"],
+                "dismissed": [u for u in out if u["status"] == "dismissed"]}
+
+    def decide(self, name: str, status: str, *, scope: str | None = None, note: str | None = None,
+               undo: bool = False) -> dict:
+        """Dismiss ("not now") or watch an unknown; undo takes the decision back."""
+        if status not in ("dismissed", "watching"):
+            raise InvalidInput("an unknown workstream can be dismissed or watched (or minted, or aliased)")
+        scope, name = self._scope(scope), _check_slug(name)
+        now = self.m.now()
+        with immediate(self.conn):
+            if undo:
+                current = store.decisions(self.conn, scope).get(name)
+                if current is None or current["status"] != status:
+                    raise NotFound(f"{name} is not {status} in {scope}")
+                store.drop_decision(self.conn, scope, name)
+            else:
+                stats = self._unknown_stats(scope).get(name)
+                if stats is None:
+                    raise NotFound(f"{name} is not an unknown workstream in {scope}")
+                store.put_decision(self.conn, scope, name, status, note, len(stats["days"]), stats["mass"], now,
+                                   self.actor)
+            verb = {"dismissed": "dismiss", "watching": "watch"}[status]
+            audit.record(self.conn, at=now, actor=self.actor, action=f"ws_{'un' if undo else ''}{verb}",
+                         scope=scope, slug=name)
+        return {"name": name, "scope": scope, "status": None if undo else status}
+
+    def backtest(self, name: str, scope: str | None = None) -> dict:
+        """Would the detector have flagged this workstream before it was minted, and how early?
+        Its recorded days are replayed in order as if it were unknown."""
+        scope = self._scope(scope)
+        r = self.where(name, scope)
+        row = store.slug_row(self.conn, scope, r["slug"])
+        if row is None or row["status"] != "active":
+            raise NotFound(f"{r['slug']} is not minted in {scope}; backtest replays a minted workstream")
+        minted = row["created_at"][:10]
+        flagged, mass, seen = None, 0.0, []
+        for d in r["days"]:
+            seen.append(d["day"])
+            mass += d["weight"]
+            if self._ripe(len(seen), mass, seen[0], d["day"], d["day"]):
+                flagged = d["day"]
+                break
+        early = (from_iso(minted) - from_iso(flagged)).days if flagged else None
+        return {"scope": scope, "slug": r["slug"], "first": seen[0] if seen else None, "flagged": flagged,
+                "minted": minted, "days_early": early}
+
+    def autofile(self, scope: str | None = None) -> dict:
+        """Unknowns that already have a project note on disk (an imported note's folder or file
+        is named like them) are minted without asking: a note means a person already judged it
+        a project. Logged in the audit log; undone like any mint."""
+        from ..importers import store as import_store
+        from .compose import slugify
+
+        scope = self._scope(scope)
+        notes: dict[str, str] = {}
+        for path in import_store.note_paths(self.conn, scope):
+            for part in path.replace("\\", "/").split("/"):
+                notes.setdefault(slugify(part[:-3] if part.endswith(".md") else part), path)
+        filed = []
+        for name in sorted(self._unknown_stats(scope)):
+            if name in notes and _SLUG_OK.match(name):
+                decided = store.decisions(self.conn, scope).get(name)
+                if decided is None:
+                    self.mint(name, scope=scope, note=f"import:{notes[name]}")
+                    filed.append(name)
+        return {"scope": scope, "filed": filed}

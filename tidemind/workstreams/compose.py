@@ -1,9 +1,13 @@
 """A day's composition: which workstreams its memories belong to, and how much of the day each is.
 
-Offline sources (no model):
+Sources, in order (the first that places a memory wins):
 - a confirmed tag (a person's, or one a judge confirmed) whose name is a codebook slug or alias;
 - an imported note whose path has a folder or file name that is a codebook slug or alias
-  (`Projects/recipe-site/deploy.md` belongs to `recipe-site`).
+  (`Projects/recipe-site/deploy.md` belongs to `recipe-site`);
+- with an LLM, `strategies/compose.md`: the model places the memories nothing else placed,
+  and may invent a slug when nothing in the codebook fits; that name is an *unknown*
+  workstream until someone mints, aliases or dismisses it. Its answers are kept
+  (ws_assignments), so recomposing a day never asks again.
 Each live memory of the day counts once, split evenly over the workstreams it belongs to; the
 weights are shares of the memories that belong to any workstream (they sum to 1). Names are
 recorded as found (an alias stays an alias), so resolving them at query time lets an alias join
@@ -35,17 +39,11 @@ def known_names(conn, scope: str) -> dict[str, str]:
     return names
 
 
-def compose_day(conn, scope: str, day: str, at: str, dim: int = hypervector.DEFAULT_DIM,
-                seed: str = hypervector.DEFAULT_SEED) -> dict:
-    """Recompute one day's rows and fingerprint from its live memories (replacing what was there)."""
-    ids = nodes.live_on_day(conn, scope, day)
-    names = known_names(conn, scope)
+def _placed(conn, scope: str, ids: list[int], names: dict[str, str]) -> dict[int, dict[str, str]]:
+    """node id -> {name: source} from confirmed tags and imported note paths."""
     tag_map = tags.for_nodes(conn, ids)
     paths = import_store.paths_of(conn, ids)
-    shares: dict[str, float] = {}
-    sources: dict[str, set[str]] = {}
-    evidence: dict[str, set[int]] = {}
-    assigned = 0
+    out: dict[int, dict[str, str]] = {}
     for node_id in ids:
         found: dict[str, str] = {}
         for t in tag_map[node_id]:
@@ -56,6 +54,31 @@ def compose_day(conn, scope: str, day: str, at: str, dim: int = hypervector.DEFA
                 name = slugify(part[:-3] if part.endswith(".md") else part)
                 if name in names:
                     found.setdefault(name, "import")
+        out[node_id] = found
+    return out
+
+
+def unplaced(conn, scope: str, day: str) -> list[int]:
+    """Live memories of the day that no tag, note or kept model answer places (what to ask about)."""
+    ids = nodes.live_on_day(conn, scope, day)
+    placed = _placed(conn, scope, ids, known_names(conn, scope))
+    asked = store.assignments(conn, ids)
+    return [i for i in ids if not placed[i] and i not in asked]
+
+
+def compose_day(conn, scope: str, day: str, at: str, dim: int = hypervector.DEFAULT_DIM,
+                seed: str = hypervector.DEFAULT_SEED) -> dict:
+    """Recompute one day's rows and fingerprint from its live memories (replacing what was there)."""
+    ids = nodes.live_on_day(conn, scope, day)
+    names = known_names(conn, scope)
+    placed = _placed(conn, scope, ids, names)
+    asked = store.assignments(conn, ids)
+    shares: dict[str, float] = {}
+    sources: dict[str, set[str]] = {}
+    evidence: dict[str, set[int]] = {}
+    assigned = 0
+    for node_id in ids:
+        found = placed[node_id] or ({asked[node_id]: "llm"} if node_id in asked else {})
         if not found:
             continue
         assigned += 1

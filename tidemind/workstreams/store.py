@@ -67,7 +67,31 @@ CREATE TABLE ws_days(
   PRIMARY KEY(scope, day)
 );
 """
-migrations.register("workstreams", [("0001_codebook_compositions", DDL)])
+ASSIGNMENTS_DDL = """
+CREATE TABLE ws_assignments(
+  node_id INTEGER PRIMARY KEY REFERENCES nodes(id),
+  slug TEXT NOT NULL,
+  generator TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE ws_decisions(
+  scope TEXT NOT NULL,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK(status IN ('dismissed', 'watching')),
+  note TEXT,
+  days_at INTEGER NOT NULL,
+  mass_at REAL NOT NULL,
+  decided_at TEXT NOT NULL,
+  decided_by TEXT NOT NULL,
+  PRIMARY KEY(scope, name)
+);
+"""
+# ws_assignments: a model's answer to "which workstream is this memory" for memories no tag or
+# note places, kept so a recomposition (after a mint or alias) never has to ask again.
+# ws_decisions: a person's "not now" (dismissed) or "keep an eye on it" (watching) on an
+# unknown workstream, with its size then (a dismissed one revives when it grows past that).
+migrations.register("workstreams", [("0001_codebook_compositions", DDL), ("0002_assignments_decisions",
+                                                                          ASSIGNMENTS_DDL)])
 
 
 # -- codebook ---------------------------------------------------------------------------------
@@ -189,3 +213,44 @@ def all_rows(conn: apsw.Connection, scope: str, start: str | None = None, end: s
 def recorded_names(conn: apsw.Connection, scope: str) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT slug FROM ws_compositions WHERE scope=? ORDER BY slug",
                                        (scope,))]
+
+
+# -- model assignments and unknown-workstream decisions ---------------------------------------
+
+def assignments(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    ids = list(node_ids)
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(dict(conn.execute(f"SELECT node_id, slug FROM ws_assignments WHERE node_id IN ({marks})", chunk)))
+    return out
+
+
+def put_assignment(conn: apsw.Connection, node_id: int, slug: str, generator: str, at: str) -> None:
+    conn.execute("INSERT INTO ws_assignments(node_id, slug, generator, created_at) VALUES(?,?,?,?)"
+                 " ON CONFLICT(node_id) DO UPDATE SET slug=excluded.slug, generator=excluded.generator,"
+                 " created_at=excluded.created_at", (node_id, slug, generator, at))
+
+
+def forget_node(conn: apsw.Connection, node_id: int) -> None:
+    """Forget: a model's slug for the node is made from its words."""
+    conn.execute("DELETE FROM ws_assignments WHERE node_id=?", (node_id,))
+
+
+def decisions(conn: apsw.Connection, scope: str) -> dict[str, dict]:
+    return {r["name"]: r for r in rows(conn, "SELECT * FROM ws_decisions WHERE scope=?", (scope,))}
+
+
+def put_decision(conn: apsw.Connection, scope: str, name: str, status: str, note: str | None, days: int, mass: float,
+                 at: str, by: str) -> None:
+    conn.execute("INSERT INTO ws_decisions(scope, name, status, note, days_at, mass_at, decided_at, decided_by)"
+                 " VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(scope, name) DO UPDATE SET status=excluded.status,"
+                 " note=excluded.note, days_at=excluded.days_at, mass_at=excluded.mass_at,"
+                 " decided_at=excluded.decided_at, decided_by=excluded.decided_by",
+                 (scope, name, status, note, days, mass, at, by))
+
+
+def drop_decision(conn: apsw.Connection, scope: str, name: str) -> bool:
+    conn.execute("DELETE FROM ws_decisions WHERE scope=? AND name=?", (scope, name))
+    return conn.changes() == 1

@@ -69,6 +69,16 @@ def test_demo_runs_end_to_end(home):
     kinds = [s["step"] for s in steps]
     assert "digest" in kinds and "correct" in kinds and "show" in kinds
     assert any(s["step"] == "doctor" and s["result"]["ok"] for s in steps)
+    # the bundled fortnight makes every workstream question show something real
+    taste = {s["step"]: s["result"] for s in steps if s["step"].startswith("taste-")}
+    assert taste["taste-first"]["first"] == "2026-01-05" and taste["taste-first"]["as"] == "fishtank"
+    assert len(taste["taste-where"]["days"]) == 7 and taste["taste-decode"]["unexplained_weight"] > 0.2
+    assert taste["taste-diff"]["only_in_a"] == ["home-lab"] and "garden-sensors" in taste["taste-diff"]["only_in_b"]
+    assert [u["name"] for u in taste["taste-unknowns"]["decide"]] == ["sourdough-lab"]
+    assert taste["taste-unknowns"]["decide"][0]["recommendation"] == "alias->recipe-site"
+    assert taste["taste-tasteslike"]["company"][0]["slug"] == "recipe-site"
+    assert taste["taste-backtest"]["flagged"] and taste["taste-similar"]["similar"] and taste["taste-gaps"]["gaps"]
+    assert taste["taste-window"]["workstreams"]
 
 
 def test_bench_reports_floors(home, tmp_path):

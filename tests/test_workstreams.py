@@ -340,3 +340,31 @@ def test_forget_takes_the_models_name_for_a_memory_away(mem, compose_llm):
     run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
     assert mem.conn.execute("SELECT count(*) FROM ws_assignments").fetchone()[0] == 0
     assert Workstreams(mem).where("sourdough-lab", scope=S)["days"] == []
+
+
+def test_taste_through_the_mcp_server_over_stdio(home):
+    import asyncio
+
+    from tidemind.memory import Memory
+
+    from .test_mcp import call, session_for
+
+    with Memory.open(home) as m:
+        _day_of_work(m)
+        m.digest("other project work", scope="project:b", valid_at="2026-01-05")
+        Workstreams(m).mint("aquarium", scope=S)
+        run_due(m, only=["fingerprint"], force=True)
+
+    async def main():
+        async with session_for(home, S) as s:
+            return {q: await call(s, "brain_recall", query=q, mode="taste")
+                    for q in ("where aquarium", "gaps", "decode 2026-01-05", "first aquarium", "bogus x")} | {
+                "other scope": await call(s, "brain_recall", query="gaps", mode="taste", scope="project:b")}
+
+    out = asyncio.run(main())
+    assert [d["day"] for d in out["where aquarium"]["days"]] == ["2026-01-05", "2026-01-06"]
+    assert out["first aquarium"]["first"] == "2026-01-05"
+    assert [g["slug"] for g in out["gaps"]["gaps"]] == ["aquarium"]
+    assert out["decode 2026-01-05"]["decoded"][0]["slug"] == "aquarium"
+    assert "error" in out["bogus x"] and "taste query is one of" in out["bogus x"]["error"]
+    assert "error" in out["other scope"]                    # the server's scope is not widened

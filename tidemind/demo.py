@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from .memory import Memory
+from .store import immediate
 from .views import title_of
 
 PROJECT = "project:tidemind"
@@ -36,6 +37,47 @@ def _show_recall(out, as_json, label: str, result: dict) -> None:
     for item in result["items"][:4]:
         flags = f"  [{', '.join(item['flags'])}]" if item["flags"] else ""
         _say(out, as_json, f"  #{item['id']:<3} {item['score']:.4f}  {title_of(item)[:90]}{flags}")
+
+
+LAB = "project:lab"
+
+
+def _workstreams(m: Memory, out: list, as_json: bool) -> None:
+    """The bundled fortnight (samples/fortnight.jsonl): memories with a person's tags, a rename
+    (fishtank → aquarium-controller), and four memories a model placed under a slug nobody has
+    minted (sourdough-lab); those answers ship with the sample, labelled `sample/compose`, as
+    the fingerprint task would have kept them from a configured LLM."""
+    from .metabolism.scheduler import run_due
+    from .workstreams import Workstreams
+    from .workstreams import store as ws_store
+
+    rows = [json.loads(line) for line in
+            resources.files("tidemind").joinpath("samples/fortnight.jsonl").read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        node = m.digest(row["text"], scope=LAB, valid_at=row["day"], source_tool="claude-code",
+                        session=f"lab-{row['day']}")["node_ids"][0]
+        for tag in row["tags"]:
+            m.tag_add(node, tag)
+        if row.get("model"):
+            with immediate(m.conn):
+                ws_store.put_assignment(m.conn, node, row["model"], "sample/compose", m.now())
+    ws = Workstreams(m)
+    for slug, note in (("aquarium-controller", "person"), ("recipe-site", "person"), ("garden-sensors", None),
+                       ("home-lab", None)):
+        ws.mint(slug, scope=LAB, note=note)
+    ws.alias("fishtank", "aquarium-controller", scope=LAB)
+    run_due(m, only=["fingerprint"], force=True)
+    from .cli import _fmt_taste
+
+    _say(out, as_json, f"\n# workstreams: a fortnight of {len(rows)} memories in {LAB}; 4 minted slugs, one rename")
+    for action, args in (("decode", ["2026-01-12"]), ("where", ["aquarium-controller"]), ("first", ["aquarium-controller"]),
+                         ("diff", ["2026-01-05", "2026-01-07", "2026-01-15", "2026-01-18"]), ("gaps", []),
+                         ("unknowns", []), ("tasteslike", ["sourdough-lab"]), ("backtest", ["garden-sensors"]),
+                         ("similar", ["2026-01-12"]), ("window", ["2026-01-05", "2026-01-11"])):
+        r = getattr(ws, action)(*args, scope=LAB)
+        out.append({"step": f"taste-{action}", "result": r})
+        _say(out, as_json, f"\n$ tidemind taste {' '.join([action, *args])} --scope {LAB}")
+        _say(out, as_json, "  " + _fmt_taste(action, r).replace("\n", "\n  "))
 
 
 def run_demo(home: str | None = None, as_json: bool = False) -> dict:
@@ -106,6 +148,7 @@ def run_demo(home: str | None = None, as_json: bool = False) -> dict:
                 hood = m.neighbourhood(hits["items"][0]["id"], scopes=["vault:sample"])
                 for n in hood["neighbours"]:
                     _say(out, as_json, f"  linked (confirmed) → #{n['id']} {title_of(n)[:80]}")
+            _workstreams(m, out, as_json)
             stats = m.stats()
             out.append({"step": "stats", "result": stats})
             _say(out, as_json, f"\n$ tidemind stats\n  nodes {stats['nodes']}  review {stats['review']}")

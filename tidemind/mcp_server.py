@@ -62,7 +62,14 @@ has_derived (derived fields are model or heuristic output, labelled "derived").
 scope narrows the scopes read (never widens them). as_of (ISO) answers as of that time on the
 `clock` given: "valid" (the facts that held), "recorded" (what memory held then) or "both".
 When nothing matches well enough the answer says abstained: true: then say you do not know
-rather than guessing."""
+rather than guessing.
+
+mode "taste" asks the workstream view instead (exact answers from the per-day composition of
+workstreams, not similarity); query is one of: "where SLUG" (every day that touched it, old
+names included), "first SLUG" (when it started, under which name), "decode DAY", "window FROM TO",
+"diff FROM TO FROM TO" (active in one period, gone in the other), "gaps" (work with no project
+note), "similar DAY", "unknowns" (workstreams nobody has named yet), "tasteslike NAME",
+"backtest SLUG", "codebook". Days are ISO dates."""
 
 PREPARE_DOC = """Session-start context: who the user is and their standing preferences (their own words),
 lessons and decisions, recent memories in this project, and open review items about your
@@ -127,12 +134,16 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
         open_world_hint=False))
     def brain_recall(query: str | None = None, node_id: int | None = None, from_node: int | None = None,
                      scope: str | list[str] | None = None, tags: list[str] | None = None, limit: int = 8,
-                     mode: Literal["detail", "index"] = "detail", as_of: str | None = None,
+                     mode: Literal["detail", "index", "taste"] = "detail", as_of: str | None = None,
                      clock: Literal["both", "valid", "recorded"] = "both") -> dict[str, Any]:
         given = [x is not None for x in (query, node_id, from_node)]
         if sum(given) != 1:
             raise ToolError("give exactly one of query, node_id or from_node")
         scopes = _narrow(fixed, scope)
+        if mode == "taste":
+            if query is None:
+                raise ToolError('mode "taste" needs query, e.g. "where recipe-site" or "gaps"')
+            return call(_taste, memory, query, scopes)
         if node_id is not None:
             item = call(memory.show, node_id, scopes=scopes, as_of=as_of, clock=clock)
             return {"items": [item], "abstained": False, "message": "1 memory"}
@@ -184,6 +195,24 @@ class BackgroundEmbedder:
                 own.embed_pending(batch=self.BATCH)
             except Exception:      # e.g. Ollama down: leave the queue for `tidemind embed` or the daemon
                 continue
+
+
+TASTE_QUERIES = {"where": 1, "first": 1, "decode": 1, "window": 2, "diff": 4, "gaps": 0, "similar": 1,
+                 "unknowns": 0, "tasteslike": 1, "backtest": 1, "codebook": 0}
+
+
+def _taste(memory: Memory, query: str, scopes: list[str] | None) -> dict[str, Any]:
+    """A read-only workstream question (see RECALL_DOC); decisions stay with the person."""
+    from .errors import InvalidInput
+    from .workstreams import Workstreams
+
+    words = query.split()
+    if not words or words[0] not in TASTE_QUERIES or len(words) - 1 != TASTE_QUERIES[words[0]]:
+        raise InvalidInput("taste query is one of: " + ", ".join(
+            f"{k} {' '.join(['X'] * n)}".strip() for k, n in TASTE_QUERIES.items()))
+    ws = Workstreams(memory)
+    scope = scopes[0] if scopes else None
+    return {"taste": words[0], **getattr(ws, words[0])(*words[1:], scope=scope)}
 
 
 def _index(item: dict) -> dict:

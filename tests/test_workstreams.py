@@ -368,3 +368,25 @@ def test_taste_through_the_mcp_server_over_stdio(home):
     assert out["decode 2026-01-05"]["decoded"][0]["slug"] == "aquarium"
     assert "error" in out["bogus x"] and "taste query is one of" in out["bogus x"]["error"]
     assert "error" in out["other scope"]                    # the server's scope is not widened
+
+
+def test_ripe_unknowns_reach_the_review_queue_and_decisions_there_undo(mem, compose_llm):
+    _fortnight(mem)
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S)
+    ws.mint("recipe-site", scope=S)
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)          # filed once, not twice
+    items = [dict(zip(("id", "payload"), r)) for r in mem.conn.execute(
+        "SELECT id, payload FROM review_items WHERE kind='workstream'")]
+    assert len(items) == 1 and '"sourdough-lab"' in items[0]["payload"] and '"mint"' in items[0]["payload"]
+    item = items[0]["id"]
+    mem.review_decide(item, "approved")                       # the recommendation: mint
+    assert "sourdough-lab" in {s["slug"] for s in ws.codebook(scope=S)["slugs"]}
+    mem.review_decide(item, "open")                           # reopen: undone
+    assert "sourdough-lab" not in {s["slug"] for s in ws.codebook(scope=S)["slugs"]}
+    mem.review_decide(item, "rejected")                       # reject: dismissed, not deleted
+    assert [u["name"] for u in ws.unknowns(scope=S)["dismissed"]] == ["sourdough-lab"]
+    mem.review_decide(item, "approved")                       # changing the verdict undoes the dismissal first
+    assert ws.unknowns(scope=S)["dismissed"] == [] and "sourdough-lab" in {
+        s["slug"] for s in ws.codebook(scope=S)["slugs"]}

@@ -510,6 +510,10 @@ class Memory:
                          review_item=item["id"], kind=item["kind"], previous=item["status"])
             if item["kind"] == "merge":
                 self._apply_merge(item, decision, now)
+            if item["kind"] == "workstream":
+                from .workstreams import Workstreams
+
+                Workstreams(self).apply_review(item, decision)
             if item["payload"].get("synthesis"):
                 syntheses.set_status(self.conn, item["payload"]["synthesis"],
                                      {"approved": "approved", "rejected": "rejected", "open": "unreviewed"}[decision])

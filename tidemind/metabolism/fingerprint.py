@@ -59,6 +59,7 @@ class FingerprintTask:
             ws = Workstreams(ctx.memory, actor=actor)
             for scope in sorted({s for s, _ in todo}):
                 filed += ws.autofile(scope)["filed"]
+                ws.file_ripe(scope)
         with immediate(conn):
             task_runs.set_cursor(conn, self.name, upto + 1)
             if done:

@@ -8,6 +8,8 @@ its vector alone, the unexplained residual, similar days. Nothing here writes au
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
 import re
 from typing import TYPE_CHECKING
@@ -58,6 +60,16 @@ class Workstreams:
     def conn(self):
         return self.m.conn
 
+    @contextlib.contextmanager
+    def _write(self):
+        """A write transaction, or the caller's when one is open (a review decision applies a
+        recommendation inside its own transaction: all of it lands, or none)."""
+        if self.conn.in_transaction:
+            yield self.conn
+        else:
+            with immediate(self.conn):
+                yield self.conn
+
     def _scope(self, scope: str | None) -> str:
         read = self.m.read_scopes([scope] if scope else None)
         return read[0]
@@ -69,7 +81,7 @@ class Workstreams:
         """Add a slug to the codebook (or, with undo, take it out again; its history stays)."""
         slug, scope = _check_slug(slug), self._scope(scope)
         now = self.m.now()
-        with immediate(self.conn):
+        with self._write():
             row = store.slug_row(self.conn, scope, slug)
             if undo:
                 if row is None or row["status"] != "active":
@@ -92,7 +104,7 @@ class Workstreams:
         """Another name for a slug: a rename, or an unknown folded into a project. Undo splits it again."""
         alias, slug, scope = _check_slug(alias), _check_slug(slug), self._scope(scope)
         now = self.m.now()
-        with immediate(self.conn):
+        with self._write():
             if undo:
                 if not store.drop_alias(self.conn, scope, alias):
                     raise NotFound(f"{alias} is not an alias in {scope}")
@@ -111,7 +123,7 @@ class Workstreams:
 
     def mark_note(self, slug: str, note: str, *, scope: str | None = None) -> dict:
         slug, scope = _check_slug(slug), self._scope(scope)
-        with immediate(self.conn):
+        with self._write():
             if store.slug_row(self.conn, scope, slug) is None:
                 raise NotFound(f"{slug} is not minted in {scope}")
             store.mark_note(self.conn, scope, slug, note)
@@ -326,7 +338,7 @@ class Workstreams:
             raise InvalidInput("an unknown workstream can be dismissed or watched (or minted, or aliased)")
         scope, name = self._scope(scope), _check_slug(name)
         now = self.m.now()
-        with immediate(self.conn):
+        with self._write():
             if undo:
                 current = store.decisions(self.conn, scope).get(name)
                 if current is None or current["status"] != status:
@@ -383,3 +395,44 @@ class Workstreams:
                     self.mint(name, scope=scope, note=f"import:{notes[name]}")
                     filed.append(name)
         return {"scope": scope, "filed": filed}
+
+    # -- the review queue: ripe unknowns as items a person approves (the recommendation) or rejects
+
+    def file_ripe(self, scope: str | None = None) -> list[int]:
+        """File each ripe unknown (once per name and status) as a `workstream` review item."""
+        from ..store import review
+
+        scope = self._scope(scope)
+        filed = []
+        with self._write():
+            for u in self.unknowns(scope)["decide"]:
+                digest = hashlib.sha256(f"workstream:{scope}:{u['name']}:{u['status']}".encode()).hexdigest()
+                if review.exists_with_digest(self.conn, digest):
+                    continue
+                rec = u["recommendation"]
+                filed.append(review.file(
+                    self.conn, "workstream", node_id=None, other_node_id=None, at=self.m.now(), scope=scope,
+                    digest=digest, name=u["name"], recommendation=rec, days=u["days"], mass=u["mass"],
+                    first=u["first"], company=", ".join(f"{c['slug']} {c['share']:.2f}" for c in u["company"]),
+                    approve=f"{rec.replace('->', ' into ')} (undo: reopen)", reject="dismiss: not now; it revives if it grows"))
+        return filed
+
+    def apply_review(self, item: dict, decision: str) -> None:
+        """Inside the review decision's transaction: approve applies the recommendation, reject
+        dismisses, reopen undoes whichever of those the previous decision did."""
+        scope, name, rec = item["scope"], item["payload"]["name"], item["payload"]["recommendation"]
+
+        def act(undo: bool, status: str) -> None:
+            if status == "rejected":
+                self.decide(name, "dismissed", scope=scope, undo=undo)
+            elif rec == "mint":
+                self.mint(name, scope=scope, undo=undo)
+            elif rec.startswith("alias->"):
+                self.alias(name, rec.split("->", 1)[1], scope=scope, undo=undo)
+            elif rec == "watch":
+                self.decide(name, "watching", scope=scope, undo=undo)
+
+        if item["status"] in ("approved", "rejected") and decision != item["status"]:
+            act(True, item["status"])
+        if decision in ("approved", "rejected") and decision != item["status"]:
+            act(False, decision)

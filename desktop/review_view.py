@@ -46,8 +46,9 @@ class ReviewView(QWidget):
         self._data = details
         for r in items:
             label = f"link {-r['id']}" if r["id"] < 0 else f"#{r['id']}"
-            item = QListWidgetItem(f"{label} {r['kind']} · {r['status']} · nodes "
-                                   + ", ".join(str(i) for i in (r["node_id"], r["other_node_id"]) if i))
+            node_ids = [str(i) for i in (r["node_id"], r["other_node_id"]) if i]
+            about = ("nodes " + ", ".join(node_ids)) if node_ids else str((r.get("payload") or {}).get("name", ""))
+            item = QListWidgetItem(f"{label} {r['kind']} · {r['status']} · {about}")
             item.setData(256, r["id"])
             self.items.addItem(item)
             if r["id"] == current:

@@ -217,3 +217,17 @@ def test_selecting_a_result_loads_the_memory_off_the_ui_thread(window, mem, qtbo
     qtbot.waitUntil(lambda: window.results.count() == 1, timeout=3000)
     window.results.setCurrentRow(0)
     qtbot.waitUntil(lambda: window.node_view.node_id == nid, timeout=3000)
+
+
+def test_a_ripe_unknown_workstream_is_decided_in_the_review_queue(window, mem):
+    from tidemind.demo import LAB, _workstreams
+    from tidemind.workstreams import Workstreams
+
+    _workstreams(mem, [], True)                        # the bundled fortnight: sourdough-lab is ripe
+    Workstreams(mem).file_ripe(LAB)
+    window.refresh_all()
+    assert window.review_view.items.count() == 1
+    assert "sourdough-lab" in window.review_view.items.item(0).text()
+    window.review_view.items.setCurrentRow(0)
+    window.review_view.findChild(type(window.go), "review-approved").click()
+    assert Workstreams(mem).where("sourdough-lab", scope=LAB)["slug"] == "recipe-site"     # folded in, as advised

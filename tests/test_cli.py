@@ -79,6 +79,8 @@ def test_demo_runs_end_to_end(home):
     assert taste["taste-tasteslike"]["company"][0]["slug"] == "recipe-site"
     assert taste["taste-backtest"]["flagged"] and taste["taste-similar"]["similar"] and taste["taste-gaps"]["gaps"]
     assert taste["taste-window"]["workstreams"]
+    weeks = taste["taste-drift"]["weeks"]
+    assert len(weeks) == 2 and weeks[0]["shift"] is None and all(0 <= w["shift"] <= 2 for w in weeks[1:])
 
 
 def test_bench_reports_floors(home, tmp_path):

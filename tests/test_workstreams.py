@@ -390,3 +390,14 @@ def test_ripe_unknowns_reach_the_review_queue_and_decisions_there_undo(mem, comp
     mem.review_decide(item, "approved")                       # changing the verdict undoes the dismissal first
     assert ws.unknowns(scope=S)["dismissed"] == [] and "sourdough-lab" in {
         s["slug"] for s in ws.codebook(scope=S)["slugs"]}
+
+
+def test_drift_sees_the_work_around_a_workstream_change(mem):
+    table = {"2026-01-05": {"site": 0.5, "photos": 0.5}, "2026-01-06": {"site": 0.5, "photos": 0.5},
+             "2026-01-12": {"site": 0.5, "photos": 0.5},                        # same company: no drift
+             "2026-01-19": {"site": 0.5, "billing": 0.5}, "2026-01-20": {"site": 0.4, "billing": 0.6}}   # moved
+    _seed_days(mem, table)
+    weeks = Workstreams(mem).drift("site", scope=S)["weeks"]
+    assert [w["week"] for w in weeks] == ["2026-W02", "2026-W03", "2026-W04"]
+    assert weeks[0]["shift"] is None and weeks[1]["shift"] < 0.05 and weeks[2]["shift"] > 0.8
+    assert weeks[2]["company"] == ["billing"] and weeks[0]["days"] == 2

@@ -251,6 +251,7 @@ TASTE_ACTIONS = {   # action: (positional names, what it does)
     "dismiss": (["name"], "not now (it revives if it keeps growing); --undo takes it back"),
     "watch": (["name"], "keep an eye on an unknown, out of the decide list; --undo takes it back"),
     "backtest": (["slug"], "would the detector have flagged this workstream before it was minted?"),
+    "drift": (["slug"], "week by week: its days, weight, company, and how far the work around it moved"),
     "autofile": ([], "mint the unknowns that already have an imported project note"),
 }
 
@@ -307,6 +308,12 @@ def _fmt_taste(action: str, r: dict) -> str:
             return f"{r['slug']}: the detector would not have flagged it before {r['minted']}"
         return (f"{r['slug']}: first seen {r['first']}, flagged {r['flagged']}, minted {r['minted']}"
                 f" ({r['days_early']} day(s) early)")
+    if action == "drift":
+        lines = [f"{r['slug']} in {r['scope']}, week by week (shift: 1 - cosine to the week before):"]
+        lines += [f"  {w['week']}  {w['days']} day(s)  mass={w['mass']:.3f}  shift="
+                  f"{'-' if w['shift'] is None else format(w['shift'], '.3f')}  with {', '.join(w['company']) or '-'}"
+                  for w in r["weeks"]]
+        return "\n".join(lines)
     if action == "similar":
         return "\n".join([f"days like {r['day']}:"] + [f"  {s['day']}  {s['cosine']:.3f}" for s in r["similar"]])
     return json.dumps(r, ensure_ascii=False)

@@ -73,7 +73,8 @@ def _workstreams(m: Memory, out: list, as_json: bool) -> None:
     for action, args in (("decode", ["2026-01-12"]), ("where", ["aquarium-controller"]), ("first", ["aquarium-controller"]),
                          ("diff", ["2026-01-05", "2026-01-07", "2026-01-15", "2026-01-18"]), ("gaps", []),
                          ("unknowns", []), ("tasteslike", ["sourdough-lab"]), ("backtest", ["garden-sensors"]),
-                         ("similar", ["2026-01-12"]), ("window", ["2026-01-05", "2026-01-11"])):
+                         ("similar", ["2026-01-12"]), ("window", ["2026-01-05", "2026-01-11"]),
+                         ("drift", ["recipe-site"])):
         r = getattr(ws, action)(*args, scope=LAB)
         out.append({"step": f"taste-{action}", "result": r})
         _say(out, as_json, f"\n$ tidemind taste {' '.join([action, *args])} --scope {LAB}")

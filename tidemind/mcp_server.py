@@ -69,7 +69,7 @@ workstreams, not similarity); query is one of: "where SLUG" (every day that touc
 names included), "first SLUG" (when it started, under which name), "decode DAY", "window FROM TO",
 "diff FROM TO FROM TO" (active in one period, gone in the other), "gaps" (work with no project
 note), "similar DAY", "unknowns" (workstreams nobody has named yet), "tasteslike NAME",
-"backtest SLUG", "codebook". Days are ISO dates."""
+"backtest SLUG", "drift SLUG", "codebook". Days are ISO dates."""
 
 PREPARE_DOC = """Session-start context: who the user is and their standing preferences (their own words),
 lessons and decisions, recent memories in this project, and open review items about your
@@ -198,7 +198,7 @@ class BackgroundEmbedder:
 
 
 TASTE_QUERIES = {"where": 1, "first": 1, "decode": 1, "window": 2, "diff": 4, "gaps": 0, "similar": 1,
-                 "unknowns": 0, "tasteslike": 1, "backtest": 1, "codebook": 0}
+                 "unknowns": 0, "tasteslike": 1, "backtest": 1, "drift": 1, "codebook": 0}
 
 
 def _taste(memory: Memory, query: str, scopes: list[str] | None) -> dict[str, Any]:

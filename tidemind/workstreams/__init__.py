@@ -245,6 +245,39 @@ class Workstreams:
         scored.sort(key=lambda p: (-p[0], p[1]))
         return {"scope": scope, "day": day, "similar": [{"day": d, "cosine": round(c, 4)} for c, d in scored[:limit]]}
 
+    def drift(self, name: str, scope: str | None = None) -> dict:
+        """How a workstream's surroundings change, week by week: the days it appears on, its
+        weight, its company, and how far the mean fingerprint of those days (its own vector taken
+        out) moved from the week before (1 - cosine; 0 = the same mix of work around it)."""
+        scope = self._scope(scope)
+        r = self.where(name, scope)
+        known = known_names(self.conn, scope)
+        weeks: dict[str, dict] = {}
+        for d in r["days"]:
+            row = store.day_row(self.conn, scope, d["day"])
+            if row is None:
+                continue
+            year, week, _ = from_iso(d["day"]).isocalendar()
+            w = weeks.setdefault(f"{year}-W{week:02d}", {"days": 0, "mass": 0.0, "sum": None, "company": {}})
+            own = sum(d["weight"] * hypervector.vector_for(n, row["dim"], row["seed"]).astype("float32")
+                      for n in d["as"])
+            rest = row["fingerprint"] - own
+            w["sum"] = rest if w["sum"] is None else w["sum"] + rest
+            w["days"] += 1
+            w["mass"] += d["weight"]
+            for part in store.composition(self.conn, scope, d["day"]):
+                other = known.get(part["slug"], part["slug"])
+                if other != r["slug"]:
+                    w["company"][other] = w["company"].get(other, 0.0) + part["weight"]
+        out, previous = [], None
+        for period in sorted(weeks):
+            w = weeks[period]
+            shift = None if previous is None else round(1 - hypervector.similarity(previous, w["sum"]), 4)
+            out.append({"week": period, "days": w["days"], "mass": round(w["mass"], 4), "shift": shift,
+                        "company": [k for k, _ in sorted(w["company"].items(), key=lambda kv: -kv[1])[:3]]})
+            previous = w["sum"]
+        return {"scope": scope, "slug": r["slug"], "weeks": out}
+
     # -- unknown workstreams: detect, ripen, decide, reverse -------------------------------
 
     def _unknown_stats(self, scope: str, upto: str | None = None) -> dict[str, dict]:

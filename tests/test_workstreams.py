@@ -401,3 +401,32 @@ def test_drift_sees_the_work_around_a_workstream_change(mem):
     assert [w["week"] for w in weeks] == ["2026-W02", "2026-W03", "2026-W04"]
     assert weeks[0]["shift"] is None and weeks[1]["shift"] < 0.05 and weeks[2]["shift"] > 0.8
     assert weeks[2]["company"] == ["billing"] and weeks[0]["days"] == 2
+
+
+def test_project_notes_mark_minted_workstreams_and_thresholds_are_configurable(home, tmp_path):
+    import json as _json
+
+    from tidemind.importers.engine import sync
+    from tidemind.memory import Memory
+
+    home.mkdir(parents=True)
+    (home / "config.json").write_text(_json.dumps({"workstreams": {"ripe_days": 10}}))
+    vault = tmp_path / "vault"
+    (vault / "Projects" / "garden-sensors").mkdir(parents=True)
+    (vault / "Projects" / "garden-sensors" / "readme.md").write_text("Sensors in the beds.\n")
+    with Memory.open(home) as m:
+        sync(m, "obsidian", vault, S)
+        ws = Workstreams(m)
+        assert ws.ripe_days == 10 and ws.ripe_mass == 1.5
+        ws.mint("garden-sensors", scope=S)
+        ws.mint("recipe-site", scope=S, aliases=("cookbook",))
+        note = m.digest("the cookbook project note lives in the wiki", scope=S)["node_ids"][0]
+        m.tag_add(note, "cookbook")
+        m.tag_add(note, "project-note")
+        assert sorted(ws.autofile(scope=S)["marked"]) == ["garden-sensors", "recipe-site"]
+        book = {s["slug"]: s for s in ws.codebook(scope=S)["slugs"]}
+        assert book["garden-sensors"]["note"].startswith("import:") and book["recipe-site"]["note"] == f"tag:node {note}"
+    (home / "config.json").write_text(_json.dumps({"workstreams": {"ripe_days": "soon"}}))
+    with Memory.open(home) as m:
+        with pytest.raises(InvalidInput, match="ripe_days"):
+            Workstreams(m)

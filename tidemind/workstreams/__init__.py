@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput, NotFound
-from ..store import audit, immediate, nodes
+from ..store import audit, immediate, nodes, tags
 from ..timeutil import from_iso, parse_iso
 from . import hypervector, store
 from .compose import compose_day, known_names
@@ -55,6 +55,22 @@ class Workstreams:
         self.m = memory
         self.dim, self.seed = dim, seed
         self.actor = actor or memory.actor
+        # thresholds: module defaults, or a [workstreams] table in config.toml / config.json
+        cfg = memory.settings.extra.get("workstreams") or {}
+        if not isinstance(cfg, dict):
+            raise InvalidInput("setting workstreams must be a table (ripe_days, ripe_mass, ripe_age_days, ...)")
+        self.ripe_days = self._number(cfg, "ripe_days", RIPE_DAYS)
+        self.ripe_mass = self._number(cfg, "ripe_mass", RIPE_MASS)
+        self.ripe_age_days = self._number(cfg, "ripe_age_days", RIPE_AGE_DAYS)
+        self.alias_share = self._number(cfg, "alias_share", ALIAS_SHARE)
+        self.alias_together = self._number(cfg, "alias_together", ALIAS_TOGETHER)
+
+    @staticmethod
+    def _number(cfg: dict, key: str, default: float) -> float:
+        value = cfg.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise InvalidInput(f"setting workstreams.{key} must be a number ≥ 0, got {value!r}")
+        return value
 
     @property
     def conn(self):
@@ -293,10 +309,9 @@ class Workstreams:
             t["first"], t["last"] = min(t["first"], r["day"]), max(t["last"], r["day"])
         return stats
 
-    @staticmethod
-    def _ripe(days: int, mass: float, first: str, last: str, today: str) -> bool:
+    def _ripe(self, days: int, mass: float, first: str, last: str, today: str) -> bool:
         age = (from_iso(today) - from_iso(first)).days
-        return days >= RIPE_DAYS or mass >= RIPE_MASS or (age >= RIPE_AGE_DAYS and last > first)
+        return days >= self.ripe_days or mass >= self.ripe_mass or (age >= self.ripe_age_days and last > first)
 
     def tasteslike(self, name: str, scope: str | None = None) -> dict:
         """Who an (unknown) workstream keeps company with: co-occurrence on shared days, each
@@ -344,7 +359,8 @@ class Workstreams:
             status = "open"
             if d is not None:
                 status = d["status"]
-                if status == "dismissed" and (days >= d["days_at"] + RIPE_DAYS or mass >= 2 * max(d["mass_at"], 0.25)):
+                if status == "dismissed" and (days >= d["days_at"] + self.ripe_days
+                                              or mass >= 2 * max(d["mass_at"], 0.25)):
                     status = "revived"          # "not now" was not "never": it kept growing
             company = self.tasteslike(name, scope)["company"]
             if status in ("dismissed", "watching"):
@@ -353,7 +369,7 @@ class Workstreams:
                 advice = "watch"
             elif not ripe:
                 advice = "wait (maturing)"
-            elif company and company[0]["share"] >= ALIAS_SHARE and company[0]["together"] >= ALIAS_TOGETHER:
+            elif company and company[0]["share"] >= self.alias_share and company[0]["together"] >= self.alias_together:
                 advice = f"alias->{company[0]['slug']}"
             else:
                 advice = "mint"
@@ -420,14 +436,31 @@ class Workstreams:
         for path in import_store.note_paths(self.conn, scope):
             for part in path.replace("\\", "/").split("/"):
                 notes.setdefault(slugify(part[:-3] if part.endswith(".md") else part), path)
-        filed = []
+        filed, marked = [], []
         for name in sorted(self._unknown_stats(scope)):
             if name in notes and _SLUG_OK.match(name):
                 decided = store.decisions(self.conn, scope).get(name)
                 if decided is None:
                     self.mint(name, scope=scope, note=f"import:{notes[name]}")
                     filed.append(name)
-        return {"scope": scope, "filed": filed}
+        # a minted workstream gets its "has a project note" mark from an imported note named like
+        # it (or like an alias), or from a memory a person tagged both with it and `project-note`
+        known = known_names(self.conn, scope)
+        tagged = tags.nodes_tagged_with(self.conn, "project-note", scope)
+        for row in store.codebook(self.conn, scope):
+            if row["has_note"]:
+                continue
+            names = {n for n, s in known.items() if s == row["slug"]}
+            note = next((f"import:{notes[n]}" for n in sorted(names) if n in notes), None)
+            if note is None:
+                for node_id, node_tags in tagged.items():
+                    if names & set(node_tags):
+                        note = f"tag:node {node_id}"
+                        break
+            if note:
+                self.mark_note(row["slug"], note, scope=scope)
+                marked.append(row["slug"])
+        return {"scope": scope, "filed": filed, "marked": marked}
 
     # -- the review queue: ripe unknowns as items a person approves (the recommendation) or rejects
 

@@ -430,3 +430,107 @@ def test_project_notes_mark_minted_workstreams_and_thresholds_are_configurable(h
     with Memory.open(home) as m:
         with pytest.raises(InvalidInput, match="ripe_days"):
             Workstreams(m)
+
+
+# -- found by review ---------------------------------------------------------------------------
+
+def test_alias_chains_resolve_and_an_alias_is_never_silently_repointed(mem):
+    _day_of_work(mem)
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S, aliases=("fishtank",))
+    ws.mint("aquarium-controller", scope=S)
+    ws.mint("aquarium", scope=S, undo=True)                     # renamed a second time:
+    ws.alias("aquarium", "aquarium-controller", scope=S)        # fishtank -> aquarium -> aquarium-controller
+    assert set(ws.where("fishtank", scope=S)["names"]) == {"aquarium", "aquarium-controller", "fishtank"}
+    assert [d["day"] for d in ws.where("aquarium-controller", scope=S)["days"]] == ["2026-01-05", "2026-01-06"]
+    with pytest.raises(InvalidInput, match="already an alias"):
+        ws.alias("fishtank", "aquarium-controller", scope=S)
+    with pytest.raises(InvalidInput, match="already a name"):
+        ws.mint("garden", scope=S, aliases=("aquarium-controller",))
+
+
+class FailingLLM:
+    name = "failing"
+
+    def complete(self, system, prompt, max_tokens):
+        raise ConnectionError("model unreachable")
+
+
+def test_a_failed_model_call_keeps_the_days_pending_and_omitted_memories_are_not_asked_again(mem, compose_llm):
+    mem.digest("fed the sourdough starter", scope=S, valid_at="2026-01-03")
+    chatter = mem.digest("lunch was nice", scope=S, valid_at="2026-01-03")["node_ids"][0]
+    report = run_due(mem, only=["fingerprint"], force=True, llm=FailingLLM())[0]
+    assert report["model_failed"] and report["pending"] == 1
+    report = run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)[0]     # the same day again
+    assert report["days"] == 1 and report["model_assignments"] == 1 and "model_failed" not in report
+    assert mem.conn.execute("SELECT slug FROM ws_assignments WHERE node_id=?", (chatter,)).fetchone()[0] == ""
+    calls = len(ComposeStub.calls)
+    Workstreams(mem).recompose(scope=S)
+    mem.digest("another note the same day", scope=S, valid_at="2026-01-03")
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    assert len(ComposeStub.calls) == calls + 1 and "lunch was nice" not in ComposeStub.calls[-1]
+
+
+def test_a_moved_note_moves_its_day_to_the_other_workstream(mem, tmp_path):
+    from tidemind.importers.engine import sync
+
+    vault = tmp_path / "vault"
+    (vault / "recipe-site").mkdir(parents=True)
+    (vault / "garden-sensors").mkdir()
+    note = vault / "recipe-site" / "deploy.md"
+    note.write_text("Deployed with the new photo pipeline.\n")
+    sync(mem, "obsidian", vault, S)
+    ws = Workstreams(mem)
+    ws.mint("recipe-site", scope=S)
+    ws.mint("garden-sensors", scope=S)
+    run_due(mem, only=["fingerprint"], force=True)
+    assert ws.where("recipe-site", scope=S)["days"] and not ws.where("garden-sensors", scope=S)["days"]
+    note.rename(vault / "garden-sensors" / "deploy.md")
+    sync(mem, "obsidian", vault, S)
+    run_due(mem, only=["fingerprint"], force=True)
+    assert not ws.where("recipe-site", scope=S)["days"] and ws.where("garden-sensors", scope=S)["days"]
+
+
+def test_undoing_a_decision_restores_the_one_before_and_stale_items_never_undo_a_persons_act(mem, compose_llm):
+    for day in range(3, 6):
+        mem.digest(f"fed the sourdough starter, day {day}", scope=S, valid_at=f"2026-01-{day:02d}")
+    ws = Workstreams(mem)
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    ws.decide("sourdough-lab", "dismissed", scope=S)
+    ws.decide("sourdough-lab", "watching", scope=S)
+    ws.decide("sourdough-lab", "watching", scope=S, undo=True)
+    assert [u["name"] for u in ws.unknowns(scope=S)["dismissed"]] == ["sourdough-lab"]      # back to dismissed
+    ws.decide("sourdough-lab", "dismissed", scope=S, undo=True)
+    ws.file_ripe(S)
+    item = mem.conn.execute("SELECT id FROM review_items WHERE kind='workstream'").fetchone()[0]
+    ws.mint("sourdough-lab", scope=S)                          # the person decides elsewhere first
+    mem.review_decide(item, "rejected")                        # no error; nothing to dismiss any more
+    mem.review_decide(item, "approved")                        # nothing to do: already minted
+    mem.review_decide(item, "open")                            # and reopening must not unmint the person's mint
+    assert "sourdough-lab" in {s["slug"] for s in ws.codebook(scope=S)["slugs"]}
+
+
+def test_forget_takes_an_unknowns_trail_and_a_forgotten_note_is_no_project_note(mem, compose_llm, tmp_path):
+    from tidemind.importers.engine import sync
+
+    ids = [mem.digest(f"fed the sourdough starter, day {day}", scope=S, valid_at=f"2026-01-{day:02d}")["node_ids"][0]
+           for day in range(3, 6)]
+    ws = Workstreams(mem)
+    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    ws.decide("sourdough-lab", "dismissed", scope=S)
+    ws.decide("sourdough-lab", "dismissed", scope=S, undo=True)
+    ws.file_ripe(S)
+    for node_id in ids:
+        mem.forget(node_id)
+    mem.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for table, column in (("ws_compositions", "slug"), ("ws_decisions", "name"), ("review_items", "payload"),
+                          ("audit_log", "details")):
+        assert not mem.conn.execute(f"SELECT count(*) FROM {table} WHERE {column} LIKE '%sourdough%'").fetchone()[0], table
+    vault = tmp_path / "vault"
+    (vault / "secret-plan").mkdir(parents=True)
+    (vault / "secret-plan" / "plan.md").write_text("The plan nobody should see.\n")
+    sync(mem, "obsidian", vault, S)
+    ws.mint("secret-plan", scope=S)
+    planned = mem.conn.execute("SELECT node_id FROM import_units").fetchone()[0]
+    mem.forget(planned)
+    assert ws.autofile(scope=S)["marked"] == []

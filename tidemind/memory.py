@@ -342,6 +342,9 @@ class Memory:
             warnings = []
             for capture_id, units_gone in touched.items():
                 warnings += self._redact_capture(capture_id, units_gone, now)
+            from .workstreams import after_forget
+
+            after_forget(self.conn, nodes.scope_days(self.conn, [t["id"] for t in targets]), now)
         warnings += self._scrub_files()
         if (self.settings.home / "backups").exists():
             warnings.append("backups made before this forget (e.g. pre-migration ones under backups/) still hold the text")

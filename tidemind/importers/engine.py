@@ -113,8 +113,12 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
             if row is None and by_hash.get(h):                      # moved or renamed, same text
                 old_key = by_hash[h].pop(0)
                 vanished.pop(old_key)
+                moved = store.units(conn, source, root_key).get(old_key)
                 store.rekey(conn, source, root_key, old_key, key, batch)
                 store.change(conn, batch, "moved", unit_key=key, old_key=old_key)
+                if moved:      # the node's path changed: views keyed on paths (workstreams) must see it
+                    audit.record(conn, at=now, actor=memory.actor, action="import_move", node_id=moved["node_id"],
+                                 batch=batch)
                 counts["moved"] += 1
                 continue
             if row is not None and row["status"] == "archived" and row["content_hash"] == h:

@@ -150,7 +150,7 @@ def note_paths(conn, scope: str) -> list[str]:
     """Paths (relative to their vault) of the notes imported into a scope that are still live."""
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT substr(u.unit_key, 1, instr(u.unit_key || '#', '#') - 1) FROM import_units u"
-        " JOIN nodes n ON n.id = u.node_id WHERE n.scope = ? AND u.status = 'live'", (scope,))]
+        " JOIN nodes n ON n.id = u.node_id WHERE n.scope = ? AND u.status = 'live' AND n.status = 'live'", (scope,))]
 
 
 def dangling_keys(conn, source: str, root: str) -> list[str]:

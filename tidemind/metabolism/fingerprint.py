@@ -36,6 +36,7 @@ class FingerprintTask:
         else:
             todo = nodes.scope_days(conn, audit.nodes_touched_between(conn, cursor - 1, upto, exclude_actor=actor))
         done = asked = 0
+        failed = False
         strategy = None
         if ctx.llm is not None:
             from ..llm import load_strategy
@@ -45,7 +46,9 @@ class FingerprintTask:
             if ctx.stopping():
                 return {"days": done, "pending": len(todo) - done}     # the cursor stays: next run redoes them
             answers = self._ask(ctx, strategy, scope, day) if strategy is not None else {}
-            asked += len(answers)
+            if answers is None:          # the model failed: compose without it, and keep the day pending
+                failed, answers = True, {}
+            asked += sum(1 for slug in answers.values() if slug)
             with immediate(conn):
                 for node_id, slug in answers.items():
                     ws_store.put_assignment(conn, node_id, slug, f"compose/{ctx.llm.name}@{strategy.version}",
@@ -61,13 +64,17 @@ class FingerprintTask:
                 filed += ws.autofile(scope)["filed"]
                 ws.file_ripe(scope)
         with immediate(conn):
-            task_runs.set_cursor(conn, self.name, upto + 1)
+            if not failed:               # else the next run goes over these days again
+                task_runs.set_cursor(conn, self.name, upto + 1)
             if done:
                 audit.record(conn, at=ctx.now(), actor=actor, action="fingerprint", days=done)
-        return {"days": done, "pending": 0, "model_assignments": asked, "autofiled": filed}
+        return {"days": done, "pending": len(todo) if failed else 0, "model_assignments": asked, "autofiled": filed,
+                **({"model_failed": True} if failed else {})}
 
-    def _ask(self, ctx: TaskContext, strategy, scope: str, day: str) -> dict[int, str]:
-        """The model's slug for each memory of the day nothing else places (outside any transaction)."""
+    def _ask(self, ctx: TaskContext, strategy, scope: str, day: str) -> dict[int, str] | None:
+        """The model's slug for each memory of the day nothing else places (outside any
+        transaction); "" for one it was shown and left out (so it is not asked again); None
+        when the call failed."""
         from ..llm import ask_json
 
         ids = unplaced(ctx.conn, scope, day)[:ASK_AT_MOST]
@@ -83,8 +90,8 @@ class FingerprintTask:
         data = ask_json(ctx.conn, ctx.llm, self.name, strategy, SCHEMA, ctx.now(), scope=scope, day=day,
                         codebook=codebook, memories=memories)
         if data is None:
-            return {}
-        out: dict[int, str] = {}
+            return None
+        out: dict[int, str] = {i: "" for i in ids if i in found}
         for pair in data["assign"]:
             m = _PAIR.match(pair) if isinstance(pair, str) else None
             if m and int(m.group(1)) in found:          # only the memories it was shown, only slug-shaped names

@@ -54,6 +54,13 @@ def last_id(conn: apsw.Connection) -> int:
     return 0
 
 
+def scrub_named(conn: apsw.Connection, action_prefix: str, name: str) -> None:
+    """Forget: audit rows of these actions whose details name `name` keep only what was done."""
+    conn.execute("UPDATE audit_log SET details='{\"scrubbed\": \"forget\"}' WHERE action LIKE ? AND"
+                 " (json_extract(details, '$.slug') = ? OR json_extract(details, '$.alias') = ?)",
+                 (action_prefix + "%", name, name))
+
+
 def nodes_touched_between(conn: apsw.Connection, after_id: int, upto_id: int,
                           exclude_actor: str | None = None) -> list[int]:
     """Ids of nodes a mutation touched in audit rows (after_id, upto_id] (every mutation writes one)."""

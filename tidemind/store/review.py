@@ -35,6 +35,22 @@ def file(conn: apsw.Connection, kind: str, *, node_id: int | None, other_node_id
     return conn.last_insert_rowid()
 
 
+def set_payload_key(conn: apsw.Connection, item_id: int, key: str, value) -> None:
+    """Note on an item what applying its decision did (so a reopen undoes only that)."""
+    payload = json.loads(conn.execute("SELECT payload FROM review_items WHERE id=?", (item_id,)).fetchone()[0])
+    payload[key] = value
+    conn.execute("UPDATE review_items SET payload=? WHERE id=?", (json.dumps(payload, sort_keys=True), item_id))
+
+
+def workstream_items(conn: apsw.Connection, scope: str) -> list[tuple[int, str]]:
+    return [(i, json.loads(p).get("name", "")) for i, p in conn.execute(
+        "SELECT id, payload FROM review_items WHERE kind='workstream' AND scope=?", (scope,))]
+
+
+def scrub_item(conn: apsw.Connection, item_id: int) -> None:
+    conn.execute("UPDATE review_items SET payload='{\"forgotten\": true}' WHERE id=?", (item_id,))
+
+
 def open_with_digest(conn: apsw.Connection, scope: str, digest: str) -> bool:
     return any(conn.execute("SELECT 1 FROM review_items WHERE status='open' AND scope=? AND digest=? LIMIT 1",
                             (scope, digest)))

@@ -107,10 +107,15 @@ class Workstreams:
                 if slug in store.aliases(self.conn, scope):
                     raise InvalidInput(f"{slug} is an alias of {store.aliases(self.conn, scope)[slug]}; remove the"
                                        " alias first")
+                existing = store.aliases(self.conn, scope)
+                for alias in aliases:
+                    other = store.slug_row(self.conn, scope, _check_slug(alias))
+                    if alias in existing or (other is not None and other["status"] == "active"):
+                        raise InvalidInput(f"{alias} is already a name in {scope}; pick another alias")
                 store.put_slug(self.conn, scope, slug, dim=self.dim, seed=self.seed, at=now, by=self.actor,
                                has_note=note is not None, note=note)
                 for alias in aliases:
-                    store.put_alias(self.conn, scope, _check_slug(alias), slug, now, self.actor)
+                    store.put_alias(self.conn, scope, alias, slug, now, self.actor)
             audit.record(self.conn, at=now, actor=self.actor, action="ws_unmint" if undo else "ws_mint",
                          scope=scope, slug=slug, aliases=list(aliases))
             changed = self._recompute(scope, now)
@@ -131,6 +136,10 @@ class Workstreams:
                 own = store.slug_row(self.conn, scope, alias)
                 if own is not None and own["status"] == "active":
                     raise InvalidInput(f"{alias} is itself a minted slug; `mint {alias} --undo` first")
+                current = store.aliases(self.conn, scope).get(alias)
+                if current is not None:       # re-pointing would make the undo lose the old target
+                    raise InvalidInput(f"{alias} is already an alias of {current}; `alias {alias} {current} --undo`"
+                                       " first")
                 store.put_alias(self.conn, scope, alias, slug, now, self.actor)
             audit.record(self.conn, at=now, actor=self.actor, action="ws_unalias" if undo else "ws_alias",
                          scope=scope, alias=alias, slug=slug)
@@ -158,7 +167,7 @@ class Workstreams:
 
     def recompose(self, scope: str | None = None) -> dict:
         scope = self._scope(scope)
-        with immediate(self.conn):
+        with self._write():
             return {"scope": scope, "days_recomposed": self._recompute(scope, self.m.now())}
 
     # -- exact questions over the composition table ----------------------------------------
@@ -275,13 +284,14 @@ class Workstreams:
                 continue
             year, week, _ = from_iso(d["day"]).isocalendar()
             w = weeks.setdefault(f"{year}-W{week:02d}", {"days": 0, "mass": 0.0, "sum": None, "company": {}})
-            own = sum(d["weight"] * hypervector.vector_for(n, row["dim"], row["seed"]).astype("float32")
-                      for n in d["as"])
+            parts = store.composition(self.conn, scope, d["day"])
+            own = sum(p["weight"] * hypervector.vector_for(p["slug"], row["dim"], row["seed"]).astype("float32")
+                      for p in parts if p["slug"] in d["as"])
             rest = row["fingerprint"] - own
             w["sum"] = rest if w["sum"] is None else w["sum"] + rest
             w["days"] += 1
             w["mass"] += d["weight"]
-            for part in store.composition(self.conn, scope, d["day"]):
+            for part in parts:
                 other = known.get(part["slug"], part["slug"])
                 if other != r["slug"]:
                     w["company"][other] = w["company"].get(other, 0.0) + part["weight"]
@@ -471,8 +481,11 @@ class Workstreams:
         scope = self._scope(scope)
         filed = []
         with self._write():
+            decided = store.decisions(self.conn, scope)
             for u in self.unknowns(scope)["decide"]:
-                digest = hashlib.sha256(f"workstream:{scope}:{u['name']}:{u['status']}".encode()).hexdigest()
+                # one item per name, and one more each time a decision about it is outgrown (revived)
+                since = decided[u["name"]]["decided_at"] if u["status"] == "revived" else ""
+                digest = hashlib.sha256(f"workstream:{scope}:{u['name']}:{u['status']}:{since}".encode()).hexdigest()
                 if review.exists_with_digest(self.conn, digest):
                     continue
                 rec = u["recommendation"]
@@ -485,20 +498,72 @@ class Workstreams:
 
     def apply_review(self, item: dict, decision: str) -> None:
         """Inside the review decision's transaction: approve applies the recommendation, reject
-        dismisses, reopen undoes whichever of those the previous decision did."""
+        dismisses, reopen undoes whichever of those this item did. What an item did is recorded
+        on it, so a reopen never undoes what a person did elsewhere (a mint from the CLI), and a
+        recommendation the state has already satisfied is recorded as nothing done."""
+        from ..store import review
+
         scope, name, rec = item["scope"], item["payload"]["name"], item["payload"]["recommendation"]
+        book = {r["slug"] for r in store.codebook(self.conn, scope)}
+        names = known_names(self.conn, scope)
 
-        def act(undo: bool, status: str) -> None:
-            if status == "rejected":
-                self.decide(name, "dismissed", scope=scope, undo=undo)
-            elif rec == "mint":
-                self.mint(name, scope=scope, undo=undo)
-            elif rec.startswith("alias->"):
-                self.alias(name, rec.split("->", 1)[1], scope=scope, undo=undo)
-            elif rec == "watch":
-                self.decide(name, "watching", scope=scope, undo=undo)
+        def apply(verdict: str) -> str | None:
+            if verdict == "rejected":
+                if name in names or not store.recorded(self.conn, scope, name):
+                    return None
+                self.decide(name, "dismissed", scope=scope)
+                return "dismissed"
+            if rec == "mint":
+                if name in book or name in names:
+                    return None
+                self.mint(name, scope=scope)
+                return "mint"
+            if rec.startswith("alias->"):
+                target = rec.split("->", 1)[1]
+                if name in names or target not in book:
+                    return None
+                self.alias(name, target, scope=scope)
+                return rec
+            if rec == "watch":
+                if name in names or not store.recorded(self.conn, scope, name):
+                    return None
+                self.decide(name, "watching", scope=scope)
+                return "watching"
+            return None
 
+        def undo(done: str | None) -> None:
+            if done == "dismissed" or done == "watching":
+                self.decide(name, done, scope=scope, undo=True)
+            elif done == "mint" and name in book:
+                self.mint(name, scope=scope, undo=True)
+            elif done and done.startswith("alias->") and store.aliases(self.conn, scope).get(name) == done[7:]:
+                self.alias(name, done[7:], scope=scope, undo=True)
+
+        applied = item["payload"].get("applied")
         if item["status"] in ("approved", "rejected") and decision != item["status"]:
-            act(True, item["status"])
+            undo(applied)
+            applied = None
+            book = {r["slug"] for r in store.codebook(self.conn, scope)}
+            names = known_names(self.conn, scope)
         if decision in ("approved", "rejected") and decision != item["status"]:
-            act(False, decision)
+            applied = apply(decision)
+        review.set_payload_key(self.conn, item["id"], "applied", applied)
+
+
+def after_forget(conn, scope_days: set[tuple[str, str]], at: str) -> None:
+    """Inside forget's transaction: recompose the forgotten nodes' days at once (not at the next
+    task run), then drop what is left about unknown names no composition records any more
+    (their names were made from the forgotten words): decisions, review items, audit details."""
+    from ..store import review
+
+    for scope, day in sorted(scope_days):
+        compose_day(conn, scope, day, at)
+    for scope in sorted({s for s, _ in scope_days}):
+        known = known_names(conn, scope)
+        for name in list(store.decisions(conn, scope)):
+            if name not in known and not store.recorded(conn, scope, name):
+                store.drop_name(conn, scope, name)
+        for item_id, name in review.workstream_items(conn, scope):
+            if name not in known and not store.recorded(conn, scope, name):
+                review.scrub_item(conn, item_id)
+                audit.scrub_named(conn, "ws_", name)

@@ -31,11 +31,20 @@ def slugify(name: str) -> str:
 
 
 def known_names(conn, scope: str) -> dict[str, str]:
-    """Every name that resolves in the scope's codebook: active slugs and aliases -> slug."""
-    names = {row["slug"]: row["slug"] for row in store.codebook(conn, scope)}
-    for alias, slug in store.aliases(conn, scope).items():
-        if slug in names:
-            names.setdefault(alias, slug)
+    """Every name that resolves in the scope's codebook: active slugs, and aliases followed
+    (through other aliases, e.g. after a second rename) to an active slug."""
+    active = {row["slug"] for row in store.codebook(conn, scope)}
+    names = {slug: slug for slug in active}
+    aliases = store.aliases(conn, scope)
+    for alias in aliases:
+        if alias in active:
+            continue              # a minted slug is itself, whatever an old alias row says
+        target, seen = aliases[alias], {alias}
+        while target not in active and target in aliases and target not in seen:
+            seen.add(target)
+            target = aliases[target]
+        if target in active:
+            names[alias] = target
     return names
 
 
@@ -78,7 +87,7 @@ def compose_day(conn, scope: str, day: str, at: str, dim: int = hypervector.DEFA
     evidence: dict[str, set[int]] = {}
     assigned = 0
     for node_id in ids:
-        found = placed[node_id] or ({asked[node_id]: "llm"} if node_id in asked else {})
+        found = placed[node_id] or ({asked[node_id]: "llm"} if asked.get(node_id) else {})
         if not found:
             continue
         assigned += 1

@@ -83,6 +83,7 @@ CREATE TABLE ws_decisions(
   mass_at REAL NOT NULL,
   decided_at TEXT NOT NULL,
   decided_by TEXT NOT NULL,
+  previous TEXT,
   PRIMARY KEY(scope, name)
 );
 """
@@ -131,9 +132,8 @@ def aliases(conn: apsw.Connection, scope: str) -> dict[str, str]:
 
 
 def put_alias(conn: apsw.Connection, scope: str, alias: str, slug: str, at: str, by: str) -> None:
-    conn.execute("INSERT INTO ws_aliases(scope, alias, slug, created_at, created_by) VALUES(?,?,?,?,?)"
-                 " ON CONFLICT(scope, alias) DO UPDATE SET slug=excluded.slug, created_at=excluded.created_at,"
-                 " created_by=excluded.created_by", (scope, alias, slug, at, by))
+    conn.execute("INSERT INTO ws_aliases(scope, alias, slug, created_at, created_by) VALUES(?,?,?,?,?)",
+                 (scope, alias, slug, at, by))
 
 
 def drop_alias(conn: apsw.Connection, scope: str, alias: str) -> bool:
@@ -244,13 +244,34 @@ def decisions(conn: apsw.Connection, scope: str) -> dict[str, dict]:
 
 def put_decision(conn: apsw.Connection, scope: str, name: str, status: str, note: str | None, days: int, mass: float,
                  at: str, by: str) -> None:
-    conn.execute("INSERT INTO ws_decisions(scope, name, status, note, days_at, mass_at, decided_at, decided_by)"
-                 " VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(scope, name) DO UPDATE SET status=excluded.status,"
-                 " note=excluded.note, days_at=excluded.days_at, mass_at=excluded.mass_at,"
-                 " decided_at=excluded.decided_at, decided_by=excluded.decided_by",
-                 (scope, name, status, note, days, mass, at, by))
+    """Record a decision; the one it replaces is kept inside it, so undo restores it."""
+    before = decisions(conn, scope).get(name)
+    previous = json.dumps({k: v for k, v in before.items() if k not in ("scope", "name")}) if before else None
+    conn.execute("INSERT OR REPLACE INTO ws_decisions(scope, name, status, note, days_at, mass_at, decided_at,"
+                 " decided_by, previous) VALUES(?,?,?,?,?,?,?,?,?)",
+                 (scope, name, status, note, days, mass, at, by, previous))
 
 
 def drop_decision(conn: apsw.Connection, scope: str, name: str) -> bool:
+    """Undo the latest decision: the one before it (if any) is back in force."""
+    current = decisions(conn, scope).get(name)
+    if current is None:
+        return False
     conn.execute("DELETE FROM ws_decisions WHERE scope=? AND name=?", (scope, name))
-    return conn.changes() == 1
+    if current["previous"]:
+        p = json.loads(current["previous"])
+        conn.execute("INSERT INTO ws_decisions(scope, name, status, note, days_at, mass_at, decided_at, decided_by,"
+                     " previous) VALUES(?,?,?,?,?,?,?,?,?)", (scope, name, p["status"], p["note"], p["days_at"],
+                                                              p["mass_at"], p["decided_at"], p["decided_by"],
+                                                              p["previous"]))
+    return True
+
+
+def drop_name(conn: apsw.Connection, scope: str, name: str) -> None:
+    """Forget: decisions about an unknown whose only memories were forgotten (its name was
+    made from their words)."""
+    conn.execute("DELETE FROM ws_decisions WHERE scope=? AND name=?", (scope, name))
+
+
+def recorded(conn: apsw.Connection, scope: str, name: str) -> bool:
+    return any(conn.execute("SELECT 1 FROM ws_compositions WHERE scope=? AND slug=? LIMIT 1", (scope, name)))

@@ -55,14 +55,14 @@ class FingerprintTask:
                                             ctx.now())
                 compose_day(conn, scope, day, ctx.now())
             done += 1
-        filed = []
-        if done:
-            from ..workstreams import Workstreams
+        from ..workstreams import Workstreams
 
-            ws = Workstreams(ctx.memory, actor=actor)
-            for scope in sorted({s for s, _ in todo}):
-                filed += ws.autofile(scope)["filed"]
-                ws.file_ripe(scope)
+        ws = Workstreams(ctx.memory, actor=actor)
+        filed = []
+        for scope in sorted({s for s, _ in todo}):
+            filed += ws.autofile(scope)["filed"]
+        for scope in nodes.scopes_in_use(conn):     # every run: an unknown can ripen by age alone
+            ws.file_ripe(scope)
         with immediate(conn):
             if not failed:               # else the next run goes over these days again
                 task_runs.set_cursor(conn, self.name, upto + 1)

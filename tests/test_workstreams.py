@@ -534,3 +534,10 @@ def test_forget_takes_an_unknowns_trail_and_a_forgotten_note_is_no_project_note(
     planned = mem.conn.execute("SELECT node_id FROM import_units").fetchone()[0]
     mem.forget(planned)
     assert ws.autofile(scope=S)["marked"] == []
+
+
+def test_a_thin_old_one_off_is_advised_dismiss(mem):
+    _seed_days(mem, {"2026-01-05": {"site": 0.9, "kite-repair": 0.1}, "2026-01-20": {"site": 0.8, "kite-repair": 0.2}})
+    Workstreams(mem).mint("site", scope=S)
+    u = Workstreams(mem).unknowns(scope=S)["decide"]
+    assert [(x["name"], x["recommendation"]) for x in u] == [("kite-repair", "dismiss")]

@@ -379,6 +379,8 @@ class Workstreams:
                 advice = "watch"
             elif not ripe:
                 advice = "wait (maturing)"
+            elif days < self.ripe_days and mass < self.ripe_mass / 3:
+                advice = "dismiss"              # ripe only by age, and thin: a one-off
             elif company and company[0]["share"] >= self.alias_share and company[0]["together"] >= self.alias_together:
                 advice = f"alias->{company[0]['slug']}"
             else:

@@ -205,3 +205,34 @@ def test_links_follow_the_text_dangling_resolve_later_removed_ones_go(mem, vault
     daily = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Daily/2026-03-02.md#'").fetchone()[0]
     targets = {t for (t,) in mem.conn.execute("SELECT target_id FROM links WHERE source_id=?", (deploys,))}
     assert daily not in targets and targets                                           # removed link gone, others kept
+
+
+def test_forgetting_an_imported_section_leaves_no_heading_and_it_stays_forgotten(tmp_path):
+    from tidemind.importers.engine import sync
+    from tidemind.memory import Memory
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    note = vault / "note.md"
+    note.write_text("# Zanzibarian plans\n\nThe quokkafeather plan lives here [[Other]].\n\n## Other\n\nSomething else.\n")
+    home = tmp_path / "home"
+    m = Memory.open(home)
+    sync(m, "obsidian", vault, "vault:v")
+    forgotten = next(n for n, k in m.conn.execute("SELECT node_id, unit_key FROM import_units") if "Zanzibarian" in k)
+    m.forget(forgotten)
+    again = sync(m, "obsidian", vault, "vault:v")                 # unchanged note: still forgotten
+    assert again["created"] == again["updated"] == 0
+    m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for needle in (b"Zanzibarian", b"zanzibarian", b"quokkafeather"):
+        assert [str(p) for p in home.rglob("*") if p.is_file() and needle in p.read_bytes()] == [], needle
+    note.write_text("# Zanzibarian plans\n\nA new plan, written after the forget.\n\n## Other\n\nSomething else.\n")
+    edited = sync(m, "obsidian", vault, "vault:v")                # the person's new words are imported
+    assert edited["created"] == 1
+    assert any("written after the forget" in c for (c,) in m.conn.execute("SELECT content FROM nodes WHERE status='live'"))
+    assert not m.conn.execute("SELECT count(*) FROM import_units WHERE unit_key LIKE 'forgotten:%'").fetchone()[0]
+    m.forget(next(n for n, k in m.conn.execute("SELECT node_id, unit_key FROM import_units") if "Zanzibarian" in k))
+    note.unlink()
+    sync(m, "obsidian", vault, "vault:v")                         # the note is gone: so is its hashed row
+    assert not m.conn.execute("SELECT count(*) FROM import_units WHERE unit_key LIKE 'forgotten:%'").fetchone()[0]
+    assert m.doctor()["ok"]
+    m.close()

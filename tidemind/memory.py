@@ -335,6 +335,7 @@ class Memory:
                 syntheses.withdraw_citing(self.conn, t["id"])
                 tags.forget_node(self.conn, t["id"])
                 _workstream_schema.forget_node(self.conn, t["id"])
+                _import_schema.forget_node(self.conn, t["id"])
                 links.scrub_node(self.conn, t["id"])
                 audit.scrub_node(self.conn, t["id"])
                 audit.record(self.conn, at=now, actor=self.actor, action="forget", node_id=t["id"],

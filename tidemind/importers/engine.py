@@ -96,6 +96,11 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                                " --scope (a folder lives in one scope: its history must not cross scopes)")
         batch = store.new_batch(conn, source, root_key, scope, now)
         current = {u.key: u for u in result.units}
+        # sections a person forgot are kept under a hash of their key: recognised, never re-imported
+        # while the note is unchanged; their rows go when the note does
+        hidden = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
+        known = {k: r for k, r in known.items() if k not in hidden}
+        forgotten_here = {k: hidden.pop(store.forgotten_key(k)) for k in current if store.forgotten_key(k) in hidden}
         hashes = {k: unit_hash(u) for k, u in current.items()}
         vanished = {k: r for k, r in known.items() if k not in current and r["status"] == "live"}
         by_hash: dict[str, list[str]] = {}
@@ -106,6 +111,11 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
             if progress is not None and (done % 250 == 0 or done == len(current)):
                 progress(done, len(current))
             h = hashes[key]
+            if key in forgotten_here:
+                if forgotten_here[key]["content_hash"] == h:
+                    counts["unchanged"] += 1
+                    continue
+                store.drop_unit(conn, source, root_key, store.forgotten_key(key))   # edited since: new words
             row = known.get(key)
             if row is not None and row["status"] == "live" and row["content_hash"] == h:
                 counts["unchanged"] += 1
@@ -156,6 +166,8 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                              old_hash=row["content_hash"], old_status=row["status"])
                 counts["updated"] += 1
             touched[key] = node_id
+        for gone in hidden:
+            store.drop_unit(conn, source, root_key, gone)
         for key, row in vanished.items():
             store.put_unit(conn, source, root_key, key, row["content_hash"], row["node_id"], "archived", batch)
             if memory.set_hidden(row["node_id"], True, now):

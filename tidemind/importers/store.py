@@ -2,6 +2,7 @@
 unit, and the changes each batch made (what rollback undoes)."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 
@@ -59,6 +60,33 @@ def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
 def finish_batch(conn, batch_id: int, at: str, counts: dict) -> None:
     conn.execute("UPDATE import_batches SET finished_at=?, status='done', counts=? WHERE id=?",
                  (at, json.dumps(counts, sort_keys=True), batch_id))
+
+
+FORGOTTEN = "forgotten:"
+
+
+def forgotten_key(key: str) -> str:
+    """What a unit key becomes when its node is forgotten: the key names a heading, which is the
+    note's words, so only its hash stays (enough for the next sync to recognise the section)."""
+    return FORGOTTEN + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def forget_node(conn, node_id: int) -> None:
+    """Forget: the unit's key becomes a hash, its dangling link targets and change details go."""
+    for source, root, key in conn.execute("SELECT source, root, unit_key FROM import_units WHERE node_id=?",
+                                          (node_id,)).fetchall():
+        if key.startswith(FORGOTTEN):
+            continue
+        conn.execute("DELETE FROM import_units WHERE source=? AND root=? AND unit_key=?",
+                     (source, root, forgotten_key(key)))
+        conn.execute("UPDATE import_units SET unit_key=? WHERE source=? AND root=? AND unit_key=?",
+                     (forgotten_key(key), source, root, key))
+        conn.execute("DELETE FROM import_dangling WHERE source=? AND root=? AND unit_key=?", (source, root, key))
+    for change_id, key, old_key in conn.execute("SELECT id, unit_key, old_key FROM import_changes WHERE"
+                                                " old_node_id=? OR new_node_id=?", (node_id, node_id)).fetchall():
+        conn.execute("UPDATE import_changes SET unit_key=?, old_key=?, detail='{}' WHERE id=?",
+                     (forgotten_key(key) if key and not key.startswith(FORGOTTEN) else key,
+                      forgotten_key(old_key) if old_key and not old_key.startswith(FORGOTTEN) else old_key, change_id))
 
 
 def units(conn, source: str, root: str) -> dict[str, dict]:

@@ -142,8 +142,15 @@ def cmd_doctor(args):
 
 
 def cmd_restore(args):
-    with _memory(args) as m:
-        r = m.restore(args.path)
+    # not through Memory.open: a damaged store, or one a newer TideMind wrote, must be restorable
+    from .config import load_settings
+    from .memory import Memory
+    from .restore import restore
+    from .timeutil import system_clock, to_iso
+
+    r = restore(load_settings(args.home), args.path, to_iso(system_clock()))
+    with Memory.open(args.home) as m:
+        r["doctor"] = m.doctor()
     _emit(args, r, lambda r: f"restored {r['restored']} ({r['stream_entries']} stream entries rebuilt"
                              + (f", migrated {len(r['migrated'])}" if r["migrated"] else "") + ");"
                              f" the previous store is kept in {r['kept_previous']};"

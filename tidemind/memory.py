@@ -22,7 +22,7 @@ from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
                     recall_hits, syntheses,
                     stream, tags, vectors)
-from .store import backup_to, connect, migrations
+from .store import backup_to
 from .timeutil import Clock, parse_iso, system_clock, to_iso
 from . import views
 
@@ -718,66 +718,17 @@ class Memory:
         return {"backup": str(target), "bytes": target.stat().st_size}
 
     def restore(self, path) -> dict:
-        """Replace this store's contents by a backup (from `backup`, or any TideMind database).
+        """Replace this store's contents by a backup (see `tidemind.restore`; that module also
+        restores a store that will not open)."""
+        from .restore import restore
 
-        Nothing changes until the backup has passed its checks (readable, intact, a TideMind
-        store, not from a newer TideMind). Then the current database and stream files are kept
-        under backups/pre-restore-<time>/, the backup is copied in with SQLite's backup API
-        under the write lock (another process waits, then sees the restored store), the stream
-        files are rebuilt from the restored captures under the stream lock (the replaced files
-        join the kept copy there, so a digest acknowledged while the restore ran is kept too),
-        and older schemas are migrated."""
-        source = Path(path).expanduser().resolve()
-        if not source.is_file():
-            raise InvalidInput(f"no backup file at {source}")
-        if source == self.settings.db_path.resolve():
-            raise InvalidInput("the backup to restore is the live database itself")
-        try:
-            src = connect(source, readonly=True)
-        except apsw.Error as exc:
-            raise InvalidInput(f"cannot open {source} as a database: {exc}") from None
-        try:
-            try:
-                intact = [r[0] for r in src.execute("PRAGMA integrity_check")] == ["ok"]
-                is_store = scalar(src, "SELECT count(*) FROM sqlite_master WHERE name IN ('nodes', 'captures',"
-                                       " 'migrations')") == 3
-            except apsw.Error as exc:
-                raise InvalidInput(f"{source} is not a readable database: {exc}") from None
-            if not intact:
-                raise InvalidInput(f"{source} fails SQLite's integrity check; nothing was restored")
-            if not is_store:
-                raise InvalidInput(f"{source} is not a TideMind store; nothing was restored")
-            newer = migrations.unknown(src)
-            if newer:
-                raise InvalidInput(f"{source} was written by a newer TideMind ({', '.join(newer[:3])});"
-                                   " upgrade before restoring it")
-            stamp = self.now().replace(":", "").replace("-", "").replace(".", "")
-            keep = self.settings.home / "backups" / f"pre-restore-{stamp}"
-            n = 0
-            while True:          # never reuse a folder: two restores a second apart keep both stores
-                try:
-                    keep.mkdir(parents=True)
-                    break
-                except FileExistsError:
-                    n += 1
-                    keep = keep.with_name(f"pre-restore-{stamp}-{n}")
-            backup_to(self.conn, keep / "tidemind.db")
-            if self._side is not None:           # the vector side connection must not hold a snapshot
-                self._side[0].shutdown(wait=True)
-                self._side[1].close()
-                self._side = None
-            with self.conn.backup("main", src, "main") as job:
-                while not job.done:
-                    job.step(256)
-        finally:
-            src.close()
-        # the stream first (its columns exist in every schema), so a failing migration leaves a
-        # consistent store that the next open migrates; digests landing meanwhile keep their entries
-        written = stream.rebuild(self.settings.stream_dir, lambda: captures.for_stream(self.conn), keep / "stream")
-        applied = migrations.migrate(self.conn)
+        if self._side is not None:           # the vector side connection must not hold a snapshot
+            self._side[0].shutdown(wait=True)
+            self._side[1].close()
+            self._side = None
+        r = restore(self.settings, path, self.now(), live=self.conn)
         self._embedder = None                   # its corpus statistics came from the old contents
-        return {"restored": str(source), "kept_previous": str(keep), "migrated": applied, "stream_entries": written,
-                "doctor": self.doctor()}
+        return {**r, "doctor": self.doctor()}
 
     def doctor(self) -> dict:
         """Integrity of SQLite, FTS, vectors, authored text and the stream files, read in one snapshot."""

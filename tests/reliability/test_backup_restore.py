@@ -160,3 +160,35 @@ def test_two_restores_in_the_same_instant_keep_both_replaced_stores(home, tmp_pa
     with connect(Path(kept[0]) / "tidemind.db", readonly=True) as c:
         assert c.execute("SELECT count(*) FROM nodes").fetchone()[0] == 2      # the store before the first restore
     m.close()
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "not-a-database", "newer"])
+def test_a_store_that_will_not_open_can_still_be_restored(home, tmp_path, damage):
+    with Memory.open(home) as m:
+        kept_id = m.digest("a memory worth a backup", scope="project:a")["node_ids"][0]
+        backup = m.backup(tmp_path / "good.db")["backup"]
+        for i in range(200):
+            m.digest(f"written after the backup {i}: " + "filler words " * 30, scope="project:a")
+        m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db = home / "tidemind.db"
+    if damage == "corrupt":
+        data = bytearray(db.read_bytes())
+        for offset in range(8192, len(data) - 4096, 4096):      # trash every page but the first two
+            data[offset:offset + 512] = b"\xde\xad\xbe\xef" * 128
+        db.write_bytes(bytes(data))
+    elif damage == "not-a-database":                             # the header itself is gone
+        db.write_bytes(b"\x00" * 100 + db.read_bytes()[100:])
+    else:
+        c = connect(db)
+        c.execute("INSERT INTO migrations(owner, name) VALUES('core', '9999_from_the_future')")
+        c.close()
+    assert run_cli(home, "stats").returncode != 0 or damage == "corrupt"     # it does not open, or lies
+    r = cli_json(home, "restore", backup)
+    assert r["doctor"]["ok"], r["doctor"]
+    with Memory.open(home) as m:
+        assert m.show(kept_id)["content"] == "a memory worth a backup"
+        assert m.stats()["nodes"]["live"] == 1
+    kept = Path(r["kept_previous"])
+    assert (kept / "tidemind.db").exists()                      # the damaged store is kept, as it was
+    if damage == "not-a-database":
+        assert any("raw files" in n for n in r["notes"]) and (kept / "tidemind.db").read_bytes()[:100] == b"\x00" * 100

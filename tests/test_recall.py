@@ -70,3 +70,24 @@ def test_a_filtered_out_turn_does_not_take_the_answer_slot(mem):
     served = {i["id"] for i in r["items"]} | {c["id"] for i in r["items"] for c in i["context"]}
     assert ids["answer"] in {i["id"] for i in r["items"]}
     assert served <= {ids["question"], ids["answer"]}                 # the untagged turns never appear
+
+
+def test_a_contradicted_memory_is_served_with_the_one_it_contradicts(mem):
+    old = mem.digest("The payments service listens on port 3000.", scope="project:a")["node_ids"][0]
+    fixed = mem.correct(old, "The payments service now listens on port 8080 after the move.")["node_ids"][0]
+    again = mem.digest("The payments service listens on port 3000.", scope="project:a")
+    assert again["review_items"]                                   # the re-digest of a corrected claim is flagged
+    redigest = again["node_ids"][0]
+    for n in range(15):
+        mem.digest(f"unrelated service note {n} about queues", scope="project:a")
+    r = mem.recall("port 3000", scopes=["project:a"], limit=3, record=False)
+    order = [i["id"] for i in r["items"]]
+    assert redigest in order and fixed in order and len(order) <= 3
+    r = mem.recall("port 3000", scopes=["project:a"], limit=1, record=False)   # room for one: the pair stays whole
+    assert [i["id"] for i in r["items"]] == [redigest, fixed]
+    partner = r["items"][1]
+    assert f"via:contradicts:{redigest}" in partner["flags"] and partner["valid_from"] and partner["recorded_at"]
+    # the partner obeys the predicate: archived, it is not served
+    mem.archive(fixed)
+    r = mem.recall("port 3000", scopes=["project:a"], limit=1, record=False)
+    assert [i["id"] for i in r["items"]] == [redigest]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 from .. import views
-from ..store import AsOf, fts, links, nodes, tags as tag_store, vectors, visible
+from ..store import AsOf, fts, links, nodes, review, tags as tag_store, vectors, visible
 from ..text import STOPWORDS, content_words
 from ..timeutil import from_iso
 from . import fusion
@@ -208,12 +208,51 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     if req.expand:
         _expand(conn, req, direct, scores, via, found, where, params, evidence)
     order = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
+    order = _with_contradictions(conn, req, order, scores, via, found, where, params)
     items = views.describe(conn, found, order, req.scopes, req.as_of, scores, via)
     for item in items:
         item["evidence"] = round(evidence.get(item["id"], 0.0), 3)
         item["context"] = found[item["id"]].get("context", [])
     return {"items": items, "abstained": False, "message": f"{len(items)} memories", "arms": arms,
             "best_evidence": round(best, 3)}
+
+
+def _with_contradictions(conn, req, order, scores, via, found, where, params) -> list[int]:
+    """A memory with an open contradiction is served with the memory it contradicts, right
+    after it (both carry their dates), never one of them alone: the person or agent sees the
+    disagreement instead of a silent pick. The partner obeys the same predicate and filters; to
+    stay within the limit, the lowest items without a partner make room."""
+    open_items = review.open_for_nodes(conn, order)
+    partners: dict[int, int] = {}
+    for node_id in order:
+        for item in open_items[node_id]:
+            if item["kind"] != "contradiction":
+                continue
+            other = item["other_node_id"] if item["node_id"] == node_id else item["node_id"]
+            if other and other not in order and other not in partners.values():
+                partners.setdefault(node_id, other)
+    if not partners:
+        return order
+    wanted = list(partners.values())
+    marks = ",".join("?" * len(wanted))
+    admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                           [*wanted, *params])]
+    rows = nodes.get_visible(conn, admitted, req.scopes, req.as_of)
+    out: list[int] = []
+    for node_id in order:
+        out.append(node_id)
+        other = partners.get(node_id)
+        if other in rows:
+            found[other] = rows[other]
+            scores[other] = scores[node_id]
+            via[other] = f"contradicts:{node_id}"
+            out.append(other)
+    while len(out) > req.limit:          # drop from the tail, never half of a pair
+        tail = next((i for i in reversed(out) if i not in partners and i not in partners.values()), None)
+        if tail is None:
+            break
+        out.remove(tail)
+    return out
 
 
 def _expand(conn, req, direct, scores, via, found, where, params, evidence) -> None:

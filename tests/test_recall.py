@@ -91,3 +91,14 @@ def test_a_contradicted_memory_is_served_with_the_one_it_contradicts(mem):
     mem.archive(fixed)
     r = mem.recall("port 3000", scopes=["project:a"], limit=1, record=False)
     assert [i["id"] for i in r["items"]] == [redigest]
+
+
+def test_the_answer_names_what_grounds_it_and_an_abstention_names_nothing(mem):
+    ids = _conversation(mem)
+    for n in range(30):
+        mem.digest(f"note {n}: the weekly report for team {n} is ready", scope="project:a", session=f"o{n}")
+    r = mem.recall("why did the invoices export time out", scopes=["project:a"], limit=8, record=False)
+    assert ids["question"] in r["grounded_by"] and ids["answer"] not in r["grounded_by"]    # the answer is context
+    assert ids["answer"] in {i["id"] for i in r["items"]} and f"#{ids['question']}" in r["message"]
+    none = mem.recall("what colour is the office cat", scopes=["project:a"], record=False)
+    assert none["abstained"] and none["items"] == [] and none["grounded_by"] == []

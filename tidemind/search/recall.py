@@ -201,7 +201,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         scores[node_id] = fused[node_id] + fusion.prior(age, row["heat"])
     arms = {"fts": len(lexical), "vector": len(semantic)}
     if best < ABSTAIN_BELOW or not scores:
-        return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms,
+        return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms, "grounded_by": [],
                 "message": "No stored memory matches this well enough to answer; nothing was padded in."}
     direct = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
     via: dict[int, str] = {}
@@ -213,8 +213,11 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     for item in items:
         item["evidence"] = round(evidence.get(item["id"], 0.0), 3)
         item["context"] = found[item["id"]].get("context", [])
-    return {"items": items, "abstained": False, "message": f"{len(items)} memories", "arms": arms,
-            "best_evidence": round(best, 3)}
+    # what grounds the answer: served items whose own evidence reaches the answering bar (the
+    # others are there as context: a neighbouring turn, a linked memory, a contradiction's partner)
+    grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
+    return {"items": items, "abstained": False, "arms": arms, "best_evidence": round(best, 3), "grounded_by": grounded,
+            "message": f"{len(items)} memories; grounded by " + ", ".join(f"#{i}" for i in grounded)}
 
 
 def _with_contradictions(conn, req, order, scores, via, found, where, params) -> list[int]:

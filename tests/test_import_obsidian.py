@@ -225,6 +225,14 @@ def test_forgetting_an_imported_section_leaves_no_heading_and_it_stays_forgotten
     m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     for needle in (b"Zanzibarian", b"zanzibarian", b"quokkafeather"):
         assert [str(p) for p in home.rglob("*") if p.is_file() and needle in p.read_bytes()] == [], needle
+    renamed = vault / "renamed.md"                                # a renamed note keeps the section forgotten
+    note.rename(renamed)
+    moved = sync(m, "obsidian", vault, "vault:v")
+    assert moved["created"] == 0, moved
+    renamed.rename(note)
+    sync(m, "obsidian", vault, "vault:v")
+    m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert [str(p) for p in home.rglob("*") if p.is_file() and b"Zanzibarian" in p.read_bytes()] == []
     note.write_text("# Zanzibarian plans\n\nA new plan, written after the forget.\n\n## Other\n\nSomething else.\n")
     edited = sync(m, "obsidian", vault, "vault:v")                # the person's new words are imported
     assert edited["created"] == 1

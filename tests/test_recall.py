@@ -102,3 +102,23 @@ def test_the_answer_names_what_grounds_it_and_an_abstention_names_nothing(mem):
     assert ids["answer"] in {i["id"] for i in r["items"]} and f"#{ids['question']}" in r["message"]
     none = mem.recall("what colour is the office cat", scopes=["project:a"], record=False)
     assert none["abstained"] and none["items"] == [] and none["grounded_by"] == []
+
+
+def test_pairs_stay_whole_and_a_hidden_partner_gives_way_to_a_visible_one(mem):
+    from tidemind.store import immediate, review
+
+    ids = [mem.digest(f"the lighthouse lamp schedule, version {v}", scope="project:a")["node_ids"][0]
+           for v in ("alpha", "bravo", "charlie", "delta", "echo")]
+    for n in range(15):
+        mem.digest(f"unrelated harbour note {n}", scope="project:a")
+    a, b, c, d, e = ids
+    with immediate(mem.conn):
+        for x, y in ((a, b), (c, d), (e, a)):
+            review.file(mem.conn, "contradiction", node_id=x, other_node_id=y, at=mem.now(), scope="project:a")
+    mem.archive(a)                                   # e's first partner is hidden: it must not block the pairing
+    r = mem.recall("lighthouse lamp schedule", scopes=["project:a"], limit=3, record=False)
+    order = [i["id"] for i in r["items"]]
+    assert a not in order
+    for x, y in ((c, d),):
+        assert (x in order) == (y in order)              # never half of a pair
+    assert all(mem.show(i)["status"] == "live" for i in order)

@@ -23,7 +23,7 @@ import apsw
 
 from . import memory as _memory  # noqa: F401  (registers every owner's migrations)
 from .config import Settings
-from .errors import InvalidInput
+from .errors import InvalidInput, StoreBusy
 from .store import backup_to, captures, connect, migrations, scalar, stream
 
 
@@ -64,6 +64,29 @@ def _keep_dir(settings: Settings, now: str) -> Path:
             keep = keep.with_name(f"pre-restore-{stamp}-{n}")
 
 
+def _replace_file(db: Path, src: apsw.Connection, keep: Path) -> None:
+    """Put a fresh copy of the backup where the database is. The old -wal/-shm would be applied
+    to the new file, so they are moved aside (into `keep`) first, and moved back if the
+    replacement fails."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(f"{db}.restoring")
+    fresh.unlink(missing_ok=True)
+    backup_to(src, fresh)
+    moved = []
+    try:
+        for suffix in ("-wal", "-shm"):
+            side = Path(f"{db}{suffix}")
+            if side.exists():
+                os.replace(side, keep / f"tidemind.db{suffix}.aside")
+                moved.append(suffix)
+        os.replace(fresh, db)
+    except OSError:
+        for suffix in moved:
+            os.replace(keep / f"tidemind.db{suffix}.aside", Path(f"{db}{suffix}"))
+        fresh.unlink(missing_ok=True)
+        raise
+
+
 def restore(settings: Settings, path, now: str, live: apsw.Connection | None = None) -> dict:
     """`live`: an open connection to the store (a Memory's); else the files are opened here."""
     source = Path(path).expanduser().resolve()
@@ -75,13 +98,14 @@ def restore(settings: Settings, path, now: str, live: apsw.Connection | None = N
     src = _check(source)
     notes: list[str] = []
     own = live is None
+    damaged = (apsw.CorruptError, apsw.NotADBError, apsw.ReadOnlyError)   # ReadOnly: a page-size change in WAL
     try:
         keep = _keep_dir(settings, now)
         if live is None and db.exists():
             try:
                 live = connect(db, settings.busy_timeout_ms)
                 live.execute("SELECT count(*) FROM sqlite_master").fetchall()
-            except apsw.Error as exc:
+            except damaged as exc:
                 notes.append(f"the current database does not open ({exc}); kept as raw files")
                 if live is not None:
                     live.close()
@@ -91,7 +115,7 @@ def restore(settings: Settings, path, now: str, live: apsw.Connection | None = N
             try:
                 backup_to(live, keep / "tidemind.db")
                 kept = True
-            except apsw.Error as exc:
+            except damaged as exc:
                 notes.append(f"the current database could not be read ({exc}); kept as raw files")
         if not kept:
             for suffix in ("", "-wal", "-shm"):
@@ -104,21 +128,26 @@ def restore(settings: Settings, path, now: str, live: apsw.Connection | None = N
                     while not job.done:
                         job.step(256)
                 copied = True
-            except apsw.Error as exc:
+            except damaged as exc:
+                if not own:       # a Memory's connection would go on reading the replaced file
+                    raise InvalidInput(f"the open store could not take the backup ({exc}); close TideMind and run"
+                                       " `tidemind restore` from the command line (it replaces the file)") from None
                 notes.append(f"the current database could not take the backup ({exc}); replaced as a file")
         if not copied:
-            if live is not None and own:
+            if live is not None:
                 live.close()
             live = None
-            db.parent.mkdir(parents=True, exist_ok=True)
-            fresh = Path(f"{db}.restoring")
-            fresh.unlink(missing_ok=True)
-            backup_to(src, fresh)
-            for suffix in ("-wal", "-shm"):
-                Path(f"{db}{suffix}").unlink(missing_ok=True)
-            os.replace(fresh, db)
+            _replace_file(db, src, keep)
             live = connect(db, settings.busy_timeout_ms)
             own = True
+    except (apsw.BusyError, apsw.LockedError):
+        if own and live is not None:
+            live.close()
+        raise StoreBusy("the store stayed locked by another writer; nothing was restored (try again)") from None
+    except BaseException:
+        if own and live is not None:
+            live.close()
+        raise
     finally:
         src.close()
     try:

@@ -192,3 +192,24 @@ def test_a_store_that_will_not_open_can_still_be_restored(home, tmp_path, damage
     assert (kept / "tidemind.db").exists()                      # the damaged store is kept, as it was
     if damage == "not-a-database":
         assert any("raw files" in n for n in r["notes"]) and (kept / "tidemind.db").read_bytes()[:100] == b"\x00" * 100
+
+
+def test_a_busy_store_is_not_mistaken_for_a_damaged_one(home, tmp_path):
+    from tidemind.config import load_settings
+    from tidemind.errors import StoreBusy
+    from tidemind.restore import restore
+
+    with Memory.open(home) as m:
+        m.digest("the live store", scope="project:a")
+        backup = m.backup(tmp_path / "b.db")["backup"]
+        m.digest("written after the backup", scope="project:a")
+    holder = connect(home / "tidemind.db")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreBusy):
+            restore(load_settings(home, busy_timeout_ms=200), backup, "2026-06-01T00:00:00.000000Z")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with Memory.open(home) as m:
+        assert m.stats()["nodes"]["live"] == 2                  # nothing was swapped underneath the writer

@@ -101,6 +101,9 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
         hidden = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
         known = {k: r for k, r in known.items() if k not in hidden}
         forgotten_here = {k: hidden.pop(store.forgotten_key(k)) for k in current if store.forgotten_key(k) in hidden}
+        hidden_by_hash: dict[str, list[str]] = {}      # a forgotten section under a new path (renamed note)
+        for k, r in sorted(hidden.items()):
+            hidden_by_hash.setdefault(r["content_hash"], []).append(k)
         hashes = {k: unit_hash(u) for k, u in current.items()}
         vanished = {k: r for k, r in known.items() if k not in current and r["status"] == "live"}
         by_hash: dict[str, list[str]] = {}
@@ -116,6 +119,12 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                     counts["unchanged"] += 1
                     continue
                 store.drop_unit(conn, source, root_key, store.forgotten_key(key))   # edited since: new words
+            if key not in known and hidden_by_hash.get(h):          # the forgotten section moved: still forgotten
+                gone = hidden_by_hash[h].pop(0)
+                hidden.pop(gone)
+                store.rekey(conn, source, root_key, gone, store.forgotten_key(key), batch)
+                counts["unchanged"] += 1
+                continue
             row = known.get(key)
             if row is not None and row["status"] == "live" and row["content_hash"] == h:
                 counts["unchanged"] += 1
@@ -264,9 +273,9 @@ def rollback(memory: Memory, batch_id: int) -> dict:
                                "live", b["id"])
             elif action == "moved":
                 store.rekey(conn, b["source"], b["root"], c["unit_key"], c["old_key"], b["id"])
-            elif action == "link":
+            elif action == "link" and "link" in c["detail"]:
                 links.delete_if(conn, c["detail"]["link"], "confirmed")      # a person's later no stays
-            elif action == "tag":
+            elif action == "tag" and "tag" in c["detail"]:                   # (a forget leaves no tag name)
                 current = {t["name"]: t["status"] for t in tags.for_nodes(conn, [c["new_node_id"]])[c["new_node_id"]]}
                 if current.get(c["detail"]["tag"]) == "confirmed":              # a person's later no stays
                     tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))

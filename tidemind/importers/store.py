@@ -72,21 +72,37 @@ def forgotten_key(key: str) -> str:
 
 
 def forget_node(conn, node_id: int) -> None:
-    """Forget: the unit's key becomes a hash, its dangling link targets and change details go."""
+    """Forget: the unit's key becomes a hash (also in every change row that named it, through
+    its moves), its dangling link targets go, and change details keep only ids."""
+    keys: set[str] = set()
     for source, root, key in conn.execute("SELECT source, root, unit_key FROM import_units WHERE node_id=?",
                                           (node_id,)).fetchall():
         if key.startswith(FORGOTTEN):
             continue
+        keys.add(key)
         conn.execute("DELETE FROM import_units WHERE source=? AND root=? AND unit_key=?",
                      (source, root, forgotten_key(key)))
         conn.execute("UPDATE import_units SET unit_key=? WHERE source=? AND root=? AND unit_key=?",
                      (forgotten_key(key), source, root, key))
         conn.execute("DELETE FROM import_dangling WHERE source=? AND root=? AND unit_key=?", (source, root, key))
-    for change_id, key, old_key in conn.execute("SELECT id, unit_key, old_key FROM import_changes WHERE"
-                                                " old_node_id=? OR new_node_id=?", (node_id, node_id)).fetchall():
-        conn.execute("UPDATE import_changes SET unit_key=?, old_key=?, detail='{}' WHERE id=?",
-                     (forgotten_key(key) if key and not key.startswith(FORGOTTEN) else key,
-                      forgotten_key(old_key) if old_key and not old_key.startswith(FORGOTTEN) else old_key, change_id))
+    for _, key, old_key in conn.execute("SELECT id, unit_key, old_key FROM import_changes WHERE"
+                                        " old_node_id=? OR new_node_id=?", (node_id, node_id)).fetchall():
+        keys |= {k for k in (key, old_key) if k and not k.startswith(FORGOTTEN)}
+    while True:                    # follow moves: a "moved" row names the old and new key, no node
+        more = {k for row in conn.execute(
+            f"SELECT unit_key, old_key FROM import_changes WHERE unit_key IN ({','.join('?' * len(keys))})"
+            f" OR old_key IN ({','.join('?' * len(keys))})", [*keys, *keys]) for k in row
+            if k and not k.startswith(FORGOTTEN)} - keys if keys else set()
+        if not more:
+            break
+        keys |= more
+    for key in keys:
+        conn.execute("UPDATE import_changes SET unit_key=? WHERE unit_key=?", (forgotten_key(key), key))
+        conn.execute("UPDATE import_changes SET old_key=? WHERE old_key=?", (forgotten_key(key), key))
+    for change_id, detail in conn.execute("SELECT id, detail FROM import_changes WHERE old_node_id=? OR"
+                                          " new_node_id=?", (node_id, node_id)).fetchall():
+        kept = {k: v for k, v in json.loads(detail).items() if k == "link"}
+        conn.execute("UPDATE import_changes SET detail=? WHERE id=?", (json.dumps(kept), change_id))
 
 
 def units(conn, source: str, root: str) -> dict[str, dict]:

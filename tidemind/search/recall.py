@@ -208,7 +208,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     if req.expand:
         _expand(conn, req, direct, scores, via, found, where, params, evidence)
     order = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
-    order = _with_contradictions(conn, req, order, scores, via, found, where, params)
+    order = _with_contradictions(conn, req, order, scores, via, found, where, params, evidence)
     items = views.describe(conn, found, order, req.scopes, req.as_of, scores, via)
     for item in items:
         item["evidence"] = round(evidence.get(item["id"], 0.0), 3)
@@ -216,42 +216,62 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     # what grounds the answer: served items whose own evidence reaches the answering bar (the
     # others are there as context: a neighbouring turn, a linked memory, a contradiction's partner)
     grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
+    message = (f"{len(items)} memories; grounded by " + ", ".join(f"#{i}" for i in grounded) if grounded else
+               f"{len(items)} memories, none of which answers this by itself (context of a weaker match)")
     return {"items": items, "abstained": False, "arms": arms, "best_evidence": round(best, 3), "grounded_by": grounded,
-            "message": f"{len(items)} memories; grounded by " + ", ".join(f"#{i}" for i in grounded)}
+            "message": message}
 
 
-def _with_contradictions(conn, req, order, scores, via, found, where, params) -> list[int]:
+def _with_contradictions(conn, req, order, scores, via, found, where, params, evidence) -> list[int]:
     """A memory with an open contradiction is served with the memory it contradicts, right
     after it (both carry their dates), never one of them alone: the person or agent sees the
-    disagreement instead of a silent pick. The partner obeys the same predicate and filters; to
-    stay within the limit, the lowest items without a partner make room."""
+    disagreement instead of a silent pick. The partner obeys the same predicate and filters. To
+    stay within the limit, the lowest items that are neither half of a pair nor grounds of the
+    answer make room. An as-of read skips this (the review queue has no past)."""
+    if req.as_of and req.as_of.active:
+        return order
     open_items = review.open_for_nodes(conn, order)
-    partners: dict[int, int] = {}
+    candidates: dict[int, list[int]] = {}
     for node_id in order:
         for item in open_items[node_id]:
-            if item["kind"] != "contradiction":
-                continue
-            other = item["other_node_id"] if item["node_id"] == node_id else item["node_id"]
-            if other and other not in order and other not in partners.values():
-                partners.setdefault(node_id, other)
-    if not partners:
+            if item["kind"] == "contradiction":
+                other = item["other_node_id"] if item["node_id"] == node_id else item["node_id"]
+                if other:
+                    candidates.setdefault(node_id, []).append(other)
+    if not candidates:
         return order
-    wanted = list(partners.values())
-    marks = ",".join("?" * len(wanted))
-    admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
-                                           [*wanted, *params])]
-    rows = nodes.get_visible(conn, admitted, req.scopes, req.as_of)
+    wanted = sorted({o for others in candidates.values() for o in others if o not in order})
+    rows = {}
+    if wanted:
+        marks = ",".join("?" * len(wanted))
+        admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                               [*wanted, *params])]
+        rows = nodes.get_visible(conn, admitted, req.scopes, req.as_of)
+    paired: set[int] = set()
+    partners: dict[int, int] = {}
+    for node_id in order:
+        others = candidates.get(node_id, [])
+        present = next((o for o in others if o in order), None)
+        if present is not None:                      # both already served: keep them both
+            paired |= {node_id, present}
+            continue
+        shown = next((o for o in others if o in rows and o not in partners.values()), None)
+        if shown is not None:
+            partners[node_id] = shown
+            paired |= {node_id, shown}
     out: list[int] = []
     for node_id in order:
+        if node_id in out:
+            continue
         out.append(node_id)
         other = partners.get(node_id)
-        if other in rows:
-            found[other] = rows[other]
-            scores[other] = scores[node_id]
-            via[other] = f"contradicts:{node_id}"
+        if other is not None and other not in out:
+            found.setdefault(other, rows[other])
+            scores.setdefault(other, scores[node_id])
+            via.setdefault(other, f"contradicts:{node_id}")
             out.append(other)
-    while len(out) > req.limit:          # drop from the tail, never half of a pair
-        tail = next((i for i in reversed(out) if i not in partners and i not in partners.values()), None)
+    while len(out) > req.limit:          # drop from the tail, never half of a pair, never a ground
+        tail = next((i for i in reversed(out) if i not in paired and evidence.get(i, 0.0) < ABSTAIN_BELOW), None)
         if tail is None:
             break
         out.remove(tail)

@@ -244,3 +244,25 @@ def test_forgetting_an_imported_section_leaves_no_heading_and_it_stays_forgotten
     assert not m.conn.execute("SELECT count(*) FROM import_units WHERE unit_key LIKE 'forgotten:%'").fetchone()[0]
     assert m.doctor()["ok"]
     m.close()
+
+
+def test_rollback_after_forgetting_a_linked_unit_does_not_crash(tmp_path):
+    from tidemind.importers.engine import rollback, sync
+    from tidemind.memory import Memory
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("Alpha note that points to [[b]].\n")
+    m = Memory.open(tmp_path / "home")
+    sync(m, "obsidian", vault, "vault:v")
+    (vault / "b.md").write_text("Bravo note, the target.\n")
+    second = sync(m, "obsidian", vault, "vault:v")          # the dangling link resolves in this batch
+    a = next(n for n, k in m.conn.execute("SELECT node_id, unit_key FROM import_units") if k.startswith("a.md"))
+    m.forget(a)
+    try:
+        rollback(m, second["batch"])
+    except Exception as exc:                                   # a clear refusal is fine; a crash is not
+        from tidemind.errors import TideMindError
+        assert isinstance(exc, TideMindError), exc
+    assert m.doctor()["ok"]
+    m.close()

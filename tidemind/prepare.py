@@ -19,7 +19,16 @@ LINE_CHARS = 240
 
 _ABOUT = re.compile(r"(?i)\b(?:i|i'm|my|me)\b[^.\n]{0,80}\b(?:prefer|like|love|hate|always|never|name is|am an?|"
                     r"work as|work at|live in|want|don't want|avoid|usually|allergic)\b")
+# every _ABOUT match contains one of these: a substring test first spares the regex (and its
+# backtracking over 80 characters) on most memories; 2,000 of them cost ~24 ms without it
+_ABOUT_WORDS = ("prefer", "like", "love", "hate", "always", "never", "name is", "am a", "work as", "work at",
+                "live in", "want", "avoid", "usually", "allergic")
 _LESSON = re.compile(r"(?i)^\s*(?:[-*]\s*)?(?:lesson|principle|rule|guideline|convention|decision)s?\s*[:\-]")
+
+
+def _about(text: str) -> bool:
+    low = text.lower()
+    return any(word in low for word in _ABOUT_WORDS) and bool(_ABOUT.search(text))
 
 
 def _line(node: dict) -> str:
@@ -42,7 +51,7 @@ def _servable(conn, members: list[int], scopes: Sequence[str]) -> bool:
 def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: str | None = None,
           budget_chars: int = 9_000) -> dict:
     budget = max(200, min(int(budget_chars), HARD_CAP))
-    window = nodes.recent(conn, scopes, WINDOW)
+    window = nodes.recent(conn, scopes, WINDOW, columns=("id", "content", "scope"))
     used: set[int] = set()
 
     def pick(predicate, limit):
@@ -55,7 +64,7 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
                     break
         return out
 
-    about = pick(lambda n: bool(_ABOUT.search(n["content"])), 12)
+    about = pick(lambda n: _about(n["content"]), 12)
     lessons = pick(lambda n: bool(_LESSON.search(n["content"])), 10)
     recent = pick(lambda n: n["scope"] == write_scope, 15)
     flagged = review.open_in_scopes(conn, scopes, ("contradiction",))

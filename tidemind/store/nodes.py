@@ -221,10 +221,11 @@ def scopes_in_use(conn: apsw.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT scope FROM nodes ORDER BY scope")]
 
 
-def recent(conn: apsw.Connection, scopes: Sequence[str], limit: int) -> list[dict]:
-    """The newest visible nodes of the scopes, newest first."""
+def recent(conn: apsw.Connection, scopes: Sequence[str], limit: int, columns: Sequence[str] | None = None) -> list[dict]:
+    """The newest visible nodes of the scopes, newest first (only `columns`, when given)."""
     pred, params = visible("n", scopes)
-    return rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE {pred} ORDER BY n.id DESC LIMIT ?", [*params, limit])
+    select = ", ".join(f"n.{c}" for c in columns if c in COLUMNS) if columns else _SELECT
+    return rows(conn, f"SELECT {select} FROM nodes n WHERE {pred} ORDER BY n.id DESC LIMIT ?", [*params, limit])
 
 
 def decay_heat(conn: apsw.Connection, factor: float) -> int:

@@ -1,8 +1,11 @@
+import contextlib
 import datetime as dt
 import json
 import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,42 @@ class StepClock:
     def __call__(self):
         self.now += dt.timedelta(seconds=1)
         return self.now
+
+
+class JSONStub(BaseHTTPRequestHandler):
+    """A loopback HTTP stub standing where a real service (Ollama, Anthropic) would be: a
+    subclass answers `reply(path, body)` with the JSON object to send, or None for a 404."""
+
+    def reply(self, path: str, body: dict) -> dict | None:
+        raise NotImplementedError
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        payload = self.reply(self.path, body)
+        if payload is None:
+            self.send_response(404)
+            self.end_headers()
+            return
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]):
+    """Run the stub on a free loopback port for the block; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
 
 
 @pytest.fixture

@@ -1,7 +1,4 @@
 """Embedders: the default one (deterministic, beyond word overlap) and Ollama over a loopback stub."""
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -11,6 +8,8 @@ from tidemind.embed import get_embedder
 from tidemind.embed.default import DefaultEmbedder
 from tidemind.memory import Memory
 from tidemind.store import immediate
+
+from .conftest import JSONStub, serving
 
 
 def cos(a, b):
@@ -54,32 +53,20 @@ def test_every_vector_records_its_embedder(mem):
     assert names == {"default/ri-v2"}
 
 
-class _OllamaStub(BaseHTTPRequestHandler):
+class _OllamaStub(JSONStub):
     calls = []
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).calls.append((self.path, body))
+    def reply(self, path, body):
+        type(self).calls.append((path, body))
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        vecs = [[float(len(t)), float(t.count("a")) + 1.0, 1.0, 0.5] for t in texts]
-        payload = json.dumps({"model": body["model"], "embeddings": vecs}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
+        return {"model": body["model"], "embeddings": [[float(len(t)), float(t.count("a")) + 1.0, 1.0, 0.5]
+                                                       for t in texts]}
 
 
 @pytest.fixture
 def ollama_stub():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _OllamaStub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(_OllamaStub) as url:
+        yield url
 
 
 def test_ollama_embedder_against_loopback_stub(home, ollama_stub):

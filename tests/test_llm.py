@@ -4,7 +4,6 @@ rejected tags stay rejected, and invalid output is recorded and never stored."""
 import itertools
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -13,6 +12,8 @@ from tidemind.llm.providers import AnthropicLLM, OllamaLLM
 from tidemind.metabolism.scheduler import run_due
 from tidemind.store import immediate, links, tags
 from tidemind.text import sha256
+
+from .conftest import JSONStub, serving
 
 REJECTED = "staging-database"
 ANSWERS = [
@@ -30,46 +31,31 @@ ANSWERS = [
 ]
 
 
-class Stub(BaseHTTPRequestHandler):
+class Stub(JSONStub):
     answers = itertools.cycle(ANSWERS)
     lock = threading.Lock()
     seen: list = []
     prompts: list = []
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def reply(self, path, body):
         with Stub.lock:
             text = next(Stub.answers)
-            Stub.seen.append(self.path)
+            Stub.seen.append(path)
             Stub.prompts.append(json.dumps(body))
-        if self.path.startswith("/v1/messages"):
-            payload = {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-                       "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                       "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}}
-        elif self.path == "/api/chat":
-            payload = {"model": body["model"], "message": {"role": "assistant", "content": text}, "done": True,
-                       "prompt_eval_count": 11, "eval_count": 7}
-        else:
-            self.send_response(404)
-            self.end_headers()
-            return
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        if path.startswith("/v1/messages"):
+            return {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                    "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}}
+        if path == "/api/chat":
+            return {"model": body["model"], "message": {"role": "assistant", "content": text}, "done": True,
+                    "prompt_eval_count": 11, "eval_count": 7}
+        return None
 
 
 @pytest.fixture
 def stub():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(Stub) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

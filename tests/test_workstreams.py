@@ -3,7 +3,9 @@ queries against the composition table, aliases that keep history, undoable decis
 task that never touches authored content."""
 from __future__ import annotations
 
+import json
 import random
+import re as _re
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from tidemind.store import immediate
 from tidemind.workstreams import Workstreams, hypervector, store
 from tidemind.workstreams.hypervector import compose, decode, vector_for
 
-from .conftest import cli_json
+from .conftest import JSONStub, cli_json, serving
 
 S = "project:a"
 
@@ -190,19 +192,12 @@ def test_taste_cli(home, cli):
 
 # -- the model path and the unknown-workstream loop --------------------------------------------
 
-import json  # noqa: E402
-import re as _re  # noqa: E402
-import threading  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
-
-
-class ComposeStub(BaseHTTPRequestHandler):
+class ComposeStub(JSONStub):
     """Ollama's /api/chat, answering the compose strategy the way a model might: by keywords,
     plus an id it was not shown and a name that is not a slug (both must be ignored)."""
     calls: list = []
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def reply(self, path, body):
         prompt = body["messages"][-1]["content"]
         ComposeStub.calls.append(prompt)
         assign = []
@@ -213,28 +208,17 @@ class ComposeStub(BaseHTTPRequestHandler):
                     assign.append(f"{node_id}={slug}")
                     break
         assign += ["99999=recipe-site", "1=Not A Slug!"]
-        text = json.dumps({"assign": assign})
-        data = json.dumps({"model": body["model"], "message": {"role": "assistant", "content": text}, "done": True,
-                           "prompt_eval_count": 5, "eval_count": 5}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        return {"model": body["model"], "message": {"role": "assistant", "content": json.dumps({"assign": assign})},
+                "done": True, "prompt_eval_count": 5, "eval_count": 5}
 
 
 @pytest.fixture
 def compose_llm():
     from tidemind.llm.providers import OllamaLLM
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ComposeStub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     ComposeStub.calls = []
-    yield OllamaLLM(f"http://127.0.0.1:{server.server_address[1]}", "stub-model")
-    server.shutdown()
+    with serving(ComposeStub) as url:
+        yield OllamaLLM(url, "stub-model")
 
 
 def _fortnight(mem):
@@ -274,12 +258,18 @@ def test_model_places_unplaced_memories_and_invents_unknowns(mem, compose_llm):
     assert len(ComposeStub.calls) == calls and ws.where("sourdough-lab", scope=S)["days"]
 
 
-def test_unknown_loop_every_decision_undoes(mem, compose_llm):
+def _composed_fortnight(mem, llm) -> Workstreams:
+    """The fortnight with aquarium and recipe-site minted, composed once with the model."""
     _fortnight(mem)
     ws = Workstreams(mem)
     ws.mint("aquarium", scope=S)
     ws.mint("recipe-site", scope=S)
-    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    run_due(mem, only=["fingerprint"], force=True, llm=llm)
+    return ws
+
+
+def test_unknown_loop_every_decision_undoes(mem, compose_llm):
+    ws = _composed_fortnight(mem, compose_llm)
     ws.decide("sourdough-lab", "dismissed", scope=S, note="hobby")
     assert [x["name"] for x in ws.unknowns(scope=S)["dismissed"]] == ["sourdough-lab"]
     ws.decide("sourdough-lab", "dismissed", scope=S, undo=True)
@@ -371,11 +361,7 @@ def test_taste_through_the_mcp_server_over_stdio(home):
 
 
 def test_ripe_unknowns_reach_the_review_queue_and_decisions_there_undo(mem, compose_llm):
-    _fortnight(mem)
-    ws = Workstreams(mem)
-    ws.mint("aquarium", scope=S)
-    ws.mint("recipe-site", scope=S)
-    run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)
+    ws = _composed_fortnight(mem, compose_llm)
     run_due(mem, only=["fingerprint"], force=True, llm=compose_llm)          # filed once, not twice
     items = [dict(zip(("id", "payload"), r)) for r in mem.conn.execute(
         "SELECT id, payload FROM review_items WHERE kind='workstream'")]

@@ -8,6 +8,7 @@ import json
 
 from ..store.connection import rows
 from ..store.migrations import register
+from ..store.visibility import visible
 
 DDL = """
 CREATE TABLE import_batches(
@@ -192,9 +193,10 @@ def paths_of(conn, node_ids) -> dict[int, str]:
 
 def note_paths(conn, scope: str) -> list[str]:
     """Paths (relative to their vault) of the notes imported into a scope that are still live."""
+    pred, params = visible("n", [scope])
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT substr(u.unit_key, 1, instr(u.unit_key || '#', '#') - 1) FROM import_units u"
-        " JOIN nodes n ON n.id = u.node_id WHERE n.scope = ? AND u.status = 'live' AND n.status = 'live'", (scope,))]
+        f" JOIN nodes n ON n.id = u.node_id WHERE u.status = 'live' AND {pred}", params)]
 
 
 def dangling_keys(conn, source: str, root: str) -> list[str]:

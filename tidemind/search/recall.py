@@ -326,18 +326,18 @@ def _expand(conn, req, direct, scores, via, found, where, params, evidence) -> N
             offers[other] = (score, f"link:{seed}")
     fresh = [i for i in offers if i not in scores]
     if fresh:
-        # expansion obeys the same predicate and filters as the arms
-        marks = ",".join("?" * len(fresh))
-        admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
-                                               [*fresh, *params])]
-        for node_id, row in nodes.get_visible(conn, admitted, req.scopes, req.as_of).items():
+        # expansion obeys the same predicate and filters as the arms: neighbours passed them
+        # above (`rows`); link targets are checked here
+        admit = {i: rows[i] for i in fresh if i in rows}
+        targets = [i for i in fresh if i not in rows]
+        if targets:
+            marks = ",".join("?" * len(targets))
+            admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                                   [*targets, *params])]
+            admit.update(nodes.get_visible(conn, admitted, req.scopes, req.as_of))
+        for node_id, row in admit.items():
             scores[node_id], via[node_id] = offers[node_id]
             found[node_id] = row
-    if context:
-        marks = ",".join("?" * len({c["id"] for cs in context.values() for c in cs}))
-        ctx_ids = list({c["id"] for cs in context.values() for c in cs})
-        allowed = {r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
-                                              [*ctx_ids, *params])}
-        for seed, entries in context.items():
-            unique = {c["id"]: c for c in reversed(entries) if c["id"] in allowed}   # first reason wins
-            found[seed]["context"] = sorted(unique.values(), key=lambda c: c["id"])
+    for seed, entries in context.items():          # every entry came from `rows`: already admitted
+        unique = {c["id"]: c for c in reversed(entries)}   # first reason wins
+        found[seed]["context"] = sorted(unique.values(), key=lambda c: c["id"])

@@ -284,9 +284,10 @@ def all_scope_days(conn: apsw.Connection, scopes: Sequence[str] | None = None) -
 
 
 def live_on_day(conn: apsw.Connection, scope: str, day: str) -> list[int]:
-    """Live nodes whose fact began on `day` (valid_from's date), oldest first."""
-    return [r[0] for r in conn.execute("SELECT id FROM nodes WHERE scope = ? AND valid_from >= ? AND valid_from < ?"
-                                       " AND status = 'live' ORDER BY id", (scope, day, day + "\uffff"))]
+    """Visible nodes of the scope whose fact began on `day` (valid_from's date), oldest first."""
+    pred, params = visible("n", [scope])
+    return [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE {pred} AND n.valid_from >= ?"
+                                       f" AND n.valid_from < ? ORDER BY n.id", [*params, day, day + "\uffff"])]
 
 
 def live_ids_by_day(conn: apsw.Connection, scope: str) -> dict[str, list[int]]:

@@ -10,6 +10,7 @@ from typing import Sequence
 import apsw
 
 from .connection import rows
+from .visibility import visible
 
 DDL = """
 CREATE TABLE tags(
@@ -67,12 +68,13 @@ def unreject(conn: apsw.Connection, node_id: int, name: str) -> bool:
 
 def nodes_tagged_with(conn: apsw.Connection, name: str, scope: str) -> dict[int, list[str]]:
     """Live nodes of a scope carrying a confirmed tag `name`, each with all its confirmed tags."""
+    pred, params = visible("n", [scope])
     out: dict[int, list[str]] = {}
     for node_id, tag in conn.execute(
             "SELECT nt.node_id, t2.name FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
             " JOIN nodes n ON n.id = nt.node_id JOIN node_tags nt2 ON nt2.node_id = nt.node_id"
             " JOIN tags t2 ON t2.id = nt2.tag_id WHERE t.name = ? AND nt.status = 'confirmed'"
-            " AND nt2.status = 'confirmed' AND n.scope = ? AND n.status = 'live'", (name, scope)):
+            f" AND nt2.status = 'confirmed' AND {pred}", [name, *params]):
         out.setdefault(node_id, []).append(tag)
     return out
 

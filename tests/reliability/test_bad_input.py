@@ -152,6 +152,19 @@ frontmatter_values = st.one_of(nasty_text, st.sampled_from(["[unclosed", "{a: b"
                                                             "!!python/object:os.system", "&a [*a, *a]", "null"]))
 
 
+def _sync_or_clear_refusal(m: Memory, home: Path, source: str, root: Path, scope: str):
+    """Import once: a refusal must say why and leave the store byte-identical (then None);
+    otherwise (the report, the scope's live contents)."""
+    before = fingerprint(m, home)
+    try:
+        r = sync(m, source, root, scope)
+    except TideMindError as exc:
+        assert str(exc) and fingerprint(m, home) == before
+        return None
+    assert isinstance(r["skipped"], list)
+    return r, [row[0] for row in m.conn.execute("SELECT content FROM nodes WHERE scope=? AND status='live'", (scope,))]
+
+
 def test_obsidian_frontmatter(tmp_path):
     home, vault = tmp_path / "home", tmp_path / "vault"
     vault.mkdir()
@@ -168,14 +181,10 @@ def test_obsidian_frontmatter(tmp_path):
             (vault / "note.md").write_text(text, encoding="utf-8", errors="surrogatepass")
         except (UnicodeEncodeError, ValueError):
             return
-        before = fingerprint(m, home)
-        try:
-            r = sync(m, "obsidian", vault, "vault:props")
-        except TideMindError as exc:
-            assert str(exc) and fingerprint(m, home) == before
+        synced = _sync_or_clear_refusal(m, home, "obsidian", vault, "vault:props")
+        if synced is None:
             return
-        assert isinstance(r["skipped"], list)
-        live = [row[0] for row in m.conn.execute("SELECT content FROM nodes WHERE scope='vault:props' AND status='live'")]
+        r, live = synced
         skipped = {s["path"] for s in r["skipped"] if "body imported" not in s["reason"]}
         assert "note.md" in skipped or any("lighthouses and tides" in c for c in live)
 
@@ -200,14 +209,10 @@ def test_logseq_properties(tmp_path):
             (graph / "pages" / "page.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
         except (UnicodeEncodeError, ValueError):
             return
-        before = fingerprint(m, home)
-        try:
-            r = sync(m, "logseq", graph, "graph:props")
-        except TideMindError as exc:
-            assert str(exc) and fingerprint(m, home) == before
+        synced = _sync_or_clear_refusal(m, home, "logseq", graph, "graph:props")
+        if synced is None:
             return
-        assert isinstance(r["skipped"], list)
-        live = [row[0] for row in m.conn.execute("SELECT content FROM nodes WHERE scope='graph:props' AND status='live'")]
+        r, live = synced
         skipped = {s["path"] for s in r["skipped"]}
         assert any("harbour master" in c for c in live) or any("page.md" in p for p in skipped), r
 

@@ -18,7 +18,7 @@ from ..errors import InvalidInput, NotFound
 from ..store import audit, immediate, nodes, tags
 from ..timeutil import from_iso, parse_iso
 from . import hypervector, store
-from .compose import compose_day, known_names
+from .compose import compose_day, known_names, path_names
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -323,18 +323,17 @@ class Workstreams:
         age = (from_iso(today) - from_iso(first)).days
         return days >= self.ripe_days or mass >= self.ripe_mass or (age >= self.ripe_age_days and last > first)
 
-    def tasteslike(self, name: str, scope: str | None = None) -> dict:
-        """Who an (unknown) workstream keeps company with: co-occurrence on shared days, each
-        companion weighted by its rarity (a workstream present every day says little)."""
-        scope = self._scope(scope)
-        name = _check_slug(name)
-        known = known_names(self.conn, scope)
-        target = known.get(name, name)
+    def _days_by_slug(self, scope: str, known: dict[str, str]) -> dict[str, dict[str, float]]:
+        """day -> {resolved slug: weight}, over the scope's whole composition table."""
         by_day: dict[str, dict[str, float]] = {}
         for r in store.all_rows(self.conn, scope):
             slug = known.get(r["slug"], r["slug"])
             by_day.setdefault(r["day"], {})
             by_day[r["day"]][slug] = by_day[r["day"]].get(slug, 0.0) + r["weight"]
+        return by_day
+
+    @staticmethod
+    def _company(target: str, by_day: dict[str, dict[str, float]]) -> list[dict]:
         n_days = len(by_day) or 1
         presence: dict[str, int] = {}
         for parts in by_day.values():
@@ -350,9 +349,18 @@ class Workstreams:
                     score[slug] = score.get(slug, 0.0) + min(parts[target], weight) * rarity
         total = sum(score.values())
         own_days = [parts for parts in by_day.values() if target in parts]
-        company = sorted(({"slug": s, "share": round(v / total, 4),
-                           "together": round(sum(s in parts for parts in own_days) / len(own_days), 4)}
-                          for s, v in score.items()), key=lambda c: (-c["share"], c["slug"])) if total else []
+        return sorted(({"slug": s, "share": round(v / total, 4),
+                        "together": round(sum(s in parts for parts in own_days) / len(own_days), 4)}
+                       for s, v in score.items()), key=lambda c: (-c["share"], c["slug"])) if total else []
+
+    def tasteslike(self, name: str, scope: str | None = None) -> dict:
+        """Who an (unknown) workstream keeps company with: co-occurrence on shared days, each
+        companion weighted by its rarity (a workstream present every day says little)."""
+        scope = self._scope(scope)
+        name = _check_slug(name)
+        known = known_names(self.conn, scope)
+        target = known.get(name, name)
+        company = self._company(target, self._days_by_slug(scope, known))
         return {"scope": scope, "name": target, "unknown": target not in set(known.values()), "company": company}
 
     def unknowns(self, scope: str | None = None) -> dict:
@@ -361,6 +369,7 @@ class Workstreams:
         scope = self._scope(scope)
         today = self.m.now()[:10]
         decided = store.decisions(self.conn, scope)
+        by_day = self._days_by_slug(scope, known_names(self.conn, scope))     # read once for every unknown
         out = []
         for name, t in sorted(self._unknown_stats(scope).items()):
             days, mass = len(t["days"]), round(t["mass"], 4)
@@ -372,7 +381,7 @@ class Workstreams:
                 if status == "dismissed" and (days >= d["days_at"] + self.ripe_days
                                               or mass >= 2 * max(d["mass_at"], 0.25)):
                     status = "revived"          # "not now" was not "never": it kept growing
-            company = self.tasteslike(name, scope)["company"]
+            company = self._company(name, by_day)
             if status in ("dismissed", "watching"):
                 advice = "none (decided)"
             elif status == "revived":
@@ -441,13 +450,12 @@ class Workstreams:
         is named like them) are minted without asking: a note means a person already judged it
         a project. Logged in the audit log; undone like any mint."""
         from ..importers import store as import_store
-        from .compose import slugify
 
         scope = self._scope(scope)
         notes: dict[str, str] = {}
         for path in import_store.note_paths(self.conn, scope):
-            for part in path.replace("\\", "/").split("/"):
-                notes.setdefault(slugify(part[:-3] if part.endswith(".md") else part), path)
+            for name in path_names(path):
+                notes.setdefault(name, path)
         filed, marked = [], []
         for name in sorted(self._unknown_stats(scope)):
             if name in notes and _SLUG_OK.match(name):

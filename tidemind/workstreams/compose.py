@@ -30,6 +30,11 @@ def slugify(name: str) -> str:
     return _SLUG.sub("-", name.lower()).strip("-")
 
 
+def path_names(path: str) -> list[str]:
+    """The slug-shaped names a note's path offers: each folder, and the file without .md."""
+    return [slugify(part[:-3] if part.endswith(".md") else part) for part in path.replace("\\", "/").split("/")]
+
+
 def known_names(conn, scope: str) -> dict[str, str]:
     """Every name that resolves in the scope's codebook: active slugs, and aliases followed
     (through other aliases, e.g. after a second rename) to an active slug."""
@@ -59,8 +64,7 @@ def _placed(conn, scope: str, ids: list[int], names: dict[str, str]) -> dict[int
             if t["status"] == "confirmed" and t["name"] in names:
                 found.setdefault(t["name"], "tag")
         if node_id in paths:
-            for part in paths[node_id].replace("\\", "/").split("/"):
-                name = slugify(part[:-3] if part.endswith(".md") else part)
+            for name in path_names(paths[node_id]):
                 if name in names:
                     found.setdefault(name, "import")
         out[node_id] = found

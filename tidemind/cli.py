@@ -38,6 +38,10 @@ def _fmt_digest(r: dict) -> str:
     lines = [f"{r['done']} in scope {r.get('scope', '?')}: node(s) {', '.join(map(str, r['node_ids']))}"
              f" (capture {r['capture_id']})"]
     lines += [f"warning: {w}" for w in r["warnings"]]
+    for q in r.get("questions", []):
+        lines.append(f"question {q['question_id']} (node {q['node_id']}): {q['question']}")
+        lines.append(f"  answer: tidemind clarify answer {q['question_id']} \"...\"   or skip: tidemind clarify skip"
+                     f" {q['question_id']}")
     return "\n".join(lines)
 
 
@@ -58,7 +62,15 @@ def _fmt_recall(r: dict) -> str:
                " --scope S or --all-scopes to widen)"
     if r["abstained"]:
         return f"(abstained) {r['message']}\n{searched}"
-    return "\n".join(_fmt_item(i) for i in r["items"])
+    lines = [_fmt_item(i) for i in r["items"]]
+    if r.get("clarify"):
+        c = r["clarify"]
+        lines.append(f"\n{c['question']}")
+        lines += [f"  {g['choice']}: node(s) {', '.join(map(str, g['ids']))}   (--choose \"{g['choice']}\")"
+                  for g in c["groups"]]
+    elif r.get("chosen"):
+        lines.append(f"\n(answered for {r['chosen']})")
+    return "\n".join(lines)
 
 
 def _fmt_show(r: dict) -> str:
@@ -68,6 +80,8 @@ def _fmt_show(r: dict) -> str:
     lines = [f"node {r['id']} · {r['status']} · scope {r['scope']}" + (f" · {origin}" if origin else ""),
              f"valid from {r['valid_from']} to {r['valid_to'] or 'now'} · recorded {r['recorded_at']}",
              "", r["content"], ""]
+    for c in r.get("clarified", []):
+        lines.append(f"clarified ({c['by']}, {c['at'][:10]}): {c['term']}: {c['answer']}")
     for name, d in r["derived"].items():
         lines.append(f"derived {name} ({d['generator']}): {d['value']}")
     if r["tags"]:
@@ -104,8 +118,42 @@ def cmd_digest(args):
 def cmd_recall(args):
     with _memory(args) as m:
         r = m.recall(args.query, scopes=args.scope, all_scopes=args.all_scopes, tags_filter=args.tag or (),
-                     source=args.source, limit=args.limit, as_of=args.as_of, clock=args.clock)
+                     source=args.source, limit=args.limit, as_of=args.as_of, clock=args.clock, choose=args.choose)
         _emit(args, r, _fmt_recall)
+
+
+def _fmt_questions(r: dict) -> str:
+    if not r["questions"]:
+        return "no open questions" if r["state"] == "open" else "no questions"
+    lines = []
+    for q in r["questions"]:
+        state = ("waiting, out of search until " + q["hold_until"][:16].replace("T", " ") + " UTC") if q["held"] \
+            else q["state"] if q["state"] != "open" else "open (its time limit passed: searchable)"
+        unit = " ".join(q["content"].split())
+        lines += [f"question {q['id']} · node {q['node_id']} · {q['scope']} · {state}",
+                  f"  \"{unit[:160]}{'…' if len(unit) > 160 else ''}\"", f"  {q['question']}"]
+        if q["options"] and q["state"] == "open":
+            lines.append("  e.g. " + " | ".join(q["options"]))
+    return "\n".join(lines)
+
+
+def cmd_clarify(args):
+    with _memory(args) as m:
+        m.actor = "person:cli"
+        if args.action == "list":
+            state = None if args.all else "open"
+            r = {"state": state, "questions": m.clarify_questions(scopes=args.scope, state=state)}
+            _emit(args, r, _fmt_questions)
+            return
+        if args.id is None:
+            raise InvalidInput(f"clarify {args.action} needs the question's id (see `tidemind clarify`)")
+        if args.action == "skip":
+            r = m.clarify_skip(args.id)
+        else:
+            if not args.answer:
+                raise InvalidInput('clarify answer needs the answer text: tidemind clarify answer ID "..."')
+            r = m.clarify_answer(args.id, _read_text(" ".join(args.answer)))
+        _emit(args, r, lambda r: r["done"])
 
 
 def cmd_show(args):
@@ -485,6 +533,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--as-of", help="answer as of this time (ISO-8601)")
     s.add_argument("--clock", choices=["both", "valid", "recorded"], default="both",
                    help="which clock --as-of applies to (default both)")
+    s.add_argument("--choose", help="when the answer asked which of several things you mean: your choice")
+    s = add("clarify", cmd_clarify, "questions memories wait on: list them, answer one, or skip it")
+    s.add_argument("action", nargs="?", default="list", choices=["list", "answer", "skip"])
+    s.add_argument("id", nargs="?", type=int)
+    s.add_argument("answer", nargs="*", help="answer: the text (or - for stdin)")
+    s.add_argument("--scope", action="append")
+    s.add_argument("--all", action="store_true", help="list answered, skipped and closed questions too")
     s = add("show", cmd_show, "one node with its versions, tags, links and derived fields")
     s.add_argument("id")
     s.add_argument("--scope", action="append")

@@ -41,6 +41,15 @@ intent:
   memory; re-storing an old, corrected claim is flagged for review, never merged.
 - "archive": hide `target_node` from every read (reversible by a person).
 - "forget": erase `target_node`'s text everywhere (irreversible; use when the user asks to forget).
+- "clarify": answer the question a stored memory is waiting on (`target_node`): `content` is the
+  user's answer in their words (e.g. "Alex Rivera", "Friday 11 December"); it is kept beside the
+  memory, which is never rewritten, and the memory becomes searchable with it. `skip: true`
+  instead leaves the memory as written and searchable now.
+
+A store result may hold `questions`: a memory whose words are genuinely ambiguous ("next Friday"
+written on a Wednesday, "Alex" when two are known) waits out of search, for a while, with one
+question. Ask the user it when it fits the conversation, then answer with intent "clarify"; do
+not guess the answer yourself.
 
 source: {"tool": host name, "session": conversation id}, so neighbouring memories of one session
 can be found together. valid_at: ISO date when the fact started to hold, if not now.
@@ -62,7 +71,13 @@ has_derived (derived fields are model or heuristic output, labelled "derived").
 scope narrows the scopes read (never widens them). as_of (ISO) answers as of that time on the
 `clock` given: "valid" (the facts that held), "recorded" (what memory held then) or "both".
 When nothing matches well enough the answer says abstained: true: then say you do not know
-rather than guessing.
+rather than guessing. The answer lists `grounded_by`: the memories that support it by themselves.
+
+When the memories that answer are about different things (two people called Alex, two staging
+databases), the answer carries `clarify`: one question and the candidate groups. Ask the user
+(or pick from the conversation's context), then call again with the same query and
+`choose` set to one group's choice. mode "clarify" returns only that question and the groups
+when there is one, and the normal answer otherwise.
 
 mode "taste" asks the workstream view instead (exact answers from the per-day composition of
 workstreams, not similarity); query is one of: "where SLUG" (every day that touched it, old
@@ -106,10 +121,13 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     @server.tool(description=DIGEST_DOC, annotations=ToolAnnotations(
         title="Store or change a memory", read_only_hint=False, destructive_hint=True, idempotent_hint=False,
         open_world_hint=False))
-    def brain_digest(content: str = "", intent: Literal["store", "correct", "archive", "forget"] = "store",
+    def brain_digest(content: str = "", intent: Literal["store", "correct", "archive", "forget", "clarify"] = "store",
                      target_node: int | None = None, scope: str | None = None,
-                     source: dict[str, str] | None = None, valid_at: str | None = None) -> dict[str, Any]:
+                     source: dict[str, str] | None = None, valid_at: str | None = None,
+                     skip: bool = False) -> dict[str, Any]:
         source = source or {}
+        if skip and intent != "clarify":
+            raise ToolError('skip is only for intent "clarify"')
         if intent == "store":
             if target_node is not None:
                 raise ToolError("target_node is only for intent correct, archive or forget")
@@ -121,6 +139,16 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
             return {"intent": intent, **r}
         if target_node is None:
             raise ToolError(f"intent {intent!r} needs target_node: the id of the memory to {intent}")
+        if intent == "clarify":
+            if skip:
+                r = call(memory.clarify_skip, target_node, by_node=True)
+            elif not content.strip():
+                raise ToolError('intent "clarify" needs content (the user\'s answer), or skip: true to leave the'
+                                " memory as written")
+            else:
+                r = call(memory.clarify_answer, target_node, content, by_node=True)
+                embedder.wake()
+            return {"intent": intent, "warnings": [], **r}
         if intent == "correct":
             r = call(memory.correct, target_node, content, valid_at=valid_at, source_tool=source.get("tool"),
                      session=source.get("session"))
@@ -134,8 +162,8 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
         open_world_hint=False))
     def brain_recall(query: str | None = None, node_id: int | None = None, from_node: int | None = None,
                      scope: str | list[str] | None = None, tags: list[str] | None = None, limit: int = 8,
-                     mode: Literal["detail", "index", "taste"] = "detail", as_of: str | None = None,
-                     clock: Literal["both", "valid", "recorded"] = "both") -> dict[str, Any]:
+                     mode: Literal["detail", "index", "taste", "clarify"] = "detail", as_of: str | None = None,
+                     clock: Literal["both", "valid", "recorded"] = "both", choose: str | None = None) -> dict[str, Any]:
         given = [x is not None for x in (query, node_id, from_node)]
         if sum(given) != 1:
             raise ToolError("give exactly one of query, node_id or from_node")
@@ -152,8 +180,15 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
             items = [r["node"], *r["neighbours"]]
             return {"items": items if mode == "detail" else [_index(i) for i in items], "abstained": False,
                     "message": f"node {from_node} and {len(r['neighbours'])} confirmed neighbour(s)"}
+        if choose is not None and query is None:
+            raise ToolError("choose follows a query whose answer offered `clarify` groups")
         r = call(memory.recall, query, scopes=scopes, tags_filter=tags or (), limit=limit, as_of=as_of,
-                 clock=clock)
+                 clock=clock, choose=choose)
+        if mode == "clarify" and r.get("clarify"):
+            brief = {i["id"]: _index(i) for i in r["items"]}
+            groups = [{**g, "memories": [brief[i] for i in g["ids"] if i in brief]} for g in r["clarify"]["groups"]]
+            return {"items": [], "abstained": False, "clarify": {**r["clarify"], "groups": groups},
+                    "grounded_by": r["grounded_by"], "message": r["message"]}
         if mode == "index":
             r["items"] = [_index(i) for i in r["items"]]
         return r

@@ -14,12 +14,12 @@ from typing import Iterable, Sequence
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
-from . import secrets, text, units
+from . import clarify, secrets, text, units
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
-from .store import (AsOf, audit, captures, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
+from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
                     recall_hits, syntheses,
                     stream, tags, vectors)
 from .store import backup_to
@@ -149,7 +149,7 @@ class Memory:
         valid_from = parse_iso(valid_at) if valid_at else None
         pieces = units.split_units(body)
         now = self.now()
-        node_ids, review_ids = [], []
+        node_ids, review_ids, spans = [], [], []
         with immediate(self.conn):
             capture_id = self._capture(body, scope, now, source_tool, session)
             check_corrections = nodes.has_corrections(self.conn, scope)
@@ -163,6 +163,7 @@ class Memory:
                 audit.record(self.conn, at=now, actor=self.actor, action="digest", node_id=node_id,
                              capture_id=capture_id, content_hash=text.sha256(piece), scope=scope)
                 node_ids.append(node_id)
+                spans.append((node_id, start, end))
                 if check_corrections:
                     for old in self._corrected_claims(scope, piece):
                         item = review.file(self.conn, "contradiction", node_id=node_id,
@@ -173,8 +174,16 @@ class Memory:
                             f"node {node_id} repeats a claim that was corrected (node {old['id']} was replaced by "
                             f"node {old['superseded_by']}); stored as written and filed for review (item {item}),"
                             " the correction still stands")
+            # relative dates are read as of when the words were written: the fact's time when the
+            # caller replays an older conversation, else the capture's
+            questions = clarify.on_capture(self, capture_id=capture_id, scope=scope, body=body, units=spans,
+                                           anchor=valid_from or now, now=now)
+        done = f"stored {len(node_ids)} unit(s)"
+        if questions:
+            done += (f"; {len(questions)} held out of search until answered or skipped (at the latest until"
+                     f" {questions[0]['hold_until'][:16].replace('T', ' ')} UTC)")
         return {"node_ids": node_ids, "capture_id": capture_id, "warnings": warnings, "review_items": review_ids,
-                "scope": scope, "done": f"stored {len(node_ids)} unit(s)"}
+                "scope": scope, "questions": questions, "done": done}
 
     def store_unit(self, content: str, *, scope: str, source_tool: str, valid_from: str | None, now: str,
                    lineage_of: int | None = None, reason: str = "import") -> tuple[int, list[str]]:
@@ -260,6 +269,7 @@ class Memory:
                                   recorded_at=now, valid_from=parse_iso(valid_at) if valid_at else old["valid_from"],
                                   reason="correct", actor=self.actor, lineage_of=old["id"])
             nodes.supersede(self.conn, old["id"], new_id, now)
+            clarifications.close_for_node(self.conn, old["id"], now)   # the new words are read afresh
             vectors.drop_from_index(self.conn, old["id"])
             vectors.enqueue(self.conn, new_id, now)
             self._carry_standing(old["id"], new_id, now)
@@ -294,6 +304,7 @@ class Memory:
             if row["status"] == "archived":
                 raise Conflict(f"node {node_id} is already archived")
             nodes.set_status(self.conn, row["id"], "archived")
+            clarifications.close_for_node(self.conn, row["id"], now)
             vectors.drop(self.conn, row["id"])
             audit.record(self.conn, at=now, actor=self.actor, action="archive", node_id=row["id"])
         return {"node_ids": [row["id"]], "done": f"node {row['id']} archived (hidden from every read; unarchive restores)"}
@@ -330,6 +341,7 @@ class Memory:
                     touched.setdefault(t["capture_id"], []).append(t)
                 nodes.erase(self.conn, t["id"])
                 derived.delete_for_node(self.conn, t["id"])
+                clarifications.scrub_node(self.conn, t["id"])
                 vectors.drop(self.conn, t["id"])
                 review.scrub_node(self.conn, t["id"])
                 syntheses.withdraw_citing(self.conn, t["id"])
@@ -400,15 +412,20 @@ class Memory:
     def recall(self, query: str, *, scopes: Sequence[str] | None = None, all_scopes: bool = False,
                tags_filter: Sequence[str] = (), source: str | None = None, limit: int = 8,
                as_of: str | None = None, clock: str = "both", use_vectors: bool = True,
-               use_lexical: bool = True, record: bool = True) -> dict:
+               use_lexical: bool = True, record: bool = True, choose: str | None = None) -> dict:
+        """Hybrid recall. When the grounding memories are about different things the answer
+        carries `clarify` (one question, candidate groups); `choose` answers for one group."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("recall needs a query (or use `show ID` for one node)")
+        if choose is not None and (not isinstance(choose, str) or not choose.strip()):
+            raise InvalidInput("choose must be one of the choices a divergent answer offered")
         if not 1 <= int(limit) <= 100:
             raise InvalidInput("limit must be between 1 and 100")
         read = self.read_scopes(scopes, all_scopes)
         moment = self._as_of(as_of, clock)
         req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),
-                            as_of=moment, now=self.now(), use_vectors=use_vectors, use_lexical=use_lexical)
+                            as_of=moment, now=self.now(), use_vectors=use_vectors, use_lexical=use_lexical,
+                            choose=choose)
         if use_vectors:
             result = hybrid_recall(self.conn, self.embedder, req, side=self._recall_side())
         else:
@@ -465,6 +482,23 @@ class Memory:
         read = self.read_scopes(scopes)
         write_scope = self.writable[0] if self.writable else read[0]
         return prepare_mod.build(self.conn, read, write_scope, hint, budget_chars)
+
+    # -- clarification -------------------------------------------------------------------------
+    def clarify_questions(self, scopes: Sequence[str] | None = None, state: str | None = "open",
+                          limit: int = 200) -> list[dict]:
+        """Questions about units in the readable scopes (open ones by default), newest first."""
+        return clarify.listing(self, self.read_scopes(scopes, all_scopes=True), state, limit)
+
+    def clarify_answer(self, question_id: int, answer, *, by_node: bool = False) -> dict:
+        return clarify.answer(self, question_id, answer, by_node=by_node)
+
+    def clarify_skip(self, question_id: int, *, by_node: bool = False) -> dict:
+        return clarify.skip(self, question_id, by_node=by_node)
+
+    def clarified(self, node_id: int) -> list[dict]:
+        """The clarified layer of a visible node: the person's answers, oldest first."""
+        self.show(node_id)
+        return clarifications.for_node(self.conn, _node_id(node_id))
 
     def propose_lessons(self, lessons: list[dict], session: str | None = None) -> list[int]:
         """File heuristic findings (corrections, repeated failures) as `proposed_lesson` review items in
@@ -656,6 +690,9 @@ class Memory:
             return f"node {node_id} is archived (hidden); `tidemind unarchive {node_id}` restores it"
         if row["status"] == "forgotten":
             return f"node {node_id} was forgotten"
+        if row["status"] == "live" and row["held_until"] and row["held_until"] > to_iso(system_clock()):
+            return (f"node {node_id} awaits an answer to a clarifying question (`tidemind clarify`); it is out of"
+                    f" search until answered, skipped or {row['held_until'][:16].replace('T', ' ')} UTC")
         if moment and moment.active:
             return f"node {node_id} was not recorded or not valid at that time"
         return f"node {node_id} was corrected; the current version is node {row['superseded_by']}"
@@ -693,7 +730,8 @@ class Memory:
             mat = emb.embed([c for _, c, _ in items])
             now = self.now()
             with immediate(self.conn):
-                still = nodes.get_visible(self.conn, [i for i, _, _ in items], list({s for _, _, s in items}))
+                # live, not `visible`: a unit awaiting clarification is embedded too (reads still hide it)
+                still = nodes.live_among(self.conn, [i for i, _, _ in items])
                 for (node_id, _, scope), vec in zip(items, mat):
                     if node_id in still:
                         vectors.put(self.conn, node_id, scope, emb.name, vec, now)

@@ -11,11 +11,12 @@ from typing import Sequence
 
 import apsw
 
-from .store import nodes, review, syntheses
+from .store import clarifications, nodes, review, syntheses
 
 HARD_CAP = 9_800
 WINDOW = 2_000          # how many recent memories the heuristics look through
 LINE_CHARS = 240
+OPEN_QUESTIONS_SHOWN = 3
 
 _ABOUT = re.compile(r"(?i)\b(?:i|i'm|my|me)\b[^.\n]{0,80}\b(?:prefer|like|love|hate|always|never|name is|am an?|"
                     r"work as|work at|live in|want|don't want|avoid|usually|allergic)\b")
@@ -74,6 +75,12 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
         if _servable(conn, s["members"], scopes):
             label = s["kind"] if s["status"] == "approved" else f"{s['kind']}, unreviewed"
             approved.append(f"- ({label}, derived) {' '.join(s['text'].split())[:LINE_CHARS]}")
+    questions = clarifications.listing(conn, scopes, "open", OPEN_QUESTIONS_SHOWN)
+    waiting = [f"- node {q['node_id']}: {' '.join(q['question'].split())[:LINE_CHARS]}" for q in questions]
+    if waiting:
+        more = clarifications.count_open(conn, scopes) - len(waiting)
+        if more > 0:
+            waiting.append(f"- and {more} more (`tidemind clarify` lists them)")
     sections = [
         ("About the person (their own words)", [_line(n) for n in about]),
         ("Lessons, principles and decisions", approved + [_line(n) for n in lessons]),
@@ -83,6 +90,7 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
                              if r["payload"].get("reason") == "reasserts_corrected_claim" else
                              f"- review {r['id']}: nodes {r['node_id']} and {r['other_node_id']} contradict each other"
                              for r in flagged]),
+        ("Open questions (ask the user when it fits; answer with brain_digest intent \"clarify\")", waiting),
     ]
     head = f"# TideMind memory · scope{'s' if len(scopes) > 1 else ''} {', '.join(scopes)}"
     if hint:

@@ -1,7 +1,7 @@
 """How a node is shown to a reader: authored text, then its labelled layers and standing.
 
-Tags and links always carry their status; derived values always carry their generator and are
-labelled `derived`; a superseded node (seen only through an as-of query) says what replaced it.
+Tags and links always carry their status; a person's clarifications are labelled `clarified`;
+derived values always carry their generator and are labelled `derived`; a superseded node (seen only through an as-of query) says what replaced it.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Sequence
 
 import apsw
 
-from .store import AsOf, derived, links, review, tags
+from .store import AsOf, clarifications, derived, links, review, tags
 
 
 def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int], scopes: Sequence[str],
@@ -31,6 +31,9 @@ def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int]
                 flags.append(f"contradiction:review:{item['id']}")
         if der:
             flags.append("has_derived")
+        clarified = clarifications.for_node(conn, node_id) if row.get("clarified_text") else []
+        if clarified:
+            flags.append("has_clarified")
         if via and node_id in via:
             flags.append(f"via:{via[node_id]}")
         items.append({
@@ -44,6 +47,8 @@ def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int]
                      if t["status"] != "rejected_by_user"],
             "links": [{"target": l["target"], "relation": l["relation"], "status": l["status"]}
                       for l in link_map[node_id]],
+            "clarified": [{"term": c["term"], "answer": c["answer"], "by": c["actor"], "at": c["at"],
+                           "layer": "clarified"} for c in clarified],
             "derived": {k: {"value": v["value"], "generator": v["generator"], "layer": "derived"}
                         for k, v in der.items()},
             "valid_from": row["valid_from"],

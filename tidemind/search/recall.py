@@ -10,13 +10,16 @@
    coverage (share of the query's content words it contains) and calibrated cosine. Hits below
    ITEM_EVIDENCE, or below RELATIVE_EVIDENCE of the best hit's evidence, are dropped rather than
    padding the answer; if nothing reaches ABSTAIN_BELOW, recall abstains with a plain message.
+6. Divergence (`diverge`): when the grounding memories qualify a query word differently (two
+   "Alex"es, two staging databases), the answer carries one question with the candidate groups
+   (`clarify`); `choose` answers for one group.
 5. Context: sibling units of a hit's capture and the adjacent digests of its session join below
    their seed's score when they carry some evidence of their own, else are listed as the seed's `context`;
    nodes one confirmed link away join below their seed's score (pending links are never walked).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Sequence
 
 import apsw
@@ -28,7 +31,7 @@ from .. import views
 from ..store import AsOf, fts, links, nodes, review, tags as tag_store, vectors, visible
 from ..text import STOPWORDS, content_words
 from ..timeutil import from_iso
-from . import fusion
+from . import diverge, fusion
 
 FTS_CANDIDATES = 60
 VEC_CANDIDATES = 48
@@ -60,6 +63,7 @@ class RecallRequest:
     expand: bool = True
     use_vectors: bool = True      # False: lexical only (hooks on every prompt: no numpy, no embedding)
     use_lexical: bool = True      # False: vector arm only (evaluation compares the arms)
+    choose: str | None = None     # the follow-up to a divergent answer: one group's choice
 
 
 def _where(req: RecallRequest) -> tuple[str, list]:
@@ -166,6 +170,9 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     worker thread while the FTS arm runs here (SQLite releases the GIL while it works), so the
     arms cost max(fts, vector) instead of their sum. Both see committed data only, and every hit
     is re-checked against the predicate below, so differing snapshots cannot leak anything."""
+    wanted = req.limit
+    if req.choose is not None:       # room for the chosen group once the others leave
+        req = replace(req, limit=req.limit * 2)
     where, params = _where(req)
     query = embed_query(embedder, req) if req.use_vectors else None
     if side is not None and query is not None:
@@ -189,7 +196,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         row = found.get(node_id)
         if row is None:
             continue
-        evidence[node_id] = max(_coverage(conn, query_stems, row["content"] + " " + row["derived_text"]),
+        evidence[node_id] = max(_coverage(conn, query_stems, " ".join((row["content"], row["derived_text"], row["clarified_text"]))),
                                 _cos_evidence(cosines.get(node_id)))
     best = max(evidence.values(), default=0.0)
     keep_from = max(ITEM_EVIDENCE, RELATIVE_EVIDENCE * best)   # a strong answer is not padded with weak ones
@@ -202,6 +209,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     arms = {"fts": len(lexical), "vector": len(semantic)}
     if best < ABSTAIN_BELOW or not scores:
         return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms, "grounded_by": [],
+                "clarify": None, "chosen": None,
                 "message": "No stored memory matches this well enough to answer; nothing was padded in."}
     direct = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
     via: dict[int, str] = {}
@@ -216,10 +224,32 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     # what grounds the answer: served items whose own evidence reaches the answering bar (the
     # others are there as context: a neighbouring turn, a linked memory, a contradiction's partner)
     grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
+    clarify = diverge.candidate_groups(req.query, items, grounded)
+    chosen = None
+    if req.choose is not None:
+        chosen, others = diverge.choose(clarify, req.choose)
+        items = [i for i in items if i["id"] not in others and not _came_with(i, others)][:wanted]
+        grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
+        clarify = None
     message = (f"{len(items)} memories; grounded by " + ", ".join(f"#{i}" for i in grounded) if grounded else
                f"{len(items)} memories, none of which answers this by itself (context of a weaker match)")
+    if clarify:
+        message = (f"{len(items)} memories about different things; ask before answering: {clarify['question']}"
+                   " (then recall again with choose=<one of the choices>)")
+    elif chosen:
+        message += f" (for {chosen['choice']})"
     return {"items": items, "abstained": False, "arms": arms, "best_evidence": round(best, 3), "grounded_by": grounded,
-            "message": message}
+            "clarify": clarify, "chosen": chosen and chosen["choice"], "message": message}
+
+
+def _came_with(item: dict, seeds: set[int]) -> bool:
+    """Whether `item` was served as context of one of `seeds` (a neighbour, link or partner)."""
+    for flag in item.get("flags", []):
+        if flag.startswith("via:"):
+            seed = flag.rsplit(":", 1)[-1]
+            if seed.isdigit() and int(seed) in seeds:
+                return True
+    return False
 
 
 def _with_contradictions(conn, req, order, scores, via, found, where, params, evidence) -> list[int]:

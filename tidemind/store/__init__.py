@@ -8,7 +8,7 @@ from pathlib import Path
 
 import apsw
 
-from . import (audit, captures, derived, fts, links, llm_calls, migrations, nodes, recall_hits, review, syntheses, tags,
+from . import (audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, recall_hits, review, syntheses, tags,
                task_runs, vectors)
 from .connection import connect, immediate, rows, scalar
 from .visibility import AsOf, visible
@@ -29,6 +29,7 @@ CORE_MIGRATIONS = [
     ("0013_recall_hits", recall_hits.DDL),
     ("0014_derived_history", derived.HISTORY_DDL),
     ("0015_nodes_by_valid_day", nodes.VALID_DAY_DDL),
+    ("0016_clarified_layer", clarifications.DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 
@@ -62,5 +63,5 @@ def open_store(db_path: Path, busy_timeout_ms: int = 10_000) -> apsw.Connection:
 
 
 __all__ = ["AsOf", "visible", "open_store", "immediate", "rows", "scalar", "backup_to", "connect",
-           "audit", "captures", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
+           "audit", "captures", "clarifications", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
            "vectors"]

@@ -34,7 +34,7 @@ CREATE TABLE derived_history(           -- earlier derived values, kept when a p
 CREATE INDEX derived_history_node ON derived_history(node_id, field);
 """
 
-SEARCHABLE = ("title", "summary", "keyphrases")
+SEARCHABLE = ("title", "summary", "keyphrases", "anchors")
 
 
 def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: str, at: str) -> None:

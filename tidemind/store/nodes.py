@@ -55,7 +55,7 @@ CREATE TABLE node_versions(
 
 COLUMNS = ("id", "capture_id", "unit_index", "capture_start", "capture_end", "content", "content_hash", "scope", "status", "kind",
            "source_tool", "session", "recorded_at", "superseded_at", "valid_from", "valid_to",
-           "superseded_by", "heat", "derived_text")
+           "superseded_by", "heat", "derived_text", "clarified_text", "held_until")
 _SELECT = ", ".join(f"n.{c}" for c in COLUMNS)
 
 
@@ -100,6 +100,15 @@ def get_visible(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence
     return {r["id"]: r for r in found}
 
 
+def live_among(conn: apsw.Connection, node_ids: Sequence[int]) -> set[int]:
+    """The ids whose status is live (write paths; reads use `visible`)."""
+    if not node_ids:
+        return set()
+    marks = ",".join("?" * len(node_ids))
+    return {i for (i,) in conn.execute(f"SELECT id FROM nodes WHERE id IN ({marks}) AND status = 'live'",
+                                       list(node_ids))}
+
+
 def set_status(conn: apsw.Connection, node_id: int, status: str) -> None:
     conn.execute("UPDATE nodes SET status=? WHERE id=?", (status, node_id))
 
@@ -113,7 +122,8 @@ def erase(conn: apsw.Connection, node_id: int) -> None:
     """Forget: blank the authored and derived text; hashes stay as the tombstone."""
     for scope, content in conn.execute("SELECT scope, content FROM nodes WHERE id=?", (node_id,)):
         fts.count_document(conn, scope, content, -1)
-    conn.execute("UPDATE nodes SET content='', derived_text='', status='forgotten' WHERE id=?", (node_id,))
+    conn.execute("UPDATE nodes SET content='', derived_text='', clarified_text='', held_until=NULL,"
+                 " status='forgotten' WHERE id=?", (node_id,))
 
 
 def set_derived_text(conn: apsw.Connection, node_id: int, text: str) -> None:

@@ -94,14 +94,16 @@ def enqueue(conn: apsw.Connection, node_id: int, at: str) -> None:
 
 
 def queued(conn: apsw.Connection, limit: int) -> list[tuple[int, str, str]]:
-    """(node_id, content, scope) of queued nodes that are still live; dead ones are dropped from the queue."""
+    """(node_id, text, scope) of queued nodes that are still live; dead ones are dropped from the queue."""
     # driven by the (short) queue, probing nodes by key: the join the other way round scanned all
     # of nodes (~25 ms at 100k, inside the write lock an MCP digest then waited for)
     conn.execute("DELETE FROM embed_queue WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = embed_queue.node_id"
                  " AND n.status = 'live')")
     # CROSS JOIN keeps the queue as the outer loop (the planner otherwise scans all of nodes)
-    return list(conn.execute("SELECT n.id, n.content, n.scope FROM embed_queue q CROSS JOIN nodes n ON n.id = q.node_id"
-                             " ORDER BY q.node_id LIMIT ?", (limit,)))
+    # the text embedded is what the unit means: its authored words and a person's clarifications
+    return list(conn.execute("SELECT n.id, n.content || CASE WHEN n.clarified_text != '' THEN char(10) ||"
+                             " n.clarified_text ELSE '' END, n.scope FROM embed_queue q CROSS JOIN nodes n"
+                             " ON n.id = q.node_id ORDER BY q.node_id LIMIT ?", (limit,)))
 
 
 def queue_length(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> int:

@@ -5,7 +5,9 @@ may read. `as_of` answers for either clock:
   - valid clock: the fact held at T   (valid_from <= T < valid_to)
   - recorded clock: the store held it at T (recorded_at <= T < superseded_at); this is the
     only way a `superseded` node is ever seen, and it comes back flagged `superseded_by`.
-Archived and forgotten nodes are never visible, whatever the clock.
+Archived and forgotten nodes are never visible, whatever the clock. A unit awaiting
+clarification (`held_until` in the future) is not visible either, on any clock; its hold lapses
+by itself at that time, read against the real time of the read.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import ScopeDenied
+from ..timeutil import system_clock, to_iso
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class AsOf:
         return bool(self.valid or self.recorded)
 
 
-def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None) -> tuple[str, list]:
+def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: str | None = None) -> tuple[str, list]:
     """SQL fragment (no leading AND) and its parameters for nodes aliased `alias`."""
     if not scopes:
         raise ScopeDenied("no readable scope given")
@@ -42,4 +45,6 @@ def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None) -> tup
     if as_of is not None and as_of.valid:
         clauses.append(f"{a}.valid_from <= ? AND ({a}.valid_to IS NULL OR {a}.valid_to > ?)")
         params += [as_of.valid, as_of.valid]
+    clauses.append(f"({a}.held_until IS NULL OR {a}.held_until <= ?)")
+    params.append(now or to_iso(system_clock()))
     return " AND ".join(clauses), params

@@ -1,0 +1,339 @@
+"""Clarification at capture and the clarified layer (issue 9).
+
+Holds are compared with the real time of a read, so these tests use the system clock (a
+memory written by a clock days in the past has a hold that already lapsed, which one test
+uses on purpose). Anchors for relative dates come from `valid_at` (the moment the words were
+written), so a chosen weekday does not depend on today's date.
+"""
+import datetime as dt
+import json
+
+import apsw
+import pytest
+
+from tidemind.errors import Conflict, InvalidInput, NotFound
+from tidemind.memory import Memory
+from tidemind.store import nodes
+
+from .conftest import StepClock
+
+WEDNESDAY = "2026-12-02T10:00:00Z"
+SATURDAY = "2026-12-05T10:00:00Z"
+
+
+@pytest.fixture
+def live(home):
+    m = Memory.open(home)            # the system clock: holds are real
+    yield m
+    m.close()
+
+
+def _two_alexes(m, scope=None):
+    m.digest("Alex Chen owns the billing service and its on-call rota.", scope=scope)
+    m.digest("Alex Rivera designs the mobile app screens.", scope=scope)
+
+
+def _ids(result):
+    return [i["id"] for i in result["items"]]
+
+
+def _every_read(m, node_id, query):
+    """Whether the node comes back through any read path a person or agent has."""
+    seen = node_id in _ids(m.recall(query))
+    seen |= node_id in _ids(m.recall(query, use_vectors=False))
+    seen |= f"[{node_id}]" in m.prepare()["text"]
+    try:
+        m.show(node_id)
+        seen = True
+    except NotFound:
+        pass
+    return seen
+
+
+def test_relative_dates_are_anchored_by_when_the_words_were_written(live):
+    r = live.digest("Ship the invoice export tomorrow, and review it in 2 weeks.", valid_at=WEDNESDAY)
+    assert r["questions"] == []
+    node = r["node_ids"][0]
+    anchors = live.show(node)["derived"]["anchors"]
+    assert anchors["layer"] == "derived" and anchors["generator"] == "clarify:capture-time"
+    assert "tomorrow = Thursday 3 December 2026 (2026-12-03)" in anchors["value"]
+    assert "in 2 weeks = Wednesday 16 December 2026 (2026-12-16)" in anchors["value"]
+    assert node in _ids(live.recall("2026-12-03 invoice export"))        # the date finds it
+    # without valid_at the capture time is the anchor
+    today = dt.datetime.now(dt.timezone.utc).date()
+    r = live.digest("Renew the domain tomorrow.")
+    value = live.show(r["node_ids"][0])["derived"]["anchors"]["value"]
+    assert (today + dt.timedelta(days=1)).isoformat() in value
+
+
+def test_next_weekday_early_in_the_week_is_asked_and_held_out_of_every_read(live):
+    live.digest("The quarterly planning doc lives in the shared drive.")
+    r = live.digest("Move the quarterly planning review to next Friday.", valid_at=WEDNESDAY)
+    [q] = r["questions"]
+    node = r["node_ids"][0]
+    assert q["kind"] == "date" and q["term"] == "next Friday" and q["node_id"] == node
+    assert q["options"] == ["Friday 4 December 2026 (2026-12-04)", "Friday 11 December 2026 (2026-12-11)"]
+    assert "held out of search" in r["done"]
+    assert not _every_read(live, node, "quarterly planning review")
+    with pytest.raises(NotFound, match="awaits an answer"):
+        live.show(node)
+    # the same words written on a Saturday mean the coming Friday: anchored, nothing asked
+    r = live.digest("Move the budget review to next Friday.", valid_at=SATURDAY)
+    assert r["questions"] == []
+    assert "2026-12-11" in live.show(r["node_ids"][0])["derived"]["anchors"]["value"]
+
+
+def test_an_answer_changes_search_for_that_unit_and_never_its_authored_text(live, home):
+    _two_alexes(live)
+    text = "Alex said the venue for the team dinner is booked."
+    r = live.digest(text)
+    [q] = r["questions"]
+    node = r["node_ids"][0]
+    assert q["kind"] == "referent" and q["options"] == ["Alex Chen", "Alex Rivera"]
+    before = nodes.get_any(live.conn, node)
+    capture = live.conn.execute("SELECT content FROM captures WHERE id=?", (r["capture_id"],)).fetchall()
+    stream_before = b"".join(p.read_bytes() for p in sorted((home / "stream").glob("*.md")))
+
+    done = live.clarify_answer(q["question_id"], "Alex Rivera")
+    assert done["state"] == "answered"
+    live.embed_pending()
+    after = nodes.get_any(live.conn, node)
+    assert (after["content"], after["content_hash"]) == (before["content"], before["content_hash"]) == \
+        (text, before["content_hash"])
+    assert live.conn.execute("SELECT content FROM captures WHERE id=?", (r["capture_id"],)).fetchall() == capture
+    assert b"".join(p.read_bytes() for p in sorted((home / "stream").glob("*.md"))) == stream_before
+    assert nodes.versions(live.conn, node) and len(nodes.versions(live.conn, node)) == 1
+    # search now reads the unit with its clarification: "Rivera" finds it, it did not before
+    found = live.recall("Rivera team dinner venue")
+    assert node in found["grounded_by"]
+    item = next(i for i in found["items"] if i["id"] == node)
+    assert item["content"] == text and item["layer"] == "authored"
+    assert item["clarified"][0] | {"at": None} == {"term": "Alex", "answer": "Alex Rivera", "by": "cli", "at": None,
+                                                 "layer": "clarified"}
+    assert "has_clarified" in item["flags"]
+    with pytest.raises(Conflict, match="already answered"):
+        live.clarify_answer(q["question_id"], "Alex Chen")
+
+
+def test_the_answer_is_what_makes_the_difference(home, tmp_path):
+    """The same capture, skipped in one store and answered in another: only the answered one is
+    found by the clarified words (so the difference is the clarified layer, not the hold)."""
+    results = {}
+    for how in ("skip", "answer"):
+        with Memory.open(tmp_path / how) as m:
+            _two_alexes(m)
+            r = m.digest("Alex said the venue for the team dinner is booked.")
+            [q] = r["questions"]
+            if how == "skip":
+                m.clarify_skip(q["question_id"])
+            else:
+                m.clarify_answer(q["question_id"], "Alex Rivera")
+            m.embed_pending()
+            results[how] = r["node_ids"][0] in _ids(m.recall("Rivera", use_vectors=False))
+            # skipping (or answering) leaves it searchable by its own words
+            assert r["node_ids"][0] in _ids(m.recall("venue team dinner booked"))
+    assert results == {"skip": False, "answer": True}
+
+
+def test_skipping_leaves_the_unit_searchable_as_written(live):
+    _two_alexes(live)
+    r = live.digest("Alex prefers the standup at nine thirty.")
+    [q] = r["questions"]
+    node = r["node_ids"][0]
+    assert node not in _ids(live.recall("standup nine thirty"))
+    out = live.clarify_skip(q["question_id"])
+    assert out["state"] == "skipped"
+    assert node in _ids(live.recall("standup nine thirty"))
+    assert live.show(node)["clarified"] == []
+    assert live.clarify_questions() == []
+    assert [x["state"] for x in live.clarify_questions(state=None)] == ["skipped"]
+
+
+def test_a_hold_lapses_by_itself(home):
+    """The hold is bounded: a question nobody answered stops hiding the unit at hold_until."""
+    past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=4)
+    with Memory.open(home, clock=StepClock(past)) as m:
+        _two_alexes(m)
+        r = m.digest("Alex owns the pager this week.")
+        [q] = r["questions"]
+        assert q["hold_until"] < dt.datetime.now(dt.timezone.utc).isoformat()
+        assert r["node_ids"][0] in _ids(m.recall("owns the pager"))      # 72 h later: searchable anyway
+        [listed] = m.clarify_questions()
+        assert listed["state"] == "open" and listed["held"] is False      # still answerable
+        m.clarify_answer(q["question_id"], "Alex Chen")
+        assert r["node_ids"][0] in m.recall("Chen pager", use_vectors=False)["grounded_by"]
+
+
+def test_configurable_to_never_ask(home):
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text('[clarify]\nask = "never"\n')
+    with Memory.open(home) as m:
+        _two_alexes(m)
+        r = m.digest("Alex moved the launch to next Friday.", valid_at=WEDNESDAY)
+        assert r["questions"] == [] and m.clarify_questions() == []
+        assert r["node_ids"][0] in _ids(m.recall("moved the launch"))
+    (home / "config.toml").write_text('[clarify]\nkinds = ["acronym"]\nhold_hours = 1\n')
+    with Memory.open(home) as m:
+        assert m.digest("Alex moved the launch to next Friday.", valid_at=WEDNESDAY)["questions"] == []
+    (home / "config.toml").write_text('[clarify]\nask = "sometimes"\n')
+    with Memory.open(home) as m, pytest.raises(InvalidInput, match="clarify.ask"):
+        m.digest("Alex moved the launch to next Friday.", valid_at=WEDNESDAY)
+    with Memory.open(home) as m:           # nothing was half-written by the refused digest
+        assert m.conn.execute("SELECT count(*) FROM nodes WHERE content LIKE 'Alex moved%'").fetchall() == [(2,)]
+
+
+def test_names_are_asked_about_only_when_the_scope_knows_several(live):
+    live.digest("Alex Chen owns the billing service.")
+    assert live.digest("Alex reviewed the billing migration.")["questions"] == []      # one Alex known
+    live.digest("Alex Rivera designs the app.")
+    assert live.digest("Alex reviewed the invoice templates.")["questions"] != []
+    # the capture says which: nothing to ask
+    assert live.digest("Alex Rivera joined the call.\n\nAlex approved the colours.")["questions"] == []
+    # another scope's Alexes are not this scope's
+    assert live.digest("Alex signed the lease.", scope="personal:home")["questions"] == []
+
+
+def test_a_pronoun_after_two_people_is_asked_about(live):
+    r = live.digest("Maya Lee and Priya Shah met the auditors.\n\nShe will send the report on Monday.")
+    [q] = r["questions"]
+    assert q["kind"] == "referent" and q["term"] == "She" and q["options"] == ["Maya Lee", "Priya Shah"]
+    assert q["node_id"] == r["node_ids"][1]
+    assert live.digest("Maya Lee met the auditors.\n\nShe will send the report.")["questions"] == []
+
+
+def test_acronyms_with_several_expansions_are_asked_one_is_anchored(live):
+    live.digest("Book PT (physical therapy) for the knee every Tuesday.")
+    r = live.digest("The PT session moved to the afternoon.")
+    assert r["questions"] == []
+    assert "PT = physical therapy" in live.show(r["node_ids"][0])["derived"]["anchors"]["value"]
+    assert r["node_ids"][0] in _ids(live.recall("physical therapy afternoon"))
+    live.digest("Calls with the Seattle team are at 9 Pacific time (PT).")
+    r = live.digest("Remember PT on Thursday.")
+    [q] = r["questions"]
+    assert q["kind"] == "acronym" and sorted(q["options"]) == ["pacific time", "physical therapy"]
+
+
+def test_most_captures_ask_nothing(live):
+    texts = ["We decided to keep Postgres for the ledger.", "The deploy went fine today.",
+             "Rui prefers short standups.", "The API gateway timeout is 30 seconds.",
+             "Remember to renew the TLS certificate next month.", "I like my coffee black."]
+    assert all(live.digest(t)["questions"] == [] for t in texts)
+
+
+def test_the_clarified_layer_is_append_only(live):
+    _two_alexes(live)
+    [q] = live.digest("Alex said the venue is booked.")["questions"]
+    live.clarify_answer(q["question_id"], "Alex Rivera")
+    with pytest.raises(apsw.ConstraintError, match="append-only"):
+        live.conn.execute("UPDATE clarified SET answer = 'Alex Chen'")
+
+
+def test_bad_answers_are_refused_and_nothing_changes(live):
+    _two_alexes(live)
+    r = live.digest("Alex said the venue is booked.")
+    [q] = r["questions"]
+    for bad, match in (("", "empty"), ("   ", "empty"), ("x" * 501, "at most 500"), ("a\x00b", "NUL"),
+                       (b"\xff\xfe", "UTF-8")):
+        with pytest.raises(InvalidInput, match=match):
+            live.clarify_answer(q["question_id"], bad)
+    with pytest.raises(NotFound):
+        live.clarify_answer(9999, "Alex Chen")
+    with pytest.raises(InvalidInput):
+        live.clarify_answer(-1, "Alex Chen")
+    assert live.conn.execute("SELECT count(*) FROM clarified").fetchall() == [(0,)]
+    assert live.clarify_questions()[0]["state"] == "open"
+    # a secret typed into an answer is masked like any other text
+    out = live.clarify_answer(q["question_id"], "Alex Rivera, key sk-ant-api03-" + "a" * 40)
+    assert "sk-ant-api03-aaaa" not in json.dumps(out) and out["warnings"]
+
+
+def test_archive_closes_the_question_and_forget_erases_it(live, home):
+    _two_alexes(live)
+    r1 = live.digest("Alex Quokkasecret said the venue is booked.")     # Quokkasecret: the nonce
+    a = live.digest("Alex wrote the toast.")
+    [qa] = a["questions"]
+    live.archive(a["node_ids"][0])
+    assert live.clarify_questions() == []
+    assert [x["state"] for x in live.clarify_questions(state=None)] == []    # archived: not listed at all
+    assert live.conn.execute("SELECT state FROM questions WHERE id=?", (qa["question_id"],)).fetchall() == [("closed",)]
+    b = live.digest("Alex zebracakes the dessert order.")
+    [qb] = b["questions"]
+    live.clarify_answer(qb["question_id"], "Alex Chen zebracakes")
+    live.forget(b["node_ids"][0])
+    assert live.conn.execute("SELECT count(*) FROM clarified WHERE node_id=?", (b["node_ids"][0],)).fetchall() == [(0,)]
+    assert live.conn.execute("SELECT count(*) FROM questions WHERE node_id=?", (b["node_ids"][0],)).fetchall() == [(0,)]
+    live.close()
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert b"zebracakes" not in path.read_bytes(), path
+    assert r1["questions"] == []
+
+
+def test_a_correction_closes_the_old_question_and_reads_the_new_words_afresh(live):
+    _two_alexes(live)
+    r = live.digest("Alex said the venue is booked.")
+    [q] = r["questions"]
+    fixed = live.correct(r["node_ids"][0], "Alex Chen said the venue is booked.")
+    assert live.conn.execute("SELECT state FROM questions WHERE id=?", (q["question_id"],)).fetchall() == [("closed",)]
+    assert fixed["node_ids"][0] in _ids(live.recall("venue booked"))
+
+
+# -- iterative recall -----------------------------------------------------------------------------
+
+def test_recall_asks_when_the_grounding_memories_are_about_different_people(mem):
+    chen = mem.digest("Alex Chen's phone number is 555-0101.")["node_ids"][0]
+    rivera = mem.digest("Alex Rivera's phone number is 555-0202.")["node_ids"][0]
+    mem.digest("Alex Chen likes green tea.")
+    mem.embed_pending()
+    r = mem.recall("what is Alex's phone number")
+    c = r["clarify"]
+    assert c["question"] == "Which Alex do you mean: Alex Chen or Alex Rivera?"
+    assert [(g["choice"], g["ids"]) for g in c["groups"]] == [("Alex Chen", [chen]), ("Alex Rivera", [rivera])]
+    assert "ask before answering" in r["message"]
+    # the follow-up answers for the chosen group only
+    picked = mem.recall("what is Alex's phone number", choose="Alex Rivera")
+    assert picked["clarify"] is None and picked["chosen"] == "Alex Rivera"
+    assert _ids(picked) == [rivera] and picked["grounded_by"] == [rivera]
+    assert _ids(mem.recall("what is Alex's phone number", choose="rivera")) == [rivera]   # a unique part will do
+    with pytest.raises(InvalidInput, match="choose one of: Alex Chen, Alex Rivera"):
+        mem.recall("what is Alex's phone number", choose="Alex Smith")
+
+
+def test_recall_does_not_ask_when_the_candidates_agree(mem):
+    a = mem.digest("Alex Chen's phone number is 555-0101.")["node_ids"][0]
+    b = mem.digest("Alex Chen changed his phone number plan to unlimited calls.")["node_ids"][0]
+    mem.digest("Alex Rivera likes green tea.")
+    mem.embed_pending()
+    r = mem.recall("Alex phone number")
+    assert set(r["grounded_by"]) >= {a, b}
+    assert r["clarify"] is None                       # both are about the same Alex
+    with pytest.raises(InvalidInput, match="do not diverge"):
+        mem.recall("Alex phone number", choose="Alex Chen")
+    # the query that names one of them does not ask either
+    mem.digest("Alex Rivera's phone number is 555-0202.")
+    mem.embed_pending()
+    assert mem.recall("Alex phone number")["clarify"] is not None
+    assert mem.recall("Alex Chen phone number")["clarify"] is None
+
+
+def test_recall_asks_which_staging_database(mem):
+    billing = mem.digest("The billing staging database runs on pg-stage-7.")["node_ids"][0]
+    search = mem.digest("The search staging database runs on es-stage-2.")["node_ids"][0]
+    mem.embed_pending()
+    r = mem.recall("where does the staging database run")
+    assert {g["choice"]: g["ids"] for g in r["clarify"]["groups"]} == {
+        "billing staging database": [billing], "search staging database": [search]}
+    assert _ids(mem.recall("where does the staging database run", choose="search")) == [search]
+    assert mem.recall("where does the billing staging database run")["clarify"] is None
+
+
+def test_recall_groups_use_a_persons_clarification(live):
+    _two_alexes(live)
+    r = live.digest("Alex booked the venue for the team dinner.")
+    live.clarify_answer(r["questions"][0]["question_id"], "Alex Rivera")
+    other = live.digest("Alex Chen booked the venue for the offsite.")["node_ids"][0]
+    live.embed_pending()
+    got = live.recall("who booked the venue Alex")
+    groups = {g["choice"]: g["ids"] for g in got["clarify"]["groups"]}
+    assert groups == {"Alex Rivera": [r["node_ids"][0]], "Alex Chen": [other]}
+

@@ -1,0 +1,272 @@
+"""What in a unit is worth a question, and what can be settled without one.
+
+Pure functions over the unit's text, its capture, the moment its words were written (the
+anchor) and a `Lexicon` (what the scope already knows about a word). Three kinds of reference
+are examined:
+
+- relative dates ("tomorrow", "next week", "on Friday", "in 3 days") are resolved against the
+  anchor and returned as anchors (derived text, so "2026-12-04" finds "next Friday"). Only
+  "next <weekday>" / "next weekend" said earlier in the same week is asked about: whether it
+  means this week's or the following one is a coin toss among speakers.
+- a bare name ("Alex") when the scope knows two or more full names for it ("Alex Chen",
+  "Alex Rivera") and nothing in the capture says which; a unit that opens with "he"/"she" after
+  a capture that named two people.
+- an acronym when the scope spells it out two or more different ways ("PT (physical therapy)",
+  "PT (Pacific time)"); a single known expansion is an anchor instead.
+
+The bar for asking is deliberately high: an unresolved word costs the person an interruption,
+so anything a reader of the capture could settle is settled or left alone.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..text import STOPWORDS
+
+Lexicon = Callable[[str], list[str]]      # word -> texts in the scope that contain it
+
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december"]
+NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+           "nine": 9, "ten": 10, "couple of": 2, "few": 3}
+_WD = "|".join(WEEKDAYS)
+_NUM = r"\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten"
+DATE_PATTERNS = [
+    ("fixed", re.compile(r"\b(the day after tomorrow|the day before yesterday|today|tonight|tomorrow|yesterday)\b", re.I)),
+    ("relative", re.compile(rf"\b(this|next|last|coming|past)\s+({_WD}|week|weekend|month|year)\b", re.I)),
+    ("ahead", re.compile(rf"\bin\s+({_NUM})\s+(day|week|month)s?\b", re.I)),
+    ("ago", re.compile(rf"\b({_NUM})\s+(day|week|month)s?\s+ago\b", re.I)),
+    ("weekday", re.compile(rf"\b(on|by|until|till|before|after|from)\s+({_WD})\b", re.I)),
+]
+_PAST = re.compile(r"\b(was|were|did|had|went|met|said|told|got|came|happened|ago|yesterday|already)\b|\b\w{3,}ed\b",
+                   re.I)
+_SENTENCE_STARTERS = {"he", "she", "they", "it", "we", "you", "this", "that", "these", "those", "there", "then", "i",
+                      "ok", "okay", "yes", "no", "thanks", "please", "also", "so", "but", "and", "or", "if", "when",
+                      "after", "before", "today", "tomorrow", "yesterday", "next", "last", "let", "lets", "let's"}
+_CAP = re.compile(r"[A-Z][a-z]{1,20}")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+_ACRONYM = re.compile(r"\b([A-Z]{2,5})s?\b")
+_FULL_NAME = re.compile(r"\b([A-Z][a-z]{1,20}) ([A-Z][a-z]{1,20})\b")
+_PRONOUN_OPENING = re.compile(r"^\W*(he|she)\b", re.I)
+
+
+@dataclass
+class Ambiguity:
+    kind: str                 # 'date' | 'referent' | 'acronym'
+    term: str                 # the unit's own words
+    question: str
+    options: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Findings:
+    anchors: list[str] = field(default_factory=list)       # "tomorrow = Tuesday 1 December 2026 (2026-12-01)"
+    ambiguities: list[Ambiguity] = field(default_factory=list)
+
+
+def _day(d: dt.date) -> str:
+    return f"{WEEKDAYS[d.weekday()].capitalize()} {d.day} {MONTHS[d.month - 1].capitalize()} {d.year}"
+
+
+def _dated(term: str, d: dt.date) -> str:
+    return f"{term} = {_day(d)} ({d.isoformat()})"
+
+
+def _week(term: str, monday: dt.date) -> str:
+    return f"{term} = week of {_day(monday)} ({monday.isoformat()} to {(monday + dt.timedelta(days=6)).isoformat()})"
+
+
+def _month_text(term: str, year: int, month: int) -> str:
+    return f"{term} = {MONTHS[month - 1].capitalize()} {year} ({year:04d}-{month:02d})"
+
+
+def _shift_month(d: dt.date, months: int) -> tuple[int, int]:
+    index = d.year * 12 + d.month - 1 + months
+    return index // 12, index % 12 + 1
+
+
+def _number(word: str) -> int:
+    word = word.lower()
+    return int(word) if word.isdigit() else NUMBERS.get(word, 1)
+
+
+def relative_dates(unit: str, anchor: dt.date) -> Findings:
+    """Anchors for every relative date in `unit`, and the one kind worth a question."""
+    out = Findings()
+    past = bool(_PAST.search(unit))
+    seen: set[str] = set()
+    for kind, pattern in DATE_PATTERNS:
+        for m in pattern.finditer(unit):
+            term = m.group(0)
+            key = term.lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            if kind == "fixed":
+                offset = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "the day after tomorrow": 2,
+                          "the day before yesterday": -2}[key]
+                out.anchors.append(_dated(term, anchor + dt.timedelta(days=offset)))
+            elif kind == "relative":
+                which, unit_word = m.group(1).lower(), m.group(2).lower()
+                _relative(out, term, which, unit_word, anchor)
+            elif kind in ("ahead", "ago"):
+                n, unit_word = _number(m.group(1)), m.group(2).lower()
+                sign = 1 if kind == "ahead" else -1
+                if unit_word == "month":
+                    year, month = _shift_month(anchor, sign * n)
+                    out.anchors.append(_month_text(term, year, month))
+                else:
+                    days = n * (7 if unit_word == "week" else 1)
+                    out.anchors.append(_dated(term, anchor + dt.timedelta(days=sign * days)))
+            else:   # "on Friday": the coming one, or the last one when the unit speaks of the past
+                target = WEEKDAYS.index(m.group(2).lower())
+                ahead = (target - anchor.weekday()) % 7
+                day = anchor - dt.timedelta(days=(anchor.weekday() - target) % 7 or 7) if past else \
+                    anchor + dt.timedelta(days=ahead)
+                out.anchors.append(_dated(term, day))
+    return out
+
+
+def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.date) -> None:
+    if unit_word in WEEKDAYS:
+        target = WEEKDAYS.index(unit_word)
+        ahead = (target - anchor.weekday()) % 7
+        if which == "this":
+            out.anchors.append(_dated(term, anchor + dt.timedelta(days=ahead)))
+        elif which == "coming":
+            out.anchors.append(_dated(term, anchor + dt.timedelta(days=ahead or 7)))
+        elif which in ("last", "past"):
+            out.anchors.append(_dated(term, anchor - dt.timedelta(days=(anchor.weekday() - target) % 7 or 7)))
+        elif ahead and anchor.weekday() < target and anchor.weekday() < 5:
+            # "next Friday" on a Wednesday: this week's Friday or the one after
+            near, far = anchor + dt.timedelta(days=ahead), anchor + dt.timedelta(days=ahead + 7)
+            out.ambiguities.append(Ambiguity(
+                "date", term, f"When is \"{term}\" (written on {_day(anchor)}): {_day(near)} or {_day(far)}?",
+                [f"{_day(near)} ({near.isoformat()})", f"{_day(far)} ({far.isoformat()})"]))
+        else:
+            out.anchors.append(_dated(term, anchor + dt.timedelta(days=ahead or 7)))
+        return
+    monday = anchor - dt.timedelta(days=anchor.weekday())
+    step = {"this": 0, "coming": 1, "next": 1, "last": -1, "past": -1}[which]
+    if unit_word == "week":
+        out.anchors.append(_week(term, monday + dt.timedelta(weeks=step)))
+    elif unit_word == "weekend":
+        saturday = monday + dt.timedelta(days=5)
+        if which == "next" and anchor.weekday() < 4:
+            near, far = saturday, saturday + dt.timedelta(days=7)
+            out.ambiguities.append(Ambiguity(
+                "date", term, f"Which weekend is \"{term}\" (written on {_day(anchor)}): the one starting "
+                              f"{_day(near)} or the one starting {_day(far)}?",
+                [f"weekend of {_day(near)} ({near.isoformat()})", f"weekend of {_day(far)} ({far.isoformat()})"]))
+        else:
+            if which == "next" or (which == "coming" and anchor.weekday() == 6):
+                saturday += dt.timedelta(days=7)     # "next weekend" from Friday on: the one after this
+            elif which in ("last", "past"):
+                saturday -= dt.timedelta(days=7)
+            out.anchors.append(f"{term} = weekend of {_day(saturday)} ({saturday.isoformat()} to "
+                               f"{(saturday + dt.timedelta(days=1)).isoformat()})")
+    elif unit_word == "month":
+        year, month = _shift_month(anchor, step)
+        out.anchors.append(_month_text(term, year, month))
+    else:
+        out.anchors.append(f"{term} = {anchor.year + step}")
+
+
+def _bare_names(unit: str) -> list[str]:
+    """Capitalised words standing alone (not part of a two-word proper name)."""
+    words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(unit)]
+    found = []
+    for i, (w, start, end) in enumerate(words):
+        if not _CAP.fullmatch(w) or w.lower() in STOPWORDS or w.lower() in _SENTENCE_STARTERS \
+                or w.lower() in WEEKDAYS or w.lower() in MONTHS:
+            continue
+        before = words[i - 1] if i else None
+        after = words[i + 1] if i + 1 < len(words) else None
+        joined_before = before and _CAP.fullmatch(before[0]) and unit[before[2]:start] == " "
+        joined_after = after and _CAP.fullmatch(after[0]) and unit[end:after[1]] == " "
+        if not joined_before and not joined_after and w not in found:
+            found.append(w)
+    return found
+
+
+def full_names_for(word: str, texts: list[str]) -> list[str]:
+    """Distinct second words that follow `word` as a two-word proper name in `texts`, by frequency."""
+    pattern = re.compile(rf"\b{re.escape(word)} ([A-Z][a-z]{{1,20}})\b")
+    counts: dict[str, int] = {}
+    for t in texts:
+        for m in pattern.finditer(t):
+            second = m.group(1)
+            if second.lower() in STOPWORDS or second.lower() in WEEKDAYS or second.lower() in MONTHS \
+                    or second.lower() in _SENTENCE_STARTERS:
+                continue
+            counts[second] = counts.get(second, 0) + 1
+    return sorted(counts, key=lambda s: (-counts[s], s))
+
+
+def expansions_for(acronym: str, texts: list[str]) -> list[str]:
+    """Distinct spelled-out forms of `acronym` in `texts` ("physical therapy (PT)", "PT (Pacific
+    time)", "PT stands for ..."), kept only when the words' initials spell the acronym."""
+    letters = acronym.lower()
+    n = len(letters)
+    found: dict[str, int] = {}
+
+    def initials_match(words: list[str]) -> str | None:
+        content = [w for w in words if w.lower() not in STOPWORDS or w.lower()[0] not in letters]
+        for span in (content[:n], content[-n:]):
+            if len(span) == n and "".join(w[0].lower() for w in span) == letters:
+                return " ".join(w.lower() for w in span)
+        return None
+
+    before = re.compile(rf"((?:[A-Za-z][\w-]*\s+){{{n}}})\(\s*{re.escape(acronym)}\s*\)")
+    inside = re.compile(rf"\b{re.escape(acronym)}\s*\(([^)]{{3,80}})\)")
+    means = re.compile(rf"\b{re.escape(acronym)}\s+(?:stands for|means|is short for|=)\s+((?:[A-Za-z][\w-]*\s*){{{n}}})")
+    for t in texts:
+        for pattern in (before, inside, means):
+            for m in pattern.finditer(t):
+                words = _WORD.findall(m.group(1))
+                if pattern is not before:
+                    words = words[:n + 2]
+                got = initials_match(words)
+                if got:
+                    found[got] = found.get(got, 0) + 1
+    return sorted(found, key=lambda s: (-found[s], s))
+
+
+def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit: int = 4) -> Findings:
+    """Names, pronouns and acronyms: a question when the scope knows several readings and the
+    capture settles none of them; an anchor for an acronym with exactly one known expansion."""
+    out = Findings()
+    low_capture = capture.lower()
+    for name in _bare_names(unit)[:limit]:
+        seconds = full_names_for(name, lexicon(name))
+        if len(seconds) < 2 or any(s in capture for s in seconds):
+            continue
+        options = [f"{name} {s}" for s in seconds[:4]]
+        out.ambiguities.append(Ambiguity("referent", name, f"Which {name} is this: {_or(options)}?", options))
+    opening = _PRONOUN_OPENING.match(unit)
+    if opening and not _bare_names(unit):
+        people = list(dict.fromkeys(f"{a} {b}" for a, b in _FULL_NAME.findall(preceding)
+                                    if a.lower() not in _SENTENCE_STARTERS and a.lower() not in STOPWORDS))
+        if len(people) >= 2:
+            pronoun = opening.group(1)
+            out.ambiguities.append(Ambiguity("referent", pronoun, f"Who is \"{pronoun}\" here: {_or(people[:4])}?",
+                                             people[:4]))
+    for acronym in list(dict.fromkeys(_ACRONYM.findall(unit)))[:limit]:
+        expansions = expansions_for(acronym, lexicon(acronym))
+        if any(e in low_capture for e in expansions):
+            continue
+        if len(expansions) == 1:
+            out.anchors.append(f"{acronym} = {expansions[0]}")
+        elif len(expansions) >= 2:
+            options = expansions[:4]
+            out.ambiguities.append(Ambiguity("acronym", acronym, f"What does {acronym} stand for here: {_or(options)}?",
+                                             options))
+    return out
+
+
+def _or(options: list[str]) -> str:
+    return options[0] if len(options) == 1 else ", ".join(options[:-1]) + " or " + options[-1]

@@ -1,0 +1,162 @@
+"""The clarified layer and the questions that feed it.
+
+A unit whose words are genuinely ambiguous ("next Friday" said on a Wednesday, "Alex" when the
+scope knows two) may be held out of every read (`nodes.held_until`) with one question. A
+person's answer is appended to `clarified` (never updated: a trigger refuses it) and mirrored
+into `nodes.clarified_text`, which FTS indexes between the authored and the derived text and the
+embedder reads with the content. The authored text is never touched. A hold ends when the
+question is answered, skipped or closed, or by itself at `hold_until` (the visibility predicate
+compares it with the time of the read), so a forgotten question never buries a memory.
+"""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import apsw
+
+from . import fts
+from .connection import rows, scalar
+from .visibility import visible
+
+DDL = """
+ALTER TABLE nodes ADD COLUMN held_until TEXT;          -- awaiting clarification: hidden until then
+ALTER TABLE nodes ADD COLUMN clarified_text TEXT NOT NULL DEFAULT '';   -- index mirror of `clarified`
+CREATE TABLE questions(
+  id INTEGER PRIMARY KEY,
+  node_id INTEGER NOT NULL REFERENCES nodes(id),
+  scope TEXT NOT NULL,
+  kind TEXT NOT NULL,                     -- 'date' | 'referent' | 'acronym'
+  term TEXT NOT NULL,                     -- the unit's own words the question is about
+  question TEXT NOT NULL,
+  options TEXT NOT NULL DEFAULT '[]',     -- JSON list of likely answers (any text is accepted)
+  asked_at TEXT NOT NULL,
+  hold_until TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'open' CHECK(state IN ('open','answered','skipped','closed')),
+  closed_at TEXT
+);
+CREATE INDEX questions_open ON questions(state, scope, id);
+CREATE INDEX questions_node ON questions(node_id);
+CREATE TABLE clarified(                   -- a person's answers: append-only
+  id INTEGER PRIMARY KEY,
+  node_id INTEGER NOT NULL REFERENCES nodes(id),
+  question_id INTEGER REFERENCES questions(id),
+  term TEXT NOT NULL,
+  answer TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  at TEXT NOT NULL
+);
+CREATE INDEX clarified_node ON clarified(node_id, id);
+CREATE TRIGGER clarified_append_only BEFORE UPDATE ON clarified BEGIN
+  SELECT RAISE(ABORT, 'the clarified layer is append-only');
+END;
+""" + fts.CLARIFIED_REBUILD
+
+QUESTION_COLUMNS = "q.id, q.node_id, q.scope, q.kind, q.term, q.question, q.options, q.asked_at, q.hold_until," \
+                   " q.state, q.closed_at"
+
+
+def _decode(found: list[dict]) -> list[dict]:
+    for r in found:
+        r["options"] = json.loads(r["options"])
+    return found
+
+
+def ask(conn: apsw.Connection, *, node_id: int, scope: str, kind: str, term: str, question: str,
+        options: Sequence[str], at: str, hold_until: str) -> int:
+    conn.execute("INSERT INTO questions(node_id, scope, kind, term, question, options, asked_at, hold_until)"
+                 " VALUES(?,?,?,?,?,?,?,?)", (node_id, scope, kind, term, question, json.dumps(list(options)), at,
+                                              hold_until))
+    question_id = conn.last_insert_rowid()
+    conn.execute("UPDATE nodes SET held_until = ? WHERE id = ?", (hold_until, node_id))
+    return question_id
+
+
+def get(conn: apsw.Connection, question_id: int) -> dict | None:
+    found = _decode(rows(conn, f"SELECT {QUESTION_COLUMNS} FROM questions q WHERE q.id = ?", (question_id,)))
+    return found[0] if found else None
+
+
+def open_for_node(conn: apsw.Connection, node_id: int) -> dict | None:
+    found = _decode(rows(conn, f"SELECT {QUESTION_COLUMNS} FROM questions q WHERE q.node_id = ? AND q.state = 'open'"
+                               " ORDER BY q.id LIMIT 1", (node_id,)))
+    return found[0] if found else None
+
+
+def listing(conn: apsw.Connection, scopes: Sequence[str], state: str | None = "open", limit: int = 200) -> list[dict]:
+    """Questions about live units in `scopes` (the unit may still be held: that is the point),
+    newest first, each with the unit's text so the person sees what is asked about."""
+    marks = ",".join("?" * len(scopes))
+    where = " AND q.state = ?" if state else ""
+    return _decode(rows(conn, f"""
+        SELECT {QUESTION_COLUMNS}, n.content, n.recorded_at, n.valid_from FROM questions q
+        JOIN nodes n ON n.id = q.node_id
+        WHERE q.scope IN ({marks}) AND n.scope = q.scope AND n.status = 'live'{where}
+        ORDER BY q.id DESC LIMIT ?""", [*scopes, *([state] if state else []), limit]))
+
+
+def count_open(conn: apsw.Connection, scopes: Sequence[str]) -> int:
+    marks = ",".join("?" * len(scopes))
+    return scalar(conn, f"SELECT count(*) FROM questions q JOIN nodes n ON n.id = q.node_id WHERE q.state = 'open'"
+                        f" AND q.scope IN ({marks}) AND n.status = 'live'", list(scopes))
+
+
+def close(conn: apsw.Connection, question_id: int, state: str, at: str) -> None:
+    """Answered, skipped or closed (its unit was corrected, archived or forgotten); the unit's
+    hold ends with its last open question."""
+    conn.execute("UPDATE questions SET state = ?, closed_at = ? WHERE id = ?", (state, at, question_id))
+    conn.execute("UPDATE nodes SET held_until = NULL WHERE id = (SELECT node_id FROM questions WHERE id = ?)"
+                 " AND NOT EXISTS (SELECT 1 FROM questions WHERE node_id = nodes.id AND state = 'open')",
+                 (question_id,))
+
+
+def close_for_node(conn: apsw.Connection, node_id: int, at: str) -> list[int]:
+    ids = [i for (i,) in conn.execute("SELECT id FROM questions WHERE node_id = ? AND state = 'open'", (node_id,))]
+    for question_id in ids:
+        close(conn, question_id, "closed", at)
+    return ids
+
+
+def append(conn: apsw.Connection, *, node_id: int, question_id: int | None, term: str, answer: str, actor: str,
+           at: str) -> int:
+    conn.execute("INSERT INTO clarified(node_id, question_id, term, answer, actor, at) VALUES(?,?,?,?,?,?)",
+                 (node_id, question_id, term, answer, actor, at))
+    clarified_id = conn.last_insert_rowid()
+    conn.execute("UPDATE nodes SET clarified_text = ? WHERE id = ?", (_mirror_text(conn, node_id), node_id))
+    return clarified_id
+
+
+def _mirror_text(conn: apsw.Connection, node_id: int) -> str:
+    return "\n".join(f"{term}: {answer}" for term, answer in conn.execute(
+        "SELECT term, answer FROM clarified WHERE node_id = ? ORDER BY id", (node_id,)))
+
+
+def for_node(conn: apsw.Connection, node_id: int) -> list[dict]:
+    return rows(conn, "SELECT id, question_id, term, answer, actor, at FROM clarified WHERE node_id = ? ORDER BY id",
+                (node_id,))
+
+
+def scrub_node(conn: apsw.Connection, node_id: int) -> None:
+    """Forget: the questions quote the unit's words and the answers explain them; both go."""
+    conn.execute("DELETE FROM clarified WHERE node_id = ?", (node_id,))
+    conn.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
+    conn.execute("UPDATE nodes SET held_until = NULL, clarified_text = '' WHERE id = ?", (node_id,))
+
+
+def neighbourhood_texts(conn: apsw.Connection, word: str, scopes: Sequence[str], exclude_capture: int | None,
+                        limit: int = 60) -> list[str]:
+    """Texts (authored and clarified) of visible units in `scopes` that contain `word`: what the
+    scope already knows about a name or an acronym. The unit being captured is excluded."""
+    expression = fts.match_expression([word.lower()])
+    if expression is None:
+        return []
+    pred, params = visible("n", scopes)
+    extra, args = "", []
+    if exclude_capture is not None:
+        extra, args = " AND n.capture_id IS NOT ?", [exclude_capture]
+    hits = fts.search(conn, expression, pred + extra, [*params, *args], limit)
+    if not hits:
+        return []
+    marks = ",".join("?" * len(hits))
+    return [c + ("\n" + t if t else "") for c, t in conn.execute(
+        f"SELECT content, clarified_text FROM nodes WHERE id IN ({marks})", [i for i, _ in hits])]

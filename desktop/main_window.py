@@ -85,6 +85,8 @@ class MainWindow(QMainWindow):
         self.node_view.tag_toggled.connect(self.toggle_tag)
         self.review_view.decided.connect(self.decide)
         self.review_view.filter_changed.connect(self.refresh_review)
+        self.review_view.questions.answered.connect(self.answer_question)
+        self.review_view.questions.skipped.connect(self.skip_question)
         self.graph_view.node_selected.connect(self.show_graph)
         self.node_view.action.connect(self.node_action)
         self.node_view.tag_confirmed.connect(lambda node_id, name: self._run(lambda: self.memory.tag_add(node_id, name),
@@ -341,7 +343,8 @@ class MainWindow(QMainWindow):
                 shown = []
             details[pseudo] = {**row, "nodes": shown}
         return {"version": memory.data_version(), "stats": memory.stats(), "runs": memory.task_state(),
-                "review": (items, details), "tasks": [t.name for t in ordered_tasks()]}
+                "review": (items, details), "questions": memory.clarify_questions(limit=200),
+                "tasks": [t.name for t in ordered_tasks()]}
 
     def _apply(self, data: dict):
         st, runs = data["stats"], data["runs"]
@@ -349,7 +352,8 @@ class MainWindow(QMainWindow):
         nodes = st["nodes"]
         self.status.setText(f"{self.memory.settings.db_path} · {nodes['live']} live, {nodes['archived']} archived,"
                             f" {nodes['superseded']} superseded · daemon last run {last[:19] if last else 'never'}"
-                            f" · LLM {'on' if st.get('llm') else 'off'} · {sum(st['review'].values())} review items")
+                            f" · LLM {'on' if st.get('llm') else 'off'} · {sum(st['review'].values())} review items"
+                            f" · {len(data['questions'])} open questions")
         known = [self.scope.itemText(i) for i in range(self.scope.count())]
         wanted = [ALL] + st["scopes"]
         if known != wanted:
@@ -359,6 +363,7 @@ class MainWindow(QMainWindow):
             if current in wanted:
                 self.scope.setCurrentText(current)
         self.review_view.load(*data["review"])
+        self.review_view.questions.load(data["questions"])
         self.metabolism_panel.load(data["tasks"], runs)
         self._version = data["version"]
 
@@ -408,6 +413,20 @@ class MainWindow(QMainWindow):
             self.message.setText(str(exc))
         self.open_node(node_id)
         self._version = self.memory.data_version()
+
+    def answer_question(self, question_id: int, answer: str):
+        try:
+            self.message.setText(self.memory.clarify_answer(question_id, answer)["done"])
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+        self.refresh_all()
+
+    def skip_question(self, question_id: int):
+        try:
+            self.message.setText(self.memory.clarify_skip(question_id)["done"])
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+        self.refresh_all()
 
     def decide(self, item_id: int, decision: str):
         try:

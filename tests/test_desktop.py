@@ -231,3 +231,36 @@ def test_a_ripe_unknown_workstream_is_decided_in_the_review_queue(window, mem):
     window.review_view.items.setCurrentRow(0)
     window.review_view.findChild(type(window.go), "review-approved").click()
     assert Workstreams(mem).where("sourdough-lab", scope=LAB)["slug"] == "recipe-site"     # folded in, as advised
+
+
+def test_clarifying_questions_are_answered_or_skipped_in_the_review_tab(qtbot, tmp_path):
+    from tidemind.memory import Memory
+
+    m = Memory.open(tmp_path / "live", actor="person:desktop")      # the system clock: real holds
+    m.digest("Alex Chen owns the billing service.")
+    m.digest("Alex Rivera designs the mobile app.")
+    held = m.digest("Alex approved the new invoice layout.")
+    other = m.digest("Alex wrote the release notes.")
+    w = MainWindow(m, poll_ms=200)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        panel = w.review_view.questions
+        assert panel.list.count() == 2
+        panel.list.setCurrentRow([panel.list.item(i).data(256) for i in range(2)].index(
+            held["questions"][0]["question_id"]))
+        assert "Which Alex is this" in panel.detail.text() and "invoice layout" in panel.detail.text()
+        suggestions = [b.text() for b in panel.suggestion_buttons if not b.isHidden()]
+        assert suggestions == ["Alex Chen", "Alex Rivera"]
+        panel.suggestion_buttons[1].click()
+        assert panel.answer.text() == "Alex Rivera"
+        next(b for b in panel.findChildren(type(panel.suggestion_buttons[0])) if b.objectName() == "question-answer").click()
+        assert panel.list.count() == 1
+        assert m.show(held["node_ids"][0])["clarified"][0]["answer"] == "Alex Rivera"
+        assert m.show(held["node_ids"][0])["content"] == "Alex approved the new invoice layout."
+        next(b for b in panel.findChildren(type(panel.suggestion_buttons[0])) if b.objectName() == "question-skip").click()
+        assert panel.list.count() == 0 and panel.detail.text() == "No open questions."
+        assert other["node_ids"][0] in [i["id"] for i in m.recall("wrote the release notes")["items"]]
+    finally:
+        w.close()
+        m.close()

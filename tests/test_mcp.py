@@ -162,3 +162,53 @@ def test_server_embeds_in_the_background(home):
                 await anyio.sleep(0.1)
             raise AssertionError("the digest was never embedded")
     anyio.run(main)
+
+
+def test_clarifying_questions_through_a_real_client(home):
+    """brain_digest returns the question, intent "clarify" answers or skips it, brain_prepare
+    mentions open ones, and brain_recall asks which one when its memories diverge."""
+    async def main():
+        async with session_for(home, "project:a") as s:
+            await call(s, "brain_digest", content="Alex Chen owns the billing service.")
+            await call(s, "brain_digest", content="Alex Rivera designs the mobile app.")
+            held = await call(s, "brain_digest", content="Alex approved the new invoice layout.")
+            [q] = held["questions"]
+            assert q["question"] == "Which Alex is this: Alex Chen or Alex Rivera?"
+            node = held["node_ids"][0]
+            assert f"node {node}: Which Alex" in await call(s, "brain_prepare")
+            gone = await call(s, "brain_recall", query="approved the new invoice layout")
+            assert node not in [i["id"] for i in gone["items"]]
+            missing = await call(s, "brain_digest", intent="clarify", target_node=node)
+            assert "needs content" in missing["error"]
+            done = await call(s, "brain_digest", intent="clarify", target_node=node, content="Alex Rivera")
+            assert done["state"] == "answered" and done["node_id"] == node
+            again = await call(s, "brain_digest", intent="clarify", target_node=node, content="Alex Chen")
+            assert "no open question about node" in again["error"]
+            found = await call(s, "brain_recall", query="Rivera invoice layout")
+            item = next(i for i in found["items"] if i["id"] == node)
+            assert item["content"] == "Alex approved the new invoice layout."
+            assert item["clarified"][0]["answer"] == "Alex Rivera"
+            assert "Which Alex" not in await call(s, "brain_prepare")
+
+            other = await call(s, "brain_digest", content="Alex wrote the release notes.")
+            skipped = await call(s, "brain_digest", intent="clarify", target_node=other["node_ids"][0], skip=True)
+            assert skipped["state"] == "skipped"
+            assert other["node_ids"][0] in [i["id"] for i in (await call(s, "brain_recall",
+                                                                        query="wrote the release notes"))["items"]]
+            bad = await call(s, "brain_digest", content="Deploy on Friday.", skip=True)
+            assert "skip is only for" in bad["error"]
+
+            # iterative recall: a question with the candidate groups, then the chosen group
+            await call(s, "brain_digest", content="Alex Chen's phone number is 555-0101.")
+            await call(s, "brain_digest", content="Alex Rivera's phone number is 555-0202.")
+            asked = await call(s, "brain_recall", query="Alex phone number", mode="clarify")
+            assert asked["items"] == [] and asked["clarify"]["question"].startswith("Which Alex do you mean")
+            choices = {g["choice"]: g for g in asked["clarify"]["groups"]}
+            assert set(choices) == {"Alex Chen", "Alex Rivera"}
+            assert all(g["memories"] and g["memories"][0]["title"] for g in choices.values())
+            picked = await call(s, "brain_recall", query="Alex phone number", choose="Alex Rivera")
+            assert "555-0202" in picked["items"][0]["content"]
+            assert all("555-0101" not in i["content"] for i in picked["items"])
+            plain = await call(s, "brain_recall", query="billing service owner", mode="clarify")
+            assert plain["clarify"] is None and plain["items"]      # nothing diverges: the normal answer
+    anyio.run(main)

@@ -10,6 +10,13 @@ when any of its units is returned.
 Reported per arm, overall and per category: recall@k (share of a query's evidence in the top k),
 hit@k (any evidence in the top k) and MRR for k = 1, 5, 10, 20; latency p50/p95; and abstention:
 how often queries with no evidence abstain, and how often the others do not.
+
+Clarification is reported too. At capture: questions per 100 captures, by kind, and against the
+labels a memory may carry (`ambiguous`: it deserves a question; `near_miss`: a look-alike that
+must not get one). A question is then answered with the memory's `answer` (text, or the index
+of a suggested option) or skipped, so every memory is searchable when the queries run. At
+recall: how often the answer asked which of several things was meant, on queries labelled
+`diverges: true` and on all the others.
 """
 from __future__ import annotations
 
@@ -65,6 +72,11 @@ def _summary(rows: list[dict]) -> dict:
                                           if unanswerable else None)
     out["answer_when_stored"] = (round(sum(not r["abstained"] for r in answerable) / len(answerable), 4)
                                  if answerable else None)
+    diverging = [r for r in rows if r["diverges"]]
+    out["clarify_when_diverging"] = (round(sum(r["asked"] for r in diverging) / len(diverging), 4)
+                                     if diverging else None)
+    others = [r for r in rows if not r["diverges"]]
+    out["clarify_otherwise"] = round(sum(r["asked"] for r in others) / len(others), 4) if others else None
     times = sorted(r["ms"] for r in rows)
     if times:
         out["latency_ms"] = {"p50": round(statistics.median(times), 2),
@@ -72,9 +84,11 @@ def _summary(rows: list[dict]) -> dict:
     return out
 
 
-def load(m: Memory, memories: list[dict]) -> dict[int, str]:
-    """Digest every memory (file order) and embed; returns node id -> memory id."""
+def load(m: Memory, memories: list[dict], report: dict | None = None) -> dict[int, str]:
+    """Digest every memory (file order), answer or skip the questions asked, and embed; returns
+    node id -> memory id. `report` (if given) receives the clarification figures."""
     owner: dict[int, str] = {}
+    asked: list[tuple[dict, dict]] = []
     for mem in memories:
         source = mem.get("source") or {}
         r = m.digest(mem["text"], scope=mem.get("scope"), valid_at=mem.get("valid_at"),
@@ -82,8 +96,36 @@ def load(m: Memory, memories: list[dict]) -> dict[int, str]:
                      session=mem.get("session"))
         for node_id in r["node_ids"]:
             owner[node_id] = str(mem["id"])
+        asked += [(mem, q) for q in r.get("questions", [])]
+    answered = 0
+    for mem, q in asked:
+        answer = mem.get("answer")
+        if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(q["options"]):
+            answer = q["options"][answer]
+        if isinstance(answer, str) and answer.strip():
+            m.clarify_answer(q["question_id"], answer)
+            answered += 1
+        else:
+            m.clarify_skip(q["question_id"])
     m.embed_pending(batch=500)
+    if report is not None:
+        report.update(_capture_report(memories, asked, answered))
     return owner
+
+
+def _capture_report(memories: list[dict], asked: list[tuple[dict, dict]], answered: int) -> dict:
+    labelled = [mem for mem in memories if mem.get("ambiguous")]
+    near = [mem for mem in memories if mem.get("near_miss")]
+    asked_ids = {id(mem) for mem, _ in asked}
+    kinds: dict[str, int] = {}
+    for _, q in asked:
+        kinds[q["kind"]] = kinds.get(q["kind"], 0) + 1
+    return {"captures": len(memories), "questions": len(asked),
+            "per_100_captures": round(100 * len(asked) / len(memories), 2) if memories else None,
+            "by_kind": kinds, "answered": answered, "skipped": len(asked) - answered,
+            "labelled_ambiguous": len(labelled), "asked_of_labelled": sum(id(mem) in asked_ids for mem in labelled),
+            "near_misses": len(near), "asked_of_near_misses": sum(id(mem) in asked_ids for mem in near),
+            "asked_of_unlabelled": sum(1 for mem, _ in asked if not mem.get("ambiguous"))}
 
 
 def run_arm(m: Memory, owner: dict[int, str], queries: list[dict], options: dict | None) -> dict:
@@ -100,7 +142,8 @@ def run_arm(m: Memory, owner: dict[int, str], queries: list[dict], options: dict
         ranked = list(dict.fromkeys(owner.get(i["id"]) for i in r["items"] if i["id"] in owner))
         evidence = {str(e) for e in q.get("evidence", [])}
         row = {"id": q.get("id"), "category": q.get("category", "all"), "evidence": evidence,
-               "abstained": r["abstained"], "ms": ms, "recall": {}, "hit": {}, "ranked": ranked}
+               "abstained": r["abstained"], "ms": ms, "recall": {}, "hit": {}, "ranked": ranked,
+               "diverges": bool(q.get("diverges")), "asked": bool(r.get("clarify"))}
         first = next((n for n, mid in enumerate(ranked, start=1) if mid in evidence), None)
         row["rr"] = 1.0 / first if first else 0.0
         for k in KS:
@@ -121,8 +164,10 @@ def evaluate(memories_path: str, queries_path: str, home: str | None = None, spl
     temp = None if home else tempfile.mkdtemp(prefix="tidemind-eval-")
     try:
         with Memory.open(home or temp) as m:
-            owner = load(m, memories)
-            result: dict = {"memories": len(memories), "queries": len(queries), "split": split, "arms": {}}
+            capture: dict = {}
+            owner = load(m, memories, capture)
+            result: dict = {"memories": len(memories), "queries": len(queries), "split": split,
+                            "clarification": capture, "arms": {}}
             for arm, options in ARMS.items():
                 data = run_arm(m, owner, queries, options)
                 data.pop("rows")
@@ -152,4 +197,16 @@ def format_report(r: dict) -> str:
         n = per[0].get("queries", 0)
         key = "abstain_when_nothing_stored" if c == "never-stored" else "recall@10"
         lines.append(f"  {c:<14}{n:>5}" + "".join(cell(p.get(key), 9) for p in per))
+    c = r.get("clarification") or {}
+    if c:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(c["by_kind"].items())) or "none"
+        lines += ["", f"  clarification at capture: {c['questions']} question(s) in {c['captures']} captures"
+                      f" ({c['per_100_captures']:.2f} per 100; {kinds}); {c['answered']} answered, {c['skipped']} skipped",
+                  f"    asked of {c['asked_of_labelled']}/{c['labelled_ambiguous']} labelled ambiguous,"
+                  f" {c['asked_of_near_misses']}/{c['near_misses']} near misses, {c['asked_of_unlabelled']} unlabelled"]
+    h = r["arms"].get("hybrid", {}).get("overall", {})
+    if h:
+        lines.append(f"  clarification at recall (hybrid): asked on {cell(h.get('clarify_when_diverging'), 0).strip()}"
+                     f" of diverging queries, {cell(h.get('clarify_otherwise'), 0).strip()} of the others;"
+                     f" abstained on {cell(h.get('abstain_when_nothing_stored'), 0).strip()} of never-stored ones")
     return "\n".join(lines)

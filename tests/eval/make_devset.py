@@ -22,6 +22,14 @@ query's evidence is unambiguous. Query categories:
   temporal      "when" questions about dated events
   corrected     the evidence is the correction, not the superseded statement
   never-stored  nothing answers it (recall should abstain), though its words may occur
+  clarified     the evidence was held with a clarifying question at capture and answered
+  divergent     the evidence is about two different things (two Alexes, two staging databases):
+                recall should ask which (`diverges: true`); every other query should not ask
+
+A small team scope adds the cases clarification is about, labelled on the memories:
+`ambiguous` (the kind of question it deserves) and `answer` (what the person answers: text,
+or the index of a suggested option); `near_miss` marks look-alikes that must not be asked
+about ("Alex Chen ...", "next Friday" written on a Saturday). Every other memory is plain.
 
 Each query is in the `tune` or the `test` half (field `split`; drawn at random within each
 category, so both halves have the same mix): tune on one half, report the other.
@@ -125,6 +133,65 @@ NEVER_SERVICE = ["what is the error budget for {s}", "which CDN serves {s} asset
                  "how many customers use {s}", "what license is {s} released under",
                  "which team wrote the {s} API docs", "what is the monthly cloud bill for {s}",
                  "which language is {s} written in", "when is the {s} security audit", "who reviews {s} pull requests"]
+
+
+TEAM = "team:studio"
+LATER_CATEGORIES = {"clarified", "divergent"}
+TEAM_FACTS = [
+    "Alex Chen leads the platform team from the Lisbon office.",
+    "Alex Rivera is the product designer for the onboarding flow.",
+    "Sam Okafor handles hiring for the platform team.",
+    "Sam Patel runs the Thursday demo sessions for the whole studio.",
+    "Every CR (change request) needs two approvals from the ops rota.",
+    "A CR (code review) should get a first answer within one working day.",
+    "Alex Chen's desk phone extension is 4411.",
+    "Alex Rivera's desk phone extension is 4730.",
+    "The billing staging database runs on pg-stage-7 in eu-west.",
+    "The search staging database runs on es-stage-2 in us-east.",
+]
+# (day, text, kind, answer, question): start (day 0) is a Monday, so day % 7 is the weekday
+TEAM_AMBIGUOUS = [
+    (9, "Alex asked to move the roadmap review to next Friday.", "date", 1, "when is the roadmap review"),
+    (11, "Alex said the onboarding copy is final and can ship.", "referent", "Alex Rivera",
+     "what did Alex Rivera say about the onboarding copy"),
+    (15, "Sam wants the demo slides in the shared folder by the morning.", "referent", "Sam Patel",
+     "what does Sam Patel want for the demo"),
+    (16, "The CR for the billing cutover is still waiting on ops.", "acronym", "change request",
+     "which change request is waiting on ops"),
+    (21, "Next weekend the studio moves to the new floor.", "date", 0, "when does the studio move floors"),
+]
+TEAM_NEAR_MISSES = [
+    (12, "Next Friday we freeze the platform release."),              # a Saturday: the coming Friday
+    (17, "Alex Chen approved the platform hiring budget."),
+    (18, "Sam Okafor booked the interviews for tomorrow morning."),
+    (22, "The CR (change request) template moved to the ops wiki."),
+    (23, "The studio lunch is this Friday at the ramen place."),
+    (24, "Alex Rivera and Alex Chen paired on the signup screen."),
+]
+# (query, indexes into TEAM_FACTS, diverges)
+TEAM_QUERIES = [
+    ("what is Alex's desk phone extension", [6, 7], True),
+    ("where does the staging database run", [8, 9], True),
+    ("what does Sam handle", [2, 3], True),
+    ("what does a CR need", [4, 5], True),
+    ("what is Alex Chen's desk phone extension", [6], False),
+    ("where does the billing staging database run", [8], False),
+]
+
+
+def team_slice(b: "Builder") -> None:
+    """The clarification cases, in their own scope (so the rest of the set is unchanged)."""
+    facts = [b.add(text, TEAM, 2, None, "claude-desktop") for text in TEAM_FACTS]
+    for day, text, kind, answer, question in TEAM_AMBIGUOUS:
+        mid = b.add(text, TEAM, day, f"team-{day}", "claude-desktop")
+        b.memories[-1].update(ambiguous=kind, answer=answer)
+        b.ask(question, TEAM, [mid], "clarified")
+    for day, text in TEAM_NEAR_MISSES:
+        b.add(text, TEAM, day, f"team-{day}", "claude-desktop")
+        b.memories[-1]["near_miss"] = True
+    for query, evidence, diverges in TEAM_QUERIES:
+        b.ask(query, TEAM, [facts[i] for i in evidence], "divergent")
+        b.queries[-1]["diverges"] = diverges
 
 
 class Builder:
@@ -266,11 +333,13 @@ def build(seed: int = 20261130) -> tuple[list[dict], list[dict]]:
     for n, svc in enumerate(services):
         b.ask(NEVER_SERVICE[n % len(NEVER_SERVICE)].format(s=svc), home[svc], [], "never-stored")
         b.ask(NEVER[(n * 7) % len(NEVER)].replace("my ", "our "), home[svc], [], "never-stored")
+    team_slice(b)
     b.memories.sort(key=lambda m: m["valid_at"])   # file order is time order (stable within a day)
     split_rng = random.Random(seed + 1)             # halves: shuffled within each category, then alternated
-    for category in sorted({q["category"] for q in b.queries}):
+    later = random.Random(seed + 2)                 # categories added later draw apart: the rest stay put
+    for category in sorted({q["category"] for q in b.queries} - LATER_CATEGORIES) + sorted(LATER_CATEGORIES):
         members = [q for q in b.queries if q["category"] == category]
-        split_rng.shuffle(members)
+        (later if category in LATER_CATEGORIES else split_rng).shuffle(members)
         for n, q in enumerate(members):
             q["split"] = "tune" if n % 2 == 0 else "test"
     return b.memories, b.queries

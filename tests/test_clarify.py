@@ -337,3 +337,53 @@ def test_recall_groups_use_a_persons_clarification(live):
     groups = {g["choice"]: g["ids"] for g in got["clarify"]["groups"]}
     assert groups == {"Alex Rivera": [r["node_ids"][0]], "Alex Chen": [other]}
 
+
+
+def test_sentence_initial_verbs_are_not_taken_for_names(live):
+    for text in ("Deployed Kafka to the eu-west cluster.", "Deployed Redis for the session cache.",
+                 "Use Postgres for the ledger.", "Use Redis for rate limits."):
+        assert live.digest(text)["questions"] == []
+    for text in ("Deployed the fix to staging.", "Deployed v2 of the importer.", "Use caching sparingly.",
+                 "Use a feature flag for the rollout."):
+        assert live.digest(text)["questions"] == [], text
+
+
+def test_the_lexicon_is_backfilled_for_a_store_written_before_it(home):
+    with Memory.open(home) as m:
+        _two_alexes(m)
+        with m.conn:
+            m.conn.execute("DROP TABLE referents")
+            m.conn.execute("DELETE FROM migrations WHERE owner = 'clarify'")
+    with Memory.open(home) as m:                   # the migration reads every stored unit again
+        assert m.digest("Alex signed off the budget.")["questions"][0]["options"] == ["Alex Chen", "Alex Rivera"]
+
+
+def test_detection_never_fails_on_any_text_or_date():
+    """Whatever the words and whenever they were written (year 1 to 9999), reading a unit
+    gives anchors and questions or nothing, never an exception that would refuse the digest."""
+    from hypothesis import given, settings, strategies as st
+
+    from tidemind.clarify import detect
+
+    pieces = st.sampled_from(["next Friday", "yesterday", "tomorrow", "in 999 weeks", "12 months ago", "next weekend",
+                              "last month", "next year", "on Monday", "Alex", "Alex Chen", "CR", "CR (code review)",
+                              "She", "Deployed", " ", ".", "\n", "(", "é", "'s"])
+    texts = st.lists(st.one_of(pieces, st.text(max_size=12)), max_size=12).map(" ".join)
+
+    class Known:
+        def names(self, first):
+            return ["Chen", "Rivera"]
+
+        def expansions(self, acronym):
+            return ["code review", "change request"]
+
+    @settings(max_examples=300, deadline=None)
+    @given(texts, st.dates())
+    def check(text, day):
+        found = detect.relative_dates(text, day)
+        refs = detect.references(text, text, "", Known())
+        for a in found.ambiguities + refs.ambiguities:
+            assert a.question and a.term
+        detect.readings(text)
+
+    check()

@@ -199,6 +199,7 @@ class Memory:
                                content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
                                source_tool=source_tool, session=None, recorded_at=now, valid_from=valid_from or now,
                                kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of)
+        clarify.index_unit(self.conn, node_id, scope, body)
         vectors.enqueue(self.conn, node_id, now)
         if lineage_of is not None:
             nodes.supersede(self.conn, lineage_of, node_id, now)
@@ -270,6 +271,7 @@ class Memory:
                                   reason="correct", actor=self.actor, lineage_of=old["id"])
             nodes.supersede(self.conn, old["id"], new_id, now)
             clarifications.close_for_node(self.conn, old["id"], now)   # the new words are read afresh
+            clarify.index_unit(self.conn, new_id, old["scope"], body)
             vectors.drop_from_index(self.conn, old["id"])
             vectors.enqueue(self.conn, new_id, now)
             self._carry_standing(old["id"], new_id, now)

@@ -18,6 +18,7 @@ from tidemind.errors import TideMindError
 from tidemind.importers.engine import sync
 from tidemind.mcp_server import build_server
 from tidemind.memory import Memory
+from tidemind.store import nodes
 
 EXAMPLES = 600 if os.environ.get("TIDEMIND_SOAK") else 60
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -105,8 +106,9 @@ def test_recall_queries_and_options(tmp_path):
 values = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40), st.floats(allow_nan=True), nasty_text,
                    st.lists(st.text(max_size=8), max_size=3), st.dictionaries(st.text(max_size=8), st.text(max_size=8),
                                                                             max_size=3))
-KEYS = {"brain_digest": ["content", "intent", "target_node", "scope", "source", "valid_at"],
-        "brain_recall": ["query", "node_id", "from_node", "scope", "tags", "limit", "mode", "as_of", "clock"],
+KEYS = {"brain_digest": ["content", "intent", "target_node", "scope", "source", "valid_at", "skip"],
+        "brain_recall": ["query", "node_id", "from_node", "scope", "tags", "limit", "mode", "as_of", "clock",
+                         "choose"],
         "brain_prepare": ["hint", "budget_chars"]}
 
 
@@ -123,7 +125,8 @@ def test_mcp_tool_arguments(tmp_path):
     @given(st.sampled_from(sorted(KEYS)).flatmap(lambda tool: st.tuples(
         st.just(tool),
         st.dictionaries(st.sampled_from(KEYS[tool] + ["bogus"]),
-                        st.one_of(values, st.sampled_from(["store", "correct", "archive", "forget", "index", 1, 2])),
+                        st.one_of(values, st.sampled_from(["store", "correct", "archive", "forget", "clarify", "index",
+                                                           "clarify", 1, 2, True])),
                         max_size=4))))
     def check(call):
         tool, arguments = call
@@ -139,8 +142,8 @@ def test_mcp_tool_arguments(tmp_path):
         if tool == "brain_recall":
             assert all(i["scope"] == "project:a" for i in data["items"])       # the server's scope, always
         elif tool == "brain_digest" and arguments.get("intent", "store") == "store":
-            for node_id in data["node_ids"]:
-                assert m.show(node_id)["content"] in arguments["content"]     # verbatim slices
+            for node_id in data["node_ids"]:       # (read raw: a unit may be held with a clarifying question)
+                assert nodes.get_any(m.conn, node_id)["content"] in arguments["content"]     # verbatim slices
         elif tool == "brain_prepare":
             assert "another project" not in result.content[0].text
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ..errors import Conflict, InvalidInput, NotFound
-from ..store import audit, clarifications, derived, immediate, nodes, vectors
+from ..store import audit, clarifications, derived, immediate, migrations, nodes, vectors
 from ..timeutil import from_iso, system_clock, to_iso
 from . import detect
 
@@ -59,23 +59,55 @@ def policy(settings) -> Policy:
     return Policy(ask == "ambiguous", hold, kinds)
 
 
+class ScopeLexicon:
+    """What one scope's visible units say names and acronyms mean (the `referents` table);
+    the capture being read is left out, so a unit never vouches for itself."""
+
+    def __init__(self, conn, scope: str, exclude_capture: int | None):
+        self.conn, self.scope, self.exclude = conn, scope, exclude_capture
+        self._memo: dict[tuple[str, str], list[str]] = {}
+
+    def _lookup(self, kind: str, word: str) -> list[str]:
+        key = (kind, word)
+        if key not in self._memo:
+            self._memo[key] = clarifications.readings_for(self.conn, self.scope, kind, word, self.exclude)
+        return self._memo[key]
+
+    def names(self, first: str) -> list[str]:
+        return self._lookup("name", first)
+
+    def expansions(self, acronym: str) -> list[str]:
+        return self._lookup("acronym", acronym)
+
+
+def index_unit(conn, node_id: int, scope: str, text: str) -> None:
+    """Add a unit's names and acronym expansions to its scope's lexicon (every write path)."""
+    clarifications.index_readings(conn, node_id, scope, detect.readings(text))
+
+
+def _backfill_referents(conn) -> None:
+    """Migration: create the lexicon and read every unit already stored into it."""
+    conn.execute(clarifications.REFERENTS_DDL)
+    for node_id, scope, content in nodes.unforgotten_texts(conn):
+        index_unit(conn, node_id, scope, content)
+
+
+migrations.register("clarify", [("0001_referents", _backfill_referents)])
+
+
 def on_capture(m: "Memory", *, capture_id: int, scope: str, body: str, units: Sequence[tuple[int, int, int]],
                anchor: str, now: str) -> list[dict]:
     """Anchors and at most one question per unit, inside the digest's transaction.
     `units` are (node_id, start, end) in `body`; `anchor` is when the words were written."""
     rules = policy(m.settings)
-    memo: dict[str, list[str]] = {}
-
-    def lexicon(word: str) -> list[str]:
-        if word not in memo:
-            memo[word] = clarifications.neighbourhood_texts(m.conn, word, [scope], capture_id)
-        return memo[word]
+    lexicon = ScopeLexicon(m.conn, scope, capture_id)
 
     day = from_iso(anchor).date()
     hold_until = to_iso(from_iso(now) + dt.timedelta(hours=rules.hold_hours))
     asked = []
     for node_id, start, end in units:
         unit = body[start:end]
+        index_unit(m.conn, node_id, scope, unit)
         dates = detect.relative_dates(unit, day)
         refs = detect.references(unit, body, body[:start], lexicon)
         anchors = dates.anchors + refs.anchors

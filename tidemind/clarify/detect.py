@@ -1,7 +1,8 @@
 """What in a unit is worth a question, and what can be settled without one.
 
 Pure functions over the unit's text, its capture, the moment its words were written (the
-anchor) and a `Lexicon` (what the scope already knows about a word). Three kinds of reference
+anchor) and a `Lexicon`: what the scope already knows a word can mean, built from `readings`
+of every unit (two-word names, spelled-out acronyms) and kept in the store's `referents` table. Three kinds of reference
 are examined:
 
 - relative dates ("tomorrow", "next week", "on Friday", "in 3 days") are resolved against the
@@ -22,11 +23,17 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Protocol
 
 from ..text import STOPWORDS
 
-Lexicon = Callable[[str], list[str]]      # word -> texts in the scope that contain it
+
+class Lexicon(Protocol):
+    def names(self, first: str) -> list[str]:
+        """Second words the scope knows for a first name ("alex" -> ["Chen", "Rivera"])."""
+
+    def expansions(self, acronym: str) -> list[str]:
+        """Spelled-out forms the scope knows for an acronym ("CR" -> ["change request", ...])."""
 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -52,6 +59,14 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 _ACRONYM = re.compile(r"\b([A-Z]{2,5})s?\b")
 _FULL_NAME = re.compile(r"\b([A-Z][a-z]{1,20}) ([A-Z][a-z]{1,20})\b")
 _PRONOUN_OPENING = re.compile(r"^\W*(he|she)\b", re.I)
+# a sentence-initial capitalised word followed by one of these is a verb with its object
+# ("Deployed the fix", "Use a flag"), not a name
+_OBJECT_WORDS = {"the", "a", "an", "to", "in", "on", "at", "for", "with", "from", "into", "it", "this", "that",
+                 "these", "those", "all", "some", "any", "my", "our", "your", "his", "her", "their", "its", "out",
+                 "up", "down", "off", "over", "back", "by", "of", "about", "as"}
+_IMPERATIVES = {"add", "ask", "book", "bump", "call", "check", "clean", "drop", "email", "fix", "get", "keep", "make",
+                "move", "pin", "ping", "pull", "push", "put", "read", "remind", "remove", "run", "send", "set",
+                "ship", "start", "stop", "switch", "take", "tell", "try", "update", "upgrade", "use", "write"}
 
 
 @dataclass
@@ -106,29 +121,37 @@ def relative_dates(unit: str, anchor: dt.date) -> Findings:
             if key in seen:
                 continue
             seen.add(key)
-            if kind == "fixed":
-                offset = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "the day after tomorrow": 2,
-                          "the day before yesterday": -2}[key]
-                out.anchors.append(_dated(term, anchor + dt.timedelta(days=offset)))
-            elif kind == "relative":
-                which, unit_word = m.group(1).lower(), m.group(2).lower()
-                _relative(out, term, which, unit_word, anchor)
-            elif kind in ("ahead", "ago"):
-                n, unit_word = _number(m.group(1)), m.group(2).lower()
-                sign = 1 if kind == "ahead" else -1
-                if unit_word == "month":
-                    year, month = _shift_month(anchor, sign * n)
-                    out.anchors.append(_month_text(term, year, month))
-                else:
-                    days = n * (7 if unit_word == "week" else 1)
-                    out.anchors.append(_dated(term, anchor + dt.timedelta(days=sign * days)))
-            else:   # "on Friday": the coming one, or the last one when the unit speaks of the past
-                target = WEEKDAYS.index(m.group(2).lower())
-                ahead = (target - anchor.weekday()) % 7
-                day = anchor - dt.timedelta(days=(anchor.weekday() - target) % 7 or 7) if past else \
-                    anchor + dt.timedelta(days=ahead)
-                out.anchors.append(_dated(term, day))
+            try:
+                _resolve(out, kind, m, term, key, anchor, past)
+            except (OverflowError, ValueError):     # a date beyond year 1..9999: nothing to anchor
+                continue
     return out
+
+
+def _resolve(out: Findings, kind: str, m: re.Match, term: str, key: str, anchor: dt.date, past: bool) -> None:
+    """One relative date: an anchor (or, for the one ambiguous kind, a question) in `out`."""
+    if kind == "fixed":
+        offset = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "the day after tomorrow": 2,
+                  "the day before yesterday": -2}[key]
+        out.anchors.append(_dated(term, anchor + dt.timedelta(days=offset)))
+    elif kind == "relative":
+        which, unit_word = m.group(1).lower(), m.group(2).lower()
+        _relative(out, term, which, unit_word, anchor)
+    elif kind in ("ahead", "ago"):
+        n, unit_word = _number(m.group(1)), m.group(2).lower()
+        sign = 1 if kind == "ahead" else -1
+        if unit_word == "month":
+            year, month = _shift_month(anchor, sign * n)
+            out.anchors.append(_month_text(term, year, month))
+        else:
+            days = n * (7 if unit_word == "week" else 1)
+            out.anchors.append(_dated(term, anchor + dt.timedelta(days=sign * days)))
+    else:   # "on Friday": the coming one, or the last one when the unit speaks of the past
+        target = WEEKDAYS.index(m.group(2).lower())
+        ahead = (target - anchor.weekday()) % 7
+        day = anchor - dt.timedelta(days=(anchor.weekday() - target) % 7 or 7) if past else \
+            anchor + dt.timedelta(days=ahead)
+        out.anchors.append(_dated(term, day))
 
 
 def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.date) -> None:
@@ -176,35 +199,62 @@ def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.d
         out.anchors.append(f"{term} = {anchor.year + step}")
 
 
+def _plain_word(w: str) -> bool:
+    low = w.lower()
+    return low in STOPWORDS or low in _SENTENCE_STARTERS or low in WEEKDAYS or low in MONTHS
+
+
+def _sentence_initial(text: str, start: int) -> bool:
+    before = text[:start].rstrip()
+    return not before or before[-1] in ".!?:;\n-*•>#\"'(" or before.endswith("- ")
+
+
+def _name_shaped(w: str, text: str, start: int, following: str | None) -> bool:
+    """Whether a capitalised word can be a name here. Mid-sentence, capitals mean a name; at the
+    start of a sentence every word is capitalised, so a word that looks like a verb (-ed, -ing,
+    -ly, an imperative) or takes an object ("Deployed the ...") is not taken for one."""
+    if _plain_word(w):
+        return False
+    if not _sentence_initial(text, start):
+        return True
+    low = w.lower()
+    if low in _IMPERATIVES or (len(low) >= 5 and low.endswith(("ed", "ing", "ly"))):
+        return False
+    return following is None or following.lower() not in _OBJECT_WORDS
+
+
 def _bare_names(unit: str) -> list[str]:
-    """Capitalised words standing alone (not part of a two-word proper name)."""
+    """Capitalised words standing alone (not part of a two-word proper name) that can be names."""
     words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(unit)]
     found = []
     for i, (w, start, end) in enumerate(words):
-        if not _CAP.fullmatch(w) or w.lower() in STOPWORDS or w.lower() in _SENTENCE_STARTERS \
-                or w.lower() in WEEKDAYS or w.lower() in MONTHS:
+        if not _CAP.fullmatch(w):
             continue
         before = words[i - 1] if i else None
         after = words[i + 1] if i + 1 < len(words) else None
         joined_before = before and _CAP.fullmatch(before[0]) and unit[before[2]:start] == " "
         joined_after = after and _CAP.fullmatch(after[0]) and unit[end:after[1]] == " "
-        if not joined_before and not joined_after and w not in found:
+        if joined_before or joined_after or w in found:
+            continue
+        if _name_shaped(w, unit, start, after[0] if after else None):
             found.append(w)
     return found
 
 
-def full_names_for(word: str, texts: list[str]) -> list[str]:
-    """Distinct second words that follow `word` as a two-word proper name in `texts`, by frequency."""
-    pattern = re.compile(rf"\b{re.escape(word)} ([A-Z][a-z]{{1,20}})\b")
-    counts: dict[str, int] = {}
-    for t in texts:
-        for m in pattern.finditer(t):
-            second = m.group(1)
-            if second.lower() in STOPWORDS or second.lower() in WEEKDAYS or second.lower() in MONTHS \
-                    or second.lower() in _SENTENCE_STARTERS:
-                continue
-            counts[second] = counts.get(second, 0) + 1
-    return sorted(counts, key=lambda s: (-counts[s], s))
+def readings(text: str) -> list[tuple[str, str, str]]:
+    """What this text tells about names and acronyms, for the scope's lexicon:
+    ("name", "alex", "Chen") for "Alex Chen", ("acronym", "CR", "change request") for
+    "CR (change request)"."""
+    out: list[tuple[str, str, str]] = []
+    for m in _FULL_NAME.finditer(text):
+        first, second = m.group(1), m.group(2)
+        rest = text[m.end():].split(None, 1)
+        following = _WORD.match(rest[0]).group(0) if rest and _WORD.match(rest[0]) else None
+        if _name_shaped(first, text, m.start(), following) and not _plain_word(second):
+            out.append(("name", first.lower(), second))
+    for acronym in dict.fromkeys(_ACRONYM.findall(text)):
+        out += [("acronym", acronym, e) for e in expansions_for(acronym, [text])]
+    return list(dict.fromkeys(out))
 
 
 def expansions_for(acronym: str, texts: list[str]) -> list[str]:
@@ -242,21 +292,21 @@ def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit:
     out = Findings()
     low_capture = capture.lower()
     for name in _bare_names(unit)[:limit]:
-        seconds = full_names_for(name, lexicon(name))
+        seconds = lexicon.names(name.lower())
         if len(seconds) < 2 or any(s in capture for s in seconds):
             continue
         options = [f"{name} {s}" for s in seconds[:4]]
         out.ambiguities.append(Ambiguity("referent", name, f"Which {name} is this: {_or(options)}?", options))
     opening = _PRONOUN_OPENING.match(unit)
     if opening and not _bare_names(unit):
-        people = list(dict.fromkeys(f"{a} {b}" for a, b in _FULL_NAME.findall(preceding)
-                                    if a.lower() not in _SENTENCE_STARTERS and a.lower() not in STOPWORDS))
+        people = list(dict.fromkeys(f"{first.capitalize()} {second}" for kind, first, second in readings(preceding)
+                                    if kind == "name"))
         if len(people) >= 2:
             pronoun = opening.group(1)
             out.ambiguities.append(Ambiguity("referent", pronoun, f"Who is \"{pronoun}\" here: {_or(people[:4])}?",
                                              people[:4]))
     for acronym in list(dict.fromkeys(_ACRONYM.findall(unit)))[:limit]:
-        expansions = expansions_for(acronym, lexicon(acronym))
+        expansions = lexicon.expansions(acronym)
         if any(e in low_capture for e in expansions):
             continue
         if len(expansions) == 1:

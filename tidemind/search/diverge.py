@@ -21,35 +21,80 @@ from ..clarify.detect import expansions_for
 from ..text import STOPWORDS
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'\-]*")
+_NAME = re.compile(r"[A-Z][a-z]{1,20}")
+_MODIFIER = re.compile(r"[a-z][a-z0-9\-]+")
 MAX_GROUPS = 4
 
 
-def _name_qualifiers(word: str, item: dict, query_words: set[str]) -> set[str]:
-    pattern = re.compile(rf"(?i:\b{re.escape(word)}) ([A-Z][a-z]{{1,20}})\b")
-    found = {m.group(1) for m in pattern.finditer(item["content"])}
-    for c in item.get("clarified", []):       # "Alex" answered "Alex Rivera" (or just "Rivera")
-        if c["term"].lower() == word.lower():
-            rest = re.sub(rf"(?i)^\s*{re.escape(word)}\b", "", c["answer"]).split()
-            if rest and rest[0][:1].isupper():
+_WORD_AT = re.compile(r"[A-Za-z][A-Za-z0-9'\-]*")
+
+
+class _Read:
+    """An item's texts, scanned with str.find around the query's words: recall runs this on
+    every answer, and a regex per query word would be compiled afresh for most queries."""
+
+    def __init__(self, item: dict):
+        self.item = item
+        self.content = item["content"]
+        self.low = self.content.lower()
+        self.answers = [(c["term"], c["answer"]) for c in item.get("clarified", [])]
+        self.folded = self.low + " " + " ".join(a for _, a in self.answers).lower()
+
+
+def _occurrences(text: str, low: str, word: str):
+    """End offsets of `word` (case-insensitive, whole word, "'s" allowed after it) in `text`."""
+    n, pos = len(word), 0
+    while (i := low.find(word, pos)) >= 0:
+        pos = i + 1
+        if i > 0 and (low[i - 1].isalnum() or low[i - 1] in "'-"):
+            continue
+        end = i + n
+        if low.startswith("'s", end):
+            end += 2
+        if end == len(low) or not (low[end].isalnum() or low[end] in "'-"):
+            yield i, end
+
+
+def _after(text: str, word: str) -> set[str]:
+    low, out = text.lower(), set()
+    for _, end in _occurrences(text, low, word.lower()):
+        if text.startswith(" ", end) and (m := _WORD_AT.match(text, end + 1)):
+            out.add(m.group(0).removesuffix("'s"))
+    return out
+
+
+def _name_qualifiers(word: str, read: _Read, query_words: set[str]) -> set[str]:
+    found = {q for q in _after(read.content, word) if _NAME.fullmatch(q)}
+    for term, answer in read.answers:       # "Alex" answered "Alex Rivera" (or just "Rivera")
+        if term.lower() == word.lower():
+            rest = answer.split()
+            rest = rest[1:] if rest and rest[0].lower() == word.lower() else rest
+            if rest and _NAME.fullmatch(rest[0].strip(".,;:!?")):
                 found.add(rest[0].strip(".,;:!?"))
         else:
-            found |= {m.group(1) for m in pattern.finditer(c["answer"])}
+            found |= {q for q in _after(answer, word) if _NAME.fullmatch(q)}
     return {f"{word.capitalize()} {q}" for q in found if q.lower() not in STOPWORDS and q.lower() not in query_words}
 
 
-def _acronym_qualifiers(word: str, item: dict) -> set[str]:
+def _acronym_qualifiers(word: str, read: _Read) -> set[str]:
     acronym = word.upper()
-    if not 2 <= len(acronym) <= 5 or not re.search(rf"\b{acronym}\b", item["content"]):
+    if not 2 <= len(acronym) <= 5 or acronym not in read.content:
         return set()
-    found = set(expansions_for(acronym, [item["content"]]))
-    found |= {" ".join(c["answer"].lower().split()) for c in item.get("clarified", []) if c["term"] == acronym}
+    found = set(expansions_for(acronym, [read.content]))
+    found |= {" ".join(answer.lower().split()) for term, answer in read.answers if term == acronym}
     return {f"{acronym} ({e})" for e in found}
 
 
-def _phrase_qualifiers(phrase: tuple[str, str], item: dict, query_words: set[str]) -> set[str]:
-    pattern = re.compile(rf"(?i)\b([a-z][a-z0-9\-]+) {re.escape(phrase[0])} {re.escape(phrase[1])}")
-    return {f"{m.group(1).lower()} {phrase[0]} {phrase[1]}" for m in pattern.finditer(item["content"])
-            if m.group(1).lower() not in STOPWORDS and m.group(1).lower() not in query_words}
+def _phrase_qualifiers(phrase: tuple[str, str], read: _Read, query_words: set[str]) -> set[str]:
+    out = set()
+    for start, _ in _occurrences(read.content, read.low, f"{phrase[0]} {phrase[1]}"):
+        if start < 2 or read.low[start - 1] != " ":
+            continue
+        before = read.low.rfind(" ", 0, start - 1)
+        modifier = read.low[before + 1:start - 1]
+        if _MODIFIER.fullmatch(modifier) and modifier not in STOPWORDS and modifier not in query_words:
+            out.add(f"{modifier} {phrase[0]} {phrase[1]}")
+    return out
 
 
 def candidate_groups(query: str, items: Sequence[dict], grounded: Sequence[int]) -> dict | None:
@@ -61,20 +106,23 @@ def candidate_groups(query: str, items: Sequence[dict], grounded: Sequence[int])
     tokens = [re.sub(r"'s$", "", w) for w in _TOKEN.findall(query)]          # "Alex's" asks about Alex
     words = list(dict.fromkeys(w for w in tokens if len(w) > 1 and w.lower() not in STOPWORDS))
     query_words = {w.lower() for w in words}
-    readers = []
-    for w in words:
-        readers.append((w, lambda item, w=w: _name_qualifiers(w, item, query_words) | _acronym_qualifiers(w, item)))
+    # a word can only split the answer if at least two grounding memories contain it (a cheap
+    # substring test first: most answers share no such word and are never tokenised)
+    reads = [_Read(i) for i in grounding]
+    shared = [w for w in words if sum(w.lower() in r.folded for r in reads) >= 2]
+    readers = [(w, lambda r, w=w: _name_qualifiers(w, r, query_words) | _acronym_qualifiers(w, r)) for w in shared]
     for a, b in zip(words, words[1:]):
-        readers.append((f"{a} {b}", lambda item, p=(a.lower(), b.lower()): _phrase_qualifiers(p, item, query_words)))
+        if a in shared and b in shared:
+            readers.append((f"{a} {b}", lambda r, p=(a.lower(), b.lower()): _phrase_qualifiers(p, r, query_words)))
     for term, read in readers:
         groups: dict[str, list[int]] = {}
         unqualified = []
-        for item in grounding:
-            qualifiers = read(item)
+        for r in reads:
+            qualifiers = read(r)
             if len(qualifiers) == 1:
-                groups.setdefault(next(iter(qualifiers)), []).append(item["id"])
+                groups.setdefault(next(iter(qualifiers)), []).append(r.item["id"])
             elif not qualifiers:
-                unqualified.append(item["id"])
+                unqualified.append(r.item["id"])
             # an item naming several (a memory about both Alexes) belongs to no single group
         if len(groups) < 2:
             continue

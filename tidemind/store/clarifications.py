@@ -52,6 +52,22 @@ CREATE TRIGGER clarified_append_only BEFORE UPDATE ON clarified BEGIN
 END;
 """ + fts.CLARIFIED_REBUILD
 
+# What the scope knows a word can mean: the second word of a two-word name ("alex" -> "Chen"),
+# an acronym's spelled-out form ("CR" -> "change request"), one row per unit that says so. It
+# holds words of the units, so forget removes a unit's rows; reads join `visible`, so archived,
+# held and other-scope units never count.
+REFERENTS_DDL = """
+CREATE TABLE referents(
+  scope TEXT NOT NULL,
+  kind TEXT NOT NULL,                     -- 'name' | 'acronym'
+  word TEXT NOT NULL,                     -- folded: 'alex', 'CR'
+  reading TEXT NOT NULL,                  -- 'Chen', 'change request'
+  node_id INTEGER NOT NULL REFERENCES nodes(id),
+  PRIMARY KEY(scope, kind, word, reading, node_id)
+) WITHOUT ROWID;
+CREATE INDEX referents_node ON referents(node_id);
+"""
+
 QUESTION_COLUMNS = "q.id, q.node_id, q.scope, q.kind, q.term, q.question, q.options, q.asked_at, q.hold_until," \
                    " q.state, q.closed_at"
 
@@ -140,23 +156,24 @@ def scrub_node(conn: apsw.Connection, node_id: int) -> None:
     """Forget: the questions quote the unit's words and the answers explain them; both go."""
     conn.execute("DELETE FROM clarified WHERE node_id = ?", (node_id,))
     conn.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
+    conn.execute("DELETE FROM referents WHERE node_id = ?", (node_id,))
     conn.execute("UPDATE nodes SET held_until = NULL, clarified_text = '' WHERE id = ?", (node_id,))
 
 
-def neighbourhood_texts(conn: apsw.Connection, word: str, scopes: Sequence[str], exclude_capture: int | None,
-                        limit: int = 60) -> list[str]:
-    """Texts (authored and clarified) of visible units in `scopes` that contain `word`: what the
-    scope already knows about a name or an acronym. The unit being captured is excluded."""
-    expression = fts.match_expression([word.lower()])
-    if expression is None:
-        return []
-    pred, params = visible("n", scopes)
+def index_readings(conn: apsw.Connection, node_id: int, scope: str,
+                   readings: Sequence[tuple[str, str, str]]) -> None:
+    conn.executemany("INSERT OR IGNORE INTO referents(scope, kind, word, reading, node_id) VALUES(?,?,?,?,?)",
+                     [(scope, kind, word, reading, node_id) for kind, word, reading in readings])
+
+
+def readings_for(conn: apsw.Connection, scope: str, kind: str, word: str, exclude_capture: int | None = None,
+                 limit: int = 8) -> list[str]:
+    """The readings visible units of `scope` give `word`, most often said first."""
+    pred, params = visible("n", [scope])
     extra, args = "", []
     if exclude_capture is not None:
         extra, args = " AND n.capture_id IS NOT ?", [exclude_capture]
-    hits = fts.search(conn, expression, pred + extra, [*params, *args], limit)
-    if not hits:
-        return []
-    marks = ",".join("?" * len(hits))
-    return [c + ("\n" + t if t else "") for c, t in conn.execute(
-        f"SELECT content, clarified_text FROM nodes WHERE id IN ({marks})", [i for i, _ in hits])]
+    return [r for r, _ in conn.execute(
+        f"SELECT r.reading, count(*) AS c FROM referents r JOIN nodes n ON n.id = r.node_id"
+        f" WHERE r.scope = ? AND r.kind = ? AND r.word = ? AND {pred}{extra}"
+        f" GROUP BY r.reading ORDER BY c DESC, r.reading LIMIT ?", [scope, kind, word, *params, *args, limit])]

@@ -1,6 +1,8 @@
 """Named migrations, recorded in a table, in sets per owner.
 
-Each owner (the core store, later an importer) registers an ordered list of (name, sql).
+Each owner (the core store, later an importer) registers an ordered list of (name, sql); `sql`
+may instead be a function of the connection, for a migration that must compute rows (a backfill
+by Python code), which runs in the same transaction as its ledger entry.
 `migrate` applies the missing ones in one BEGIN IMMEDIATE transaction per migration and,
 when the database already held data, backs the file up first.
 """
@@ -13,7 +15,7 @@ import apsw
 
 from .connection import immediate, scalar
 
-Migration = tuple[str, str]
+Migration = tuple[str, "str | Callable[[apsw.Connection], None]"]
 _REGISTRY: dict[str, list[Migration]] = {}
 
 LEDGER = """
@@ -30,7 +32,7 @@ def register(owner: str, migrations: list[Migration]) -> None:
     _REGISTRY[owner] = list(migrations)
 
 
-def pending(conn: apsw.Connection) -> list[tuple[str, str, str]]:
+def pending(conn: apsw.Connection) -> list[tuple[str, str, object]]:
     conn.execute(LEDGER)
     done = {(o, n) for o, n in conn.execute("SELECT owner, name FROM migrations")}
     return [(owner, name, sql) for owner, items in _REGISTRY.items()
@@ -63,7 +65,10 @@ def migrate(conn: apsw.Connection, backup: Callable[[Path], None] | None = None,
             # another process may have applied it while we waited for the lock
             if scalar(conn, "SELECT 1 FROM migrations WHERE owner=? AND name=?", (owner, name)):
                 continue
-            conn.execute(sql)
+            if callable(sql):
+                sql(conn)
+            else:
+                conn.execute(sql)
             conn.execute("INSERT INTO migrations(owner, name) VALUES(?, ?)", (owner, name))
         applied.append(f"{owner}/{name}")
     return applied

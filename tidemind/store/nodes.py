@@ -100,6 +100,11 @@ def get_visible(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence
     return {r["id"]: r for r in found}
 
 
+def unforgotten_texts(conn: apsw.Connection) -> list[tuple[int, str, str]]:
+    """(id, scope, content) of every node that still has its text (a backfill reads them all)."""
+    return list(conn.execute("SELECT id, scope, content FROM nodes WHERE status != 'forgotten' ORDER BY id"))
+
+
 def live_among(conn: apsw.Connection, node_ids: Sequence[int]) -> set[int]:
     """The ids whose status is live (write paths; reads use `visible`)."""
     if not node_ids:

@@ -81,6 +81,19 @@ def test_demo_runs_end_to_end(home):
     assert taste["taste-window"]["workstreams"]
     weeks = taste["taste-drift"]["weeks"]
     assert len(weeks) == 2 and weeks[0]["shift"] is None and all(0 <= w["shift"] <= 2 for w in weeks[1:])
+    # clarification: asked, held out of search, answered beside the text, then found by the answer
+    step = {s["step"]: s["result"] for s in steps if not s["step"].startswith("taste-")}
+    held = step["digest-ambiguous"]
+    assert held["questions"][0]["options"] == ["Alex Chen", "Alex Rivera"]
+    waiting = next(s["result"] for s in steps if s["step"].startswith('"signup copy final"'))
+    assert held["node_ids"][0] not in [i["id"] for i in waiting["items"]]
+    found = next(s["result"] for s in steps if s["step"].startswith('"what did Rivera say'))
+    assert found["items"][0]["id"] == held["node_ids"][0]
+    assert found["items"][0]["content"] == "Alex says the signup copy is final and can ship."
+    assert step["digest-next-friday"]["questions"][0]["kind"] == "date" and step["clarify-skip"]["state"] == "skipped"
+    assert {g["choice"] for g in step["recall-diverging"]["clarify"]["groups"]} == {"Alex Chen", "Alex Rivera"}
+    chosen = next(s["result"] for s in steps if s["step"].endswith('--choose "Alex Rivera"'))
+    assert chosen["chosen"] == "Alex Rivera" and "4730" in chosen["items"][0]["content"]
 
 
 def test_bench_reports_floors(home, tmp_path):

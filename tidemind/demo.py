@@ -81,6 +81,53 @@ def _workstreams(m: Memory, out: list, as_json: bool) -> None:
         _say(out, as_json, "  " + _fmt_taste(action, r).replace("\n", "\n  "))
 
 
+TEAM = "team:demo"
+
+
+def _clarification(m: Memory, out: list, as_json: bool) -> None:
+    """Ambiguity handled, not guessed: a capture that names "Alex" when two are known waits with
+    one question; the answer is kept beside the memory (never in it) and search reads it; a
+    skipped one is searchable as written; recall asks which Alex when its answers diverge."""
+    for text in ("Alex Chen leads the platform team.", "Alex Rivera designs the onboarding screens.",
+                 "Alex Chen's desk extension is 4411.", "Alex Rivera's desk extension is 4730."):
+        m.digest(text, scope=TEAM, source_tool="claude-desktop")
+    _say(out, as_json, f"\n# clarification: two people called Alex in {TEAM}")
+    held = m.digest("Alex says the signup copy is final and can ship.", scope=TEAM, source_tool="claude-desktop")
+    out.append({"step": "digest-ambiguous", "result": held})
+    [q] = held["questions"]
+    _say(out, as_json, f'\n$ tidemind digest "Alex says the signup copy is final and can ship." --scope {TEAM}\n'
+                       f"  {held['done']}\n  question {q['question_id']}: {q['question']}")
+    _show_recall(out, as_json, f'"signup copy final" --scope {TEAM} (while it waits: out of search)',
+                 m.recall("signup copy final", scopes=[TEAM]))
+    answer = m.clarify_answer(q["question_id"], "Alex Rivera")
+    out.append({"step": "clarify-answer", "result": answer})
+    _say(out, as_json, f'\n$ tidemind clarify answer {q["question_id"]} "Alex Rivera"\n  {answer["done"]}')
+    m.embed_pending()
+    _show_recall(out, as_json, f'"what did Rivera say about the signup copy" --scope {TEAM}',
+                 m.recall("what did Rivera say about the signup copy", scopes=[TEAM]))
+    shown = m.show(held["node_ids"][0])
+    _say(out, as_json, f"  authored, unchanged: {shown['content']!r}; clarified: "
+                       + "; ".join(f"{c['term']}: {c['answer']}" for c in shown["clarified"]))
+    dated = m.digest("Move the roadmap review to next Friday.", scope=TEAM, valid_at="2026-12-02",
+                     source_tool="claude-desktop")
+    out.append({"step": "digest-next-friday", "result": dated})
+    [dq] = dated["questions"]
+    _say(out, as_json, f'\n$ tidemind digest "Move the roadmap review to next Friday." --valid-at 2026-12-02'
+                       f" (a Wednesday)\n  question {dq['question_id']}: {dq['question']}")
+    skipped = m.clarify_skip(dq["question_id"])
+    out.append({"step": "clarify-skip", "result": skipped})
+    _say(out, as_json, f"$ tidemind clarify skip {dq['question_id']}\n  {skipped['done']}")
+    m.embed_pending()
+    query = "what is Alex's desk extension"
+    asked = m.recall(query, scopes=[TEAM])
+    out.append({"step": "recall-diverging", "result": asked})
+    _say(out, as_json, f'\n$ tidemind recall "{query}" --scope {TEAM}\n  {asked["clarify"]["question"]}')
+    for g in asked["clarify"]["groups"]:
+        _say(out, as_json, f"    {g['choice']}: node(s) {g['ids']}")
+    _show_recall(out, as_json, f'"{query}" --scope {TEAM} --choose "Alex Rivera"',
+                 m.recall(query, scopes=[TEAM], choose="Alex Rivera"))
+
+
 def run_demo(home: str | None = None, as_json: bool = False) -> dict:
     temp = None if home else tempfile.mkdtemp(prefix="tidemind-demo-")
     out: list = []
@@ -149,6 +196,7 @@ def run_demo(home: str | None = None, as_json: bool = False) -> dict:
                 hood = m.neighbourhood(hits["items"][0]["id"], scopes=["vault:sample"])
                 for n in hood["neighbours"]:
                     _say(out, as_json, f"  linked (confirmed) → #{n['id']} {title_of(n)[:80]}")
+            _clarification(m, out, as_json)
             _workstreams(m, out, as_json)
             stats = m.stats()
             out.append({"step": "stats", "result": stats})

@@ -708,6 +708,7 @@ class Memory:
             "links": links.count_by_status(self.conn, scopes),
             "tags": tags.count_by_status(self.conn, scopes),
             "review": review.count_by_status(self.conn, scopes),
+            "questions": clarifications.count_by_state(self.conn, scopes),
             "captures": captures.count(self.conn, scopes),
             "embed_queue": vectors.queue_length(self.conn, scopes),
             **({} if scopes else {"llm": llm_calls.totals(self.conn)}),

@@ -117,6 +117,13 @@ def count_open(conn: apsw.Connection, scopes: Sequence[str]) -> int:
                         f" AND q.scope IN ({marks}) AND n.status = 'live'", list(scopes))
 
 
+def count_by_state(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
+    where, args = "", []
+    if scopes:
+        where, args = f" WHERE scope IN ({','.join('?' * len(scopes))})", list(scopes)
+    return dict(conn.execute(f"SELECT state, count(*) FROM questions{where} GROUP BY state", args))
+
+
 def close(conn: apsw.Connection, question_id: int, state: str, at: str) -> None:
     """Answered, skipped or closed (its unit was corrected, archived or forgotten); the unit's
     hold ends with its last open question."""

@@ -387,3 +387,14 @@ def test_detection_never_fails_on_any_text_or_date():
         detect.readings(text)
 
     check()
+
+
+def test_doctor_checks_the_searchable_copy_of_the_answers(live):
+    _two_alexes(live)
+    [q] = live.digest("Alex said the venue is booked.")["questions"]
+    live.clarify_answer(q["question_id"], "Alex Rivera")
+    assert live.doctor()["checks"]["clarified"] == "ok"
+    with live.conn:
+        live.conn.execute("UPDATE nodes SET clarified_text = 'Alex: Alex Chen' WHERE id = ?", (q["node_id"],))
+    report = live.doctor()
+    assert not report["ok"] and any(p.startswith("clarified:") for p in report["problems"])

@@ -46,3 +46,29 @@ def test_prepare_mentions_open_review_items(mem):
     again = mem.digest("The cache TTL is 60 seconds.")["node_ids"][0]
     text = mem.prepare()["text"]
     assert "## Needs attention" in text and f"node {again} repeats a claim that node {new} corrected" in text
+
+
+def test_prepare_mentions_questions_still_holding_a_memory(tmp_path):
+    import datetime as dt
+
+    from tidemind.memory import Memory
+
+    from .conftest import StepClock
+
+    with Memory.open(tmp_path / "h") as m:        # the system clock: holds are real
+        for scope in ("project:a", "project:b"):
+            m.digest("Alex Chen owns billing.", scope=scope)
+            m.digest("Alex Rivera owns design.", scope=scope)
+        held = [m.digest(f"Alex reviewed item {n} of the list.", scope="project:a")["node_ids"][0] for n in range(5)]
+        m.digest("Alex reviewed the other project's list.", scope="project:b")
+        text = m.prepare(scopes=["project:a"])["text"]
+        assert "## Open questions" in text and "Which Alex is this: Alex Chen or Alex Rivera?" in text
+        assert sum(f"- node {n}:" in text for n in held) == 3 and "and 2 more (`tidemind clarify`" in text
+        assert "other project" not in text
+    past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=5)
+    with Memory.open(tmp_path / "old", clock=StepClock(past)) as m:   # asked 5 days ago: the hold lapsed
+        m.digest("Alex Chen owns billing.")
+        m.digest("Alex Rivera owns design.")
+        assert m.digest("Alex reviewed the list.")["questions"]
+        assert "Open questions" not in m.prepare()["text"]
+        assert len(m.clarify_questions()) == 1          # still listed where a person answers them

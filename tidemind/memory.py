@@ -797,6 +797,10 @@ class Memory:
             checks["authored"] = "ok" if not bad_hash else f"{len(bad_hash)} node(s) whose text no longer matches its hash"
             if bad_hash:
                 problems.append(f"authored: text changed outside a correction in node(s) {bad_hash[:10]}")
+            drifted = clarifications.mirror_mismatches(self.conn)
+            checks["clarified"] = "ok" if not drifted else f"{len(drifted)} node(s) whose indexed clarifications differ"
+            if drifted:
+                problems.append(f"clarified: the searchable copy of the answers differs in node(s) {drifted[:10]}")
             known = captures.all_with_stream(self.conn)
             unembedded = vectors.queue_length(self.conn)
         finally:

@@ -12,6 +12,7 @@ from typing import Sequence
 import apsw
 
 from .store import clarifications, nodes, review, syntheses
+from .timeutil import system_clock, to_iso
 
 HARD_CAP = 9_800
 WINDOW = 2_000          # how many recent memories the heuristics look through
@@ -75,10 +76,13 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
         if _servable(conn, s["members"], scopes):
             label = s["kind"] if s["status"] == "approved" else f"{s['kind']}, unreviewed"
             approved.append(f"- ({label}, derived) {' '.join(s['text'].split())[:LINE_CHARS]}")
-    questions = clarifications.listing(conn, scopes, "open", OPEN_QUESTIONS_SHOWN)
+    # only questions still holding a memory back: once a hold lapses the memory is searchable,
+    # and repeating a stale question at every session start would turn notes into an interrogation
+    now = to_iso(system_clock())
+    questions = clarifications.listing(conn, scopes, "open", OPEN_QUESTIONS_SHOWN, holding_at=now)
     waiting = [f"- node {q['node_id']}: {' '.join(q['question'].split())[:LINE_CHARS]}" for q in questions]
     if waiting:
-        more = clarifications.count_open(conn, scopes) - len(waiting)
+        more = clarifications.count_open(conn, scopes, holding_at=now) - len(waiting)
         if more > 0:
             waiting.append(f"- and {more} more (`tidemind clarify` lists them)")
     sections = [

@@ -210,7 +210,8 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     if best < ABSTAIN_BELOW or not scores:
         return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms, "grounded_by": [],
                 "clarify": None, "chosen": None,
-                "message": "No stored memory matches this well enough to answer; nothing was padded in."}
+                "message": "I don't have a stored memory about this (nothing matched well enough to answer; no"
+                           " sources, nothing padded in)."}
     direct = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
     via: dict[int, str] = {}
     if req.expand:

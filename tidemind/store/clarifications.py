@@ -99,22 +99,29 @@ def open_for_node(conn: apsw.Connection, node_id: int) -> dict | None:
     return found[0] if found else None
 
 
-def listing(conn: apsw.Connection, scopes: Sequence[str], state: str | None = "open", limit: int = 200) -> list[dict]:
+def listing(conn: apsw.Connection, scopes: Sequence[str], state: str | None = "open", limit: int = 200,
+            holding_at: str | None = None) -> list[dict]:
     """Questions about live units in `scopes` (the unit may still be held: that is the point),
-    newest first, each with the unit's text so the person sees what is asked about."""
+    newest first, each with the unit's text so the person sees what is asked about.
+    `holding_at`: only open questions whose hold has not lapsed at that time."""
     marks = ",".join("?" * len(scopes))
-    where = " AND q.state = ?" if state else ""
+    where, args = "", []
+    if state:
+        where, args = " AND q.state = ?", [state]
+    if holding_at:
+        where, args = where + " AND q.state = 'open' AND q.hold_until > ?", args + [holding_at]
     return _decode(rows(conn, f"""
         SELECT {QUESTION_COLUMNS}, n.content, n.recorded_at, n.valid_from FROM questions q
         JOIN nodes n ON n.id = q.node_id
         WHERE q.scope IN ({marks}) AND n.scope = q.scope AND n.status = 'live'{where}
-        ORDER BY q.id DESC LIMIT ?""", [*scopes, *([state] if state else []), limit]))
+        ORDER BY q.id DESC LIMIT ?""", [*scopes, *args, limit]))
 
 
-def count_open(conn: apsw.Connection, scopes: Sequence[str]) -> int:
+def count_open(conn: apsw.Connection, scopes: Sequence[str], holding_at: str | None = None) -> int:
     marks = ",".join("?" * len(scopes))
+    lapse, args = (" AND q.hold_until > ?", [holding_at]) if holding_at else ("", [])
     return scalar(conn, f"SELECT count(*) FROM questions q JOIN nodes n ON n.id = q.node_id WHERE q.state = 'open'"
-                        f" AND q.scope IN ({marks}) AND n.status = 'live'", list(scopes))
+                        f" AND q.scope IN ({marks}) AND n.status = 'live'{lapse}", [*scopes, *args])
 
 
 def count_by_state(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
@@ -152,6 +159,14 @@ def append(conn: apsw.Connection, *, node_id: int, question_id: int | None, term
 def _mirror_text(conn: apsw.Connection, node_id: int) -> str:
     return "\n".join(f"{term}: {answer}" for term, answer in conn.execute(
         "SELECT term, answer FROM clarified WHERE node_id = ? ORDER BY id", (node_id,)))
+
+
+def mirror_mismatches(conn: apsw.Connection) -> list[int]:
+    """Nodes whose `clarified_text` is not the mirror of their answers (doctor)."""
+    found = [i for (i,) in conn.execute("SELECT DISTINCT node_id FROM clarified")]
+    found += [i for (i,) in conn.execute("SELECT id FROM nodes WHERE clarified_text != ''")]
+    return sorted(i for i in set(found) if scalar(conn, "SELECT clarified_text FROM nodes WHERE id = ?", (i,))
+                  != _mirror_text(conn, i))
 
 
 def for_node(conn: apsw.Connection, node_id: int) -> list[dict]:

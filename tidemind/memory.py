@@ -148,6 +148,7 @@ class Memory:
         body, warnings = self._clean_content(content)
         valid_from = parse_iso(valid_at) if valid_at else None
         pieces = units.split_units(body)
+        rules = clarify.policy(self.settings)      # a bad [clarify] setting refuses before anything is written
         now = self.now()
         node_ids, review_ids, spans = [], [], []
         with immediate(self.conn):
@@ -177,7 +178,7 @@ class Memory:
             # relative dates are read as of when the words were written: the fact's time when the
             # caller replays an older conversation, else the capture's
             questions = clarify.on_capture(self, capture_id=capture_id, scope=scope, body=body, units=spans,
-                                           anchor=valid_from or now, now=now)
+                                           anchor=valid_from or now, now=now, rules=rules, written=valid_at)
         done = f"stored {len(node_ids)} unit(s)"
         if questions:
             done += (f"; {len(questions)} held out of search until answered or skipped (at the latest until"
@@ -256,6 +257,7 @@ class Memory:
                 session: str | None = None) -> dict:
         """Replace a node's text by a new version; the old version is kept, superseded."""
         body, warnings = self._clean_content(content)
+        clarify.policy(self.settings)              # a bad [clarify] setting refuses before anything is written
         now = self.now()
         with immediate(self.conn):
             old = self._live_node(node_id, "correct")
@@ -271,7 +273,8 @@ class Memory:
                                   reason="correct", actor=self.actor, lineage_of=old["id"])
             nodes.supersede(self.conn, old["id"], new_id, now)
             clarifications.close_for_node(self.conn, old["id"], now)   # the new words are read afresh
-            clarify.index_unit(self.conn, new_id, old["scope"], body)
+            clarify.on_correction(self, node_id=new_id, scope=old["scope"], text=body,
+                                  anchor=parse_iso(valid_at) if valid_at else now, now=now, written=valid_at)
             vectors.drop_from_index(self.conn, old["id"])
             vectors.enqueue(self.conn, new_id, now)
             self._carry_standing(old["id"], new_id, now)
@@ -343,7 +346,9 @@ class Memory:
                     touched.setdefault(t["capture_id"], []).append(t)
                 nodes.erase(self.conn, t["id"])
                 derived.delete_for_node(self.conn, t["id"])
+                dependents, words = clarifications.quoted_by_others(self.conn, t["id"])
                 clarifications.scrub_node(self.conn, t["id"])
+                clarify.after_forget(self, t["id"], dependents, words, now)
                 vectors.drop(self.conn, t["id"])
                 review.scrub_node(self.conn, t["id"])
                 syntheses.withdraw_citing(self.conn, t["id"])

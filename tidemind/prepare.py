@@ -46,7 +46,9 @@ def _servable(conn, members: list[int], scopes: Sequence[str]) -> bool:
     if not members:          # a lesson from repeated tool failures cites review items, not nodes
         return True
     rows = [nodes.get_any(conn, m) for m in members]
-    return all(r is not None and r["scope"] in scopes and r["status"] in ("live", "superseded") for r in rows) \
+    now = to_iso(system_clock())
+    return all(r is not None and r["scope"] in scopes and r["status"] in ("live", "superseded")
+               and (r["held_until"] is None or r["held_until"] <= now) for r in rows) \
         and any(r["status"] == "live" for r in rows)
 
 

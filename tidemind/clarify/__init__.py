@@ -12,6 +12,8 @@ Settings (`[clarify]` in config.toml or "clarify" in config.json):
   ask = "ambiguous" (default) | "never"     never: anchors only, no questions, no holds
   hold_hours = 72                            how long a question may keep a unit out of search
   kinds = ["date", "referent", "acronym"]    which kinds of question may be asked
+  timezone = "Europe/Lisbon"                 where the person lives, for "tomorrow" (default: this
+                                             machine's); a valid_at with its own offset wins
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class Policy:
     ask: bool = True
     hold_hours: float = 72.0
     kinds: tuple[str, ...] = KINDS
+    timezone: dt.tzinfo | None = None      # None: this machine's local time
 
 
 def policy(settings) -> Policy:
@@ -52,11 +55,35 @@ def policy(settings) -> Policy:
         raise InvalidInput(f"setting clarify.hold_hours must be a number, got {raw.get('hold_hours')!r}") from None
     if not 0 < hold <= 24 * 365:
         raise InvalidInput("setting clarify.hold_hours must be between 0 and 8760")
-    kinds = tuple(raw.get("kinds", KINDS))
+    kinds = raw.get("kinds", KINDS)
+    if not isinstance(kinds, (list, tuple)) or not all(isinstance(k, str) for k in kinds):
+        raise InvalidInput(f"setting clarify.kinds must be a list of kinds ({', '.join(KINDS)}), got {kinds!r}")
+    kinds = tuple(kinds)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise InvalidInput(f"setting clarify.kinds: unknown kind {unknown[0]!r} (known: {', '.join(KINDS)})")
-    return Policy(ask == "ambiguous", hold, kinds)
+    zone = raw.get("timezone")
+    tz = None
+    if zone is not None:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            tz = ZoneInfo(str(zone))
+        except (ZoneInfoNotFoundError, ValueError):
+            raise InvalidInput(f"setting clarify.timezone: unknown time zone {zone!r} (e.g. \"Europe/Lisbon\")") from None
+    return Policy(ask == "ambiguous", hold, kinds, tz)
+
+
+def writer_day(anchor: str, written: str | None, rules: Policy) -> dt.date:
+    """The calendar day the words were written on, where they were written: a `valid_at` date
+    as given, a `valid_at` time in its own offset (or as written, without one), else the
+    capture time in the configured (or this machine's) time zone."""
+    raw = (written or "").strip()
+    if raw:
+        if len(raw) == 10:
+            return dt.date.fromisoformat(raw)
+        return dt.datetime.fromisoformat(raw.replace("Z", "+00:00")).date()
+    return from_iso(anchor).astimezone(rules.timezone).date()
 
 
 class ScopeLexicon:
@@ -65,13 +92,16 @@ class ScopeLexicon:
 
     def __init__(self, conn, scope: str, exclude_capture: int | None):
         self.conn, self.scope, self.exclude = conn, scope, exclude_capture
-        self._memo: dict[tuple[str, str], list[str]] = {}
+        self._memo: dict[tuple[str, str], tuple[list[str], set[int]]] = {}
+        self.used: set[int] = set()       # units whose readings were consulted since the last reset
 
     def _lookup(self, kind: str, word: str) -> list[str]:
         key = (kind, word)
         if key not in self._memo:
             self._memo[key] = clarifications.readings_for(self.conn, self.scope, kind, word, self.exclude)
-        return self._memo[key]
+        readings, sources = self._memo[key]
+        self.used |= sources
+        return readings
 
     def names(self, first: str) -> list[str]:
         return self._lookup("name", first)
@@ -92,27 +122,25 @@ def _backfill_referents(conn) -> None:
         index_unit(conn, node_id, scope, content)
 
 
-migrations.register("clarify", [("0001_referents", _backfill_referents)])
+migrations.register("clarify", [("0001_referents", _backfill_referents),
+                                 ("0002_sources", clarifications.SOURCES_DDL)])
 
 
 def on_capture(m: "Memory", *, capture_id: int, scope: str, body: str, units: Sequence[tuple[int, int, int]],
-               anchor: str, now: str) -> list[dict]:
+               anchor: str, now: str, rules: Policy | None = None, written: str | None = None) -> list[dict]:
     """Anchors and at most one question per unit, inside the digest's transaction.
-    `units` are (node_id, start, end) in `body`; `anchor` is when the words were written."""
-    rules = policy(m.settings)
+    `units` are (node_id, start, end) in `body`; `anchor` is when the words were written
+    (canonical UTC), `written` the caller's own form of it (valid_at), if any."""
+    rules = rules or policy(m.settings)
     lexicon = ScopeLexicon(m.conn, scope, capture_id)
 
-    day = from_iso(anchor).date()
+    day = writer_day(anchor, written, rules)
     hold_until = to_iso(from_iso(now) + dt.timedelta(hours=rules.hold_hours))
     asked = []
+    earlier: list[int] = []
     for node_id, start, end in units:
-        unit = body[start:end]
-        index_unit(m.conn, node_id, scope, unit)
-        dates = detect.relative_dates(unit, day)
-        refs = detect.references(unit, body, body[:start], lexicon)
-        anchors = dates.anchors + refs.anchors
-        if anchors:
-            derived.put(m.conn, node_id, "anchors", "\n".join(anchors), GENERATOR, now)
+        dates, refs = _read_unit(m, lexicon, node_id, scope, body, start, end, day, earlier, now)
+        earlier.append(node_id)
         if not rules.ask:
             continue
         wanted = [a for a in dates.ambiguities + refs.ambiguities if a.kind in rules.kinds]
@@ -127,6 +155,47 @@ def on_capture(m: "Memory", *, capture_id: int, scope: str, body: str, units: Se
         asked.append({"question_id": question_id, "node_id": node_id, "kind": first.kind, "term": first.term,
                       "question": first.question, "options": first.options, "hold_until": hold_until})
     return asked
+
+
+def after_forget(m: "Memory", forgotten: int, dependents: Sequence[int], words: Sequence[str], now: str) -> None:
+    """Inside forget's transaction: other units' questions and anchors that copied the
+    forgotten unit's words lose them (the anchors line, the question's text and options; the
+    earlier versions of the anchors go too, since they held the same words)."""
+    for node_id in dependents:
+        clarifications.withdraw_quotes(m.conn, node_id, words, now)
+        current = derived.for_node(m.conn, node_id).get("anchors")
+        if current and any(w in current["value"] for w in words):
+            kept = [line for line in current["value"].splitlines() if not any(w in line for w in words)]
+            derived.drop_field(m.conn, node_id, "anchors")
+            if kept:
+                derived.put(m.conn, node_id, "anchors", "\n".join(kept), current["generator"], now)
+
+
+def _read_unit(m: "Memory", lexicon: ScopeLexicon, node_id: int, scope: str, body: str, start: int, end: int,
+               day: dt.date, earlier: Sequence[int], now: str) -> tuple[detect.Findings, detect.Findings]:
+    """Index a unit's names, read its dates and references, and store its anchors."""
+    unit = body[start:end]
+    index_unit(m.conn, node_id, scope, unit)
+    dates = detect.relative_dates(unit, day)
+    lexicon.used = set()
+    refs = detect.references(unit, body, body[:start], lexicon)
+    if refs.anchors or refs.ambiguities:
+        # their words may come from other units (options, expansions) and from the units before
+        # this one in the capture (a pronoun's candidates): forget must reach those copies
+        clarifications.record_sources(m.conn, node_id, lexicon.used | set(earlier))
+    anchors = dates.anchors + refs.anchors
+    if anchors:
+        derived.put(m.conn, node_id, "anchors", "\n".join(anchors), GENERATOR, now)
+    return dates, refs
+
+
+def on_correction(m: "Memory", *, node_id: int, scope: str, text: str, anchor: str, now: str,
+                  written: str | None = None) -> None:
+    """A correction's words are read afresh for anchors (its own dates, known expansions). It
+    asks nothing: holding a correction back would serve neither it nor the version it replaced."""
+    rules = policy(m.settings)
+    lexicon = ScopeLexicon(m.conn, scope, None)
+    _read_unit(m, lexicon, node_id, scope, text, 0, len(text), writer_day(anchor, written, rules), [], now)
 
 
 def _question(m: "Memory", ref: int, by_node: bool) -> dict:

@@ -49,15 +49,53 @@ DATE_PATTERNS = [
     ("ago", re.compile(rf"\b({_NUM})\s+(day|week|month)s?\s+ago\b", re.I)),
     ("weekday", re.compile(rf"\b(on|by|until|till|before|after|from)\s+({_WD})\b", re.I)),
 ]
-_PAST = re.compile(r"\b(was|were|did|had|went|met|said|told|got|came|happened|ago|yesterday|already)\b|\b\w{3,}ed\b",
-                   re.I)
+# Tense is read from the clause around the date (up to a comma or a sentence end), not from the
+# whole unit: "Demo on Friday, the fix is already merged" plans a demo.
+_CLAUSE_END = re.compile(r"[.!?;,\n]")
+_FUTURE = re.compile(r"\b(will|shall|going to|gonna|'ll|plan|plans|planned|scheduled|schedule|due|upcoming|"
+                     r"tomorrow|next|until|by)\b", re.I)
+_PAST_WORDS = re.compile(r"\b(was|were|did|had|went|met|said|told|got|came|happened|ago|yesterday|last|"
+                         r"already|earlier)\b", re.I)
+_ED = re.compile(r"\b(\w+)\s+(\w{3,}ed)\b", re.I)
+_NOT_PAST_ED = {"speed", "indeed", "embed", "embedded", "shared", "seed", "need", "feed", "bleed", "breed", "proceed",
+                "succeed", "exceed", "red", "bed", "shed", "weed", "greed", "tweed", "hundred"}
+_PASSIVE = {"is", "are", "be", "been", "being", "am", "get", "gets", "will", "to"}
+
+
+def _clause_around(text: str, start: int, end: int) -> str:
+    before = [m.end() for m in _CLAUSE_END.finditer(text, 0, start)]
+    after = _CLAUSE_END.search(text, end)
+    return text[before[-1] if before else 0:after.start() if after else len(text)]
+
+
+def _speaks_of_past(clause: str) -> bool:
+    """Past tense in this clause: a past-time word, or a verb in -ed that is not passive
+    ("we deployed", not "is scheduled"); a future marker wins."""
+    if _FUTURE.search(clause):
+        return False
+    if _PAST_WORDS.search(clause):
+        return True
+    return any(m.group(2).lower() not in _NOT_PAST_ED and m.group(1).lower() not in _PASSIVE
+               for m in _ED.finditer(" " + clause))
 _SENTENCE_STARTERS = {"he", "she", "they", "it", "we", "you", "this", "that", "these", "those", "there", "then", "i",
                       "ok", "okay", "yes", "no", "thanks", "please", "also", "so", "but", "and", "or", "if", "when",
                       "after", "before", "today", "tomorrow", "yesterday", "next", "last", "let", "lets", "let's"}
 _CAP = re.compile(r"[A-Z][a-z]{1,20}")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 _ACRONYM = re.compile(r"\b([A-Z]{2,5})s?\b")
-_FULL_NAME = re.compile(r"\b([A-Z][a-z]{1,20}) ([A-Z][a-z]{1,20})\b")
+# overlapping: in "Ask Jordan Lee" the pair "Jordan Lee" is found as well as "Ask Jordan"
+_FULL_NAME = re.compile(r"(?=\b([A-Z][a-z]{1,20}) ([A-Z][a-z]{1,20})\b)")
+# what people do and tools do not: a capitalised word followed by one of these is a person
+# ("Alex said", "Alex wants"); "React 19" or "Kafka is down" are not asked about
+PERSON_VERBS = frozenset("""
+said says asked asks wants wanted thinks thought told tells mentioned mentions suggested suggests prefers preferred
+likes liked loves loved hates hated agreed agrees approved approves promised promises called calls emailed emails
+wrote writes booked books reviewed reviews signed signs joined joins sent sends owns owned leads led handles
+handled met meets decided decides replied explained confirmed confirms noticed insisted recommended recommends
+complained offered volunteered paired presented designs designed manages managed needs needed knows knew feels
+felt adds added moved moves fixed fixes took takes gave gives made makes got gets went goes came comes will would
+won't wouldn't can can't could should shouldn't must might may did didn't does doesn't
+""".split())
 _PRONOUN_OPENING = re.compile(r"^\W*(he|she)\b", re.I)
 # a sentence-initial capitalised word followed by one of these is a verb with its object
 # ("Deployed the fix", "Use a flag"), not a name
@@ -112,7 +150,6 @@ def _number(word: str) -> int:
 def relative_dates(unit: str, anchor: dt.date) -> Findings:
     """Anchors for every relative date in `unit`, and the one kind worth a question."""
     out = Findings()
-    past = bool(_PAST.search(unit))
     seen: set[str] = set()
     for kind, pattern in DATE_PATTERNS:
         for m in pattern.finditer(unit):
@@ -121,6 +158,7 @@ def relative_dates(unit: str, anchor: dt.date) -> Findings:
             if key in seen:
                 continue
             seen.add(key)
+            past = _speaks_of_past(_clause_around(unit, m.start(), m.end()))
             try:
                 _resolve(out, kind, m, term, key, anchor, past)
             except (OverflowError, ValueError):     # a date beyond year 1..9999: nothing to anchor
@@ -136,7 +174,7 @@ def _resolve(out: Findings, kind: str, m: re.Match, term: str, key: str, anchor:
         out.anchors.append(_dated(term, anchor + dt.timedelta(days=offset)))
     elif kind == "relative":
         which, unit_word = m.group(1).lower(), m.group(2).lower()
-        _relative(out, term, which, unit_word, anchor)
+        _relative(out, term, which, unit_word, anchor, past)
     elif kind in ("ahead", "ago"):
         n, unit_word = _number(m.group(1)), m.group(2).lower()
         sign = 1 if kind == "ahead" else -1
@@ -149,16 +187,19 @@ def _resolve(out: Findings, kind: str, m: re.Match, term: str, key: str, anchor:
     else:   # "on Friday": the coming one, or the last one when the unit speaks of the past
         target = WEEKDAYS.index(m.group(2).lower())
         ahead = (target - anchor.weekday()) % 7
+        # said on that weekday, "on Monday" means a week on (today would be "today")
         day = anchor - dt.timedelta(days=(anchor.weekday() - target) % 7 or 7) if past else \
-            anchor + dt.timedelta(days=ahead)
+            anchor + dt.timedelta(days=ahead or 7)
         out.anchors.append(_dated(term, day))
 
 
-def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.date) -> None:
+def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.date, past: bool = False) -> None:
     if unit_word in WEEKDAYS:
         target = WEEKDAYS.index(unit_word)
         ahead = (target - anchor.weekday()) % 7
-        if which == "this":
+        if which == "this" and past:      # "we deployed this Monday": the one just gone
+            out.anchors.append(_dated(term, anchor - dt.timedelta(days=(anchor.weekday() - target) % 7)))
+        elif which == "this":
             out.anchors.append(_dated(term, anchor + dt.timedelta(days=ahead)))
         elif which == "coming":
             out.anchors.append(_dated(term, anchor + dt.timedelta(days=ahead or 7)))
@@ -223,8 +264,14 @@ def _name_shaped(w: str, text: str, start: int, following: str | None) -> bool:
     return following is None or following.lower() not in _OBJECT_WORDS
 
 
+def _followed_by_person_verb(text: str, end: int) -> bool:
+    rest = _WORD.match(text, end + 1) if text.startswith(" ", end) else None
+    return bool(rest and rest.group(0).lower() in PERSON_VERBS)
+
+
 def _bare_names(unit: str) -> list[str]:
-    """Capitalised words standing alone (not part of a two-word proper name) that can be names."""
+    """Capitalised words standing alone (not part of a two-word proper name) that can be names
+    and are used as a person's here: followed by something people do ("Alex said")."""
     words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(unit)]
     found = []
     for i, (w, start, end) in enumerate(words):
@@ -236,9 +283,30 @@ def _bare_names(unit: str) -> list[str]:
         joined_after = after and _CAP.fullmatch(after[0]) and unit[end:after[1]] == " "
         if joined_before or joined_after or w in found:
             continue
-        if _name_shaped(w, unit, start, after[0] if after else None):
+        if _name_shaped(w, unit, start, after[0] if after else None) and _followed_by_person_verb(unit, end):
             found.append(w)
     return found
+
+
+def _people(text: str) -> list[str]:
+    """Two-word names used as people in `text` ("Maya Lee and Priya Shah met ...": both)."""
+    pairs = []
+    for m in _FULL_NAME.finditer(text):
+        first, second = m.group(1), m.group(2)
+        end = m.start() + len(first) + 1 + len(second)
+        if _name_shaped(first, text, m.start(), second) and not _plain_word(second):
+            pairs.append((f"{first} {second}", m.start(), end))
+    people: list[str] = []
+    joined_to_person = False
+    for name, start, end in reversed(pairs):          # "A and B met": B's verb vouches for A too
+        rest = text[end:end + 6].lower()
+        if _followed_by_person_verb(text, end) or (joined_to_person and (rest.startswith(" and ") or
+                                                                         rest.startswith(", "))):
+            people.insert(0, name)
+            joined_to_person = True
+        else:
+            joined_to_person = False
+    return list(dict.fromkeys(people))
 
 
 def readings(text: str) -> list[tuple[str, str, str]]:
@@ -252,38 +320,52 @@ def readings(text: str) -> list[tuple[str, str, str]]:
         following = _WORD.match(rest[0]).group(0) if rest and _WORD.match(rest[0]) else None
         if _name_shaped(first, text, m.start(), following) and not _plain_word(second):
             out.append(("name", first.lower(), second))
-    for acronym in dict.fromkeys(_ACRONYM.findall(text)):
-        out += [("acronym", acronym, e) for e in expansions_for(acronym, [text])]
+    out += [("acronym", acronym, e) for acronym, e in acronym_expansions(text)]
     return list(dict.fromkeys(out))
 
 
-def expansions_for(acronym: str, texts: list[str]) -> list[str]:
-    """Distinct spelled-out forms of `acronym` in `texts` ("physical therapy (PT)", "PT (Pacific
-    time)", "PT stands for ..."), kept only when the words' initials spell the acronym."""
+_ACRONYM_AFTER = re.compile(r"\(\s*([A-Z]{2,5})\s*\)")                      # "physical therapy (PT)"
+_ACRONYM_BEFORE = re.compile(r"\b([A-Z]{2,5})\s*\(([^)]{3,80})\)")            # "PT (physical therapy)"
+_ACRONYM_MEANS = re.compile(r"\b([A-Z]{2,5})\s+(?:stands for|means|is short for|=)\s+([A-Za-z][^.;:\n]{0,80})")
+
+
+def _initials(acronym: str, words: list[str], from_end: bool) -> str | None:
+    """The words (skipping small words the acronym does not spell) whose initials spell it."""
     letters = acronym.lower()
     n = len(letters)
-    found: dict[str, int] = {}
+    content = [w for w in words if w.lower() not in STOPWORDS or w.lower()[0] not in letters]
+    span = content[-n:] if from_end else content[:n]
+    if len(span) == n and "".join(w[0].lower() for w in span) == letters:
+        return " ".join(w.lower() for w in span)
+    return None
 
-    def initials_match(words: list[str]) -> str | None:
-        content = [w for w in words if w.lower() not in STOPWORDS or w.lower()[0] not in letters]
-        for span in (content[:n], content[-n:]):
-            if len(span) == n and "".join(w[0].lower() for w in span) == letters:
-                return " ".join(w.lower() for w in span)
-        return None
 
-    before = re.compile(rf"((?:[A-Za-z][\w-]*\s+){{{n}}})\(\s*{re.escape(acronym)}\s*\)")
-    inside = re.compile(rf"\b{re.escape(acronym)}\s*\(([^)]{{3,80}})\)")
-    means = re.compile(rf"\b{re.escape(acronym)}\s+(?:stands for|means|is short for|=)\s+((?:[A-Za-z][\w-]*\s*){{{n}}})")
+def acronym_expansions(text: str) -> list[tuple[str, str]]:
+    """(acronym, spelled-out form) pairs the text states, in one pass over it (three fixed
+    patterns: a digest of many acronyms costs what a digest of one does)."""
+    found: list[tuple[str, str]] = []
+    for m in _ACRONYM_AFTER.finditer(text):
+        acronym = m.group(1)
+        words = _WORD.findall(text[max(0, m.start() - 160):m.start()])[-(len(acronym) + 3):]
+        if (got := _initials(acronym, words, from_end=True)):
+            found.append((acronym, got))
+    for pattern in (_ACRONYM_BEFORE, _ACRONYM_MEANS):
+        for m in pattern.finditer(text):
+            acronym = m.group(1)
+            if (got := _initials(acronym, _WORD.findall(m.group(2))[:len(acronym) + 2], from_end=False)):
+                found.append((acronym, got))
+    return found
+
+
+def expansions_for(acronym: str, texts: list[str]) -> list[str]:
+    """Distinct spelled-out forms of `acronym` in `texts`, most often stated first."""
+    counts: dict[str, int] = {}
     for t in texts:
-        for pattern in (before, inside, means):
-            for m in pattern.finditer(t):
-                words = _WORD.findall(m.group(1))
-                if pattern is not before:
-                    words = words[:n + 2]
-                got = initials_match(words)
-                if got:
-                    found[got] = found.get(got, 0) + 1
-    return sorted(found, key=lambda s: (-found[s], s))
+        if acronym in t:
+            for a, e in acronym_expansions(t):
+                if a == acronym:
+                    counts[e] = counts.get(e, 0) + 1
+    return sorted(counts, key=lambda e: (-counts[e], e))
 
 
 def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit: int = 4) -> Findings:
@@ -299,8 +381,7 @@ def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit:
         out.ambiguities.append(Ambiguity("referent", name, f"Which {name} is this: {_or(options)}?", options))
     opening = _PRONOUN_OPENING.match(unit)
     if opening and not _bare_names(unit):
-        people = list(dict.fromkeys(f"{first.capitalize()} {second}" for kind, first, second in readings(preceding)
-                                    if kind == "name"))
+        people = _people(preceding)
         if len(people) >= 2:
             pronoun = opening.group(1)
             out.ambiguities.append(Ambiguity("referent", pronoun, f"Who is \"{pronoun}\" here: {_or(people[:4])}?",

@@ -17,8 +17,12 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..clarify.detect import expansions_for
+from ..clarify.detect import MONTHS, PERSON_VERBS, WEEKDAYS, expansions_for
 from ..text import STOPWORDS
+
+# after a two-word name: what a person (or a person's thing) does, so "Alex Chen's phone",
+# "Alex Chen leads" qualify "Alex", and "Standup Monday" does not qualify "Standup"
+_NAME_FOLLOWERS = PERSON_VERBS | {"is", "was", "has", "had", "runs", "ran", "works", "worked", "lives", "lived"}
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'\-]*")
 _NAME = re.compile(r"[A-Z][a-z]{1,20}")
@@ -56,10 +60,14 @@ def _occurrences(text: str, low: str, word: str):
 
 
 def _after(text: str, word: str) -> set[str]:
+    """Second words of `word`'s two-word names in `text`, where the name is used as a person's."""
     low, out = text.lower(), set()
     for _, end in _occurrences(text, low, word.lower()):
         if text.startswith(" ", end) and (m := _WORD_AT.match(text, end + 1)):
-            out.add(m.group(0).removesuffix("'s"))
+            second = m.group(0)
+            following = _WORD_AT.match(text, m.end() + 1) if text.startswith(" ", m.end()) else None
+            if second.endswith("'s") or (following and following.group(0).lower() in _NAME_FOLLOWERS):
+                out.add(second.removesuffix("'s"))
     return out
 
 
@@ -73,7 +81,8 @@ def _name_qualifiers(word: str, read: _Read, query_words: set[str]) -> set[str]:
                 found.add(rest[0].strip(".,;:!?"))
         else:
             found |= {q for q in _after(answer, word) if _NAME.fullmatch(q)}
-    return {f"{word.capitalize()} {q}" for q in found if q.lower() not in STOPWORDS and q.lower() not in query_words}
+    return {f"{word.capitalize()} {q}" for q in found if q.lower() not in STOPWORDS and q.lower() not in query_words
+            and q.lower() not in WEEKDAYS and q.lower() not in MONTHS}
 
 
 def _acronym_qualifiers(word: str, read: _Read) -> set[str]:
@@ -92,17 +101,28 @@ def _phrase_qualifiers(phrase: tuple[str, str], read: _Read, query_words: set[st
             continue
         before = read.low.rfind(" ", 0, start - 1)
         modifier = read.low[before + 1:start - 1]
-        if _MODIFIER.fullmatch(modifier) and modifier not in STOPWORDS and modifier not in query_words:
+        opening = not read.low[:before + 1].strip() or read.low[:before + 1].rstrip()[-1] in ".!?:;\n"
+        # a sentence's first word is likely a verb ("Snapshot staging database nightly")
+        if not opening and _MODIFIER.fullmatch(modifier) and modifier not in STOPWORDS \
+                and modifier not in query_words:
             out.add(f"{modifier} {phrase[0]} {phrase[1]}")
     return out
 
 
 def candidate_groups(query: str, items: Sequence[dict], grounded: Sequence[int]) -> dict | None:
     """One question and its groups when the grounding memories diverge; None otherwise."""
+    found = divergences(query, items, grounded)
+    return found[0] if found else None
+
+
+def divergences(query: str, items: Sequence[dict], grounded: Sequence[int]) -> list[dict]:
+    """Every query word (or two-word phrase) that splits the grounding memories, first the one
+    asked about."""
+    out: list[dict] = []
     grounding = [i for i in items if i["id"] in set(grounded)
                  and not any(f.startswith("via:contradicts") for f in i.get("flags", []))]
     if len(grounding) < 2:
-        return None
+        return out
     tokens = [re.sub(r"'s$", "", w) for w in _TOKEN.findall(query)]          # "Alex's" asks about Alex
     words = list(dict.fromkeys(w for w in tokens if len(w) > 1 and w.lower() not in STOPWORDS))
     query_words = {w.lower() for w in words}
@@ -128,28 +148,32 @@ def candidate_groups(query: str, items: Sequence[dict], grounded: Sequence[int])
             continue
         choices = sorted(groups, key=lambda g: (min(_rank(items, i) for i in groups[g]), g))[:MAX_GROUPS]
         question = f"Which {term} do you mean: " + (", ".join(choices[:-1]) + " or " + choices[-1]) + "?"
-        return {"term": term, "question": question,
-                "groups": [{"choice": c, "ids": groups[c]} for c in choices],
-                "unqualified": unqualified}
-    return None
+        out.append({"term": term, "question": question,
+                    "groups": [{"choice": c, "ids": groups[c]} for c in choices],
+                    "unqualified": unqualified})
+    return out
 
 
 def _rank(items: Sequence[dict], node_id: int) -> int:
     return next(n for n, i in enumerate(items) if i["id"] == node_id)
 
 
-def choose(clarify: dict | None, choice: str) -> tuple[dict, set[int]]:
-    """The chosen group (by its text, case-insensitively, or a unique part of it) and the ids of
-    the groups not chosen."""
+def choose(found: list[dict], choice: str) -> tuple[dict, set[int]]:
+    """The chosen group (by its text, case-insensitively, or a unique part of it) among every
+    divergence of the answer (the follow-up reads more memories than the question did, so the
+    word asked about need not come first any more), and the ids of its divergence's other groups."""
     from ..errors import InvalidInput
 
-    if not clarify:
+    if not found:
         raise InvalidInput("nothing to choose: this query's memories do not diverge (ask without choose)")
     wanted = " ".join(choice.lower().split())
-    exact = [g for g in clarify["groups"] if g["choice"].lower() == wanted]
-    partial = [g for g in clarify["groups"] if wanted and wanted in g["choice"].lower()]
-    picked = exact or partial
-    if len(picked) != 1:
-        raise InvalidInput(f"choose one of: {', '.join(g['choice'] for g in clarify['groups'])} (got {choice!r})")
-    others = {i for g in clarify["groups"] if g is not picked[0] for i in g["ids"]}
-    return picked[0], others
+    for exact in (True, False):
+        picked = [(d, g) for d in found for g in d["groups"]
+                  if (g["choice"].lower() == wanted if exact else wanted and wanted in g["choice"].lower())]
+        if len(picked) == 1:
+            divergence, group = picked[0]
+            return group, {i for g in divergence["groups"] if g is not group for i in g["ids"]} - set(group["ids"])
+        if picked:
+            break
+    choices = [g["choice"] for d in found for g in d["groups"]]
+    raise InvalidInput(f"choose one of: {', '.join(choices)} (got {choice!r})")

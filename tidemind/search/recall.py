@@ -225,10 +225,11 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     # what grounds the answer: served items whose own evidence reaches the answering bar (the
     # others are there as context: a neighbouring turn, a linked memory, a contradiction's partner)
     grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
-    clarify = diverge.candidate_groups(req.query, items, grounded)
+    found = diverge.divergences(req.query, items, grounded)
+    clarify = found[0] if found else None
     chosen = None
     if req.choose is not None:
-        chosen, others = diverge.choose(clarify, req.choose)
+        chosen, others = diverge.choose(found, req.choose)
         items = [i for i in items if i["id"] not in others and not _came_with(i, others)][:wanted]
         grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
         clarify = None

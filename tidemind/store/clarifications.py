@@ -68,6 +68,16 @@ CREATE TABLE referents(
 CREATE INDEX referents_node ON referents(node_id);
 """
 
+# Which units' words another unit's question or anchors copied (a question's options, an
+# acronym's expansion): forget must reach those copies too.
+SOURCES_DDL = """
+CREATE TABLE clarify_sources(
+  node_id INTEGER NOT NULL REFERENCES nodes(id),         -- the unit whose question/anchors quote...
+  source_node_id INTEGER NOT NULL REFERENCES nodes(id),  -- ...this unit's words
+  PRIMARY KEY(source_node_id, node_id)
+) WITHOUT ROWID;
+"""
+
 QUESTION_COLUMNS = "q.id, q.node_id, q.scope, q.kind, q.term, q.question, q.options, q.asked_at, q.hold_until," \
                    " q.state, q.closed_at"
 
@@ -179,6 +189,7 @@ def scrub_node(conn: apsw.Connection, node_id: int) -> None:
     conn.execute("DELETE FROM clarified WHERE node_id = ?", (node_id,))
     conn.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
     conn.execute("DELETE FROM referents WHERE node_id = ?", (node_id,))
+    conn.execute("DELETE FROM clarify_sources WHERE node_id = ? OR source_node_id = ?", (node_id, node_id))
     conn.execute("UPDATE nodes SET held_until = NULL, clarified_text = '' WHERE id = ?", (node_id,))
 
 
@@ -189,13 +200,48 @@ def index_readings(conn: apsw.Connection, node_id: int, scope: str,
 
 
 def readings_for(conn: apsw.Connection, scope: str, kind: str, word: str, exclude_capture: int | None = None,
-                 limit: int = 8) -> list[str]:
-    """The readings visible units of `scope` give `word`, most often said first."""
+                 limit: int = 8) -> tuple[list[str], set[int]]:
+    """The readings visible units of `scope` give `word`, most often said first, and the units
+    that give them."""
     pred, params = visible("n", [scope])
     extra, args = "", []
     if exclude_capture is not None:
         extra, args = " AND n.capture_id IS NOT ?", [exclude_capture]
-    return [r for r, _ in conn.execute(
-        f"SELECT r.reading, count(*) AS c FROM referents r JOIN nodes n ON n.id = r.node_id"
+    found = conn.execute(
+        f"SELECT r.reading, count(*) AS c, group_concat(r.node_id) FROM referents r JOIN nodes n ON n.id = r.node_id"
         f" WHERE r.scope = ? AND r.kind = ? AND r.word = ? AND {pred}{extra}"
-        f" GROUP BY r.reading ORDER BY c DESC, r.reading LIMIT ?", [scope, kind, word, *params, *args, limit])]
+        f" GROUP BY r.reading ORDER BY c DESC, r.reading LIMIT ?", [scope, kind, word, *params, *args, limit]).fetchall()
+    return [r for r, _, _ in found], {int(i) for _, _, ids in found for i in ids.split(",")}
+
+
+def record_sources(conn: apsw.Connection, node_id: int, sources: set[int]) -> None:
+    conn.executemany("INSERT OR IGNORE INTO clarify_sources(node_id, source_node_id) VALUES(?, ?)",
+                     [(node_id, s) for s in sources if s != node_id])
+
+
+def quoted_by_others(conn: apsw.Connection, source_node_id: int) -> tuple[list[int], list[str]]:
+    """Before `source_node_id` is forgotten: the units whose questions or anchors copied its
+    words, and those words (readings no other unit of the scope also gives)."""
+    dependents = [i for (i,) in conn.execute("SELECT node_id FROM clarify_sources WHERE source_node_id = ?",
+                                             (source_node_id,))]
+    words = [r for (r,) in conn.execute("""
+        SELECT DISTINCT r.reading FROM referents r WHERE r.node_id = ? AND NOT EXISTS (
+            SELECT 1 FROM referents o JOIN nodes n ON n.id = o.node_id
+            WHERE o.scope = r.scope AND o.kind = r.kind AND o.word = r.word AND o.reading = r.reading
+              AND o.node_id != r.node_id AND n.status != 'forgotten')""", (source_node_id,))]
+    return dependents, words
+
+
+def withdraw_quotes(conn: apsw.Connection, node_id: int, words: Sequence[str], at: str) -> int:
+    """Forget reached another unit's question: one that quotes `words` loses its text and
+    options (and its hold, if open). Returns how many questions were withdrawn."""
+    withdrawn = 0
+    for q in _decode(rows(conn, f"SELECT {QUESTION_COLUMNS} FROM questions q WHERE q.node_id = ?", (node_id,))):
+        text = " ".join([q["question"], *q["options"]])
+        if any(w and w in text for w in words):
+            conn.execute("UPDATE questions SET question = '(withdrawn: it quoted a forgotten memory)', options = '[]'"
+                         " WHERE id = ?", (q["id"],))
+            if q["state"] == "open":
+                close(conn, q["id"], "closed", at)
+            withdrawn += 1
+    return withdrawn

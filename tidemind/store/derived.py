@@ -9,6 +9,7 @@ import apsw
 
 from . import nodes
 from .connection import rows
+from .visibility import unheld
 
 DDL = """
 CREATE TABLE derived(
@@ -54,6 +55,13 @@ def for_node(conn: apsw.Connection, node_id: int) -> dict[str, dict]:
             for r in rows(conn, "SELECT field, value, generator, created_at FROM derived WHERE node_id=?", (node_id,))}
 
 
+def drop_field(conn: apsw.Connection, node_id: int, field: str) -> None:
+    """A field and its history go (forget reached words it quoted); the mirror follows."""
+    conn.execute("DELETE FROM derived WHERE node_id = ? AND field = ?", (node_id, field))
+    conn.execute("DELETE FROM derived_history WHERE node_id = ? AND field = ?", (node_id, field))
+    _mirror(conn, node_id)
+
+
 def delete_for_node(conn: apsw.Connection, node_id: int) -> None:
     """Forget: derived values and their history quote the text; both go."""
     conn.execute("DELETE FROM derived WHERE node_id=?", (node_id,))
@@ -68,11 +76,13 @@ def _mirror(conn: apsw.Connection, node_id: int) -> None:
 
 
 def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str, ...], limit: int) -> list[dict]:
-    """Live nodes without `field` from any of `generators`, oldest first."""
+    """Live nodes without `field` from any of `generators`, oldest first (a unit awaiting
+    clarification waits: its words are not searchable yet)."""
     gens = (generators,) if isinstance(generators, str) else tuple(generators)
     marks = ",".join("?" * len(gens))
+    hold, params = unheld("n")
     return rows(conn, f"""
         SELECT n.id, n.content, n.scope FROM nodes n
-        WHERE n.status = 'live' AND NOT EXISTS (
+        WHERE n.status = 'live' AND {hold} AND NOT EXISTS (
             SELECT 1 FROM derived d WHERE d.node_id = n.id AND d.field = ? AND d.generator IN ({marks}))
-        ORDER BY n.id LIMIT ?""", (field, *gens, limit))
+        ORDER BY n.id LIMIT ?""", (*params, field, *gens, limit))

@@ -11,7 +11,7 @@ import apsw
 
 from . import fts
 from .connection import rows, scalar
-from .visibility import AsOf, visible
+from .visibility import AsOf, unheld, visible
 
 DDL = """
 CREATE TABLE nodes(
@@ -265,11 +265,15 @@ def merged_into(conn: apsw.Connection, node_id: int) -> list[dict]:
 
 
 def confirmed_edges_live(conn: apsw.Connection) -> list[tuple[int, int, str, str]]:
-    """(a, b, scope of a, scope of b) for confirmed links between live nodes."""
-    return [tuple(r) for r in conn.execute("""
+    """(a, b, scope of a, scope of b) for confirmed links between live nodes (none awaiting
+    clarification: a crystal would quote words that are not searchable yet)."""
+    hold_a, pa = unheld("a")
+    hold_b, pb = unheld("b")
+    return [tuple(r) for r in conn.execute(f"""
         SELECT l.source_id, l.target_id, a.scope, b.scope FROM links l
         JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
-        WHERE l.status = 'confirmed' AND a.status = 'live' AND b.status = 'live'""")]
+        WHERE l.status = 'confirmed' AND a.status = 'live' AND b.status = 'live' AND {hold_a} AND {hold_b}""",
+        [*pa, *pb])]
 
 
 # the workstream view reads a scope's memories day by day (by when their fact began)
@@ -307,8 +311,9 @@ def live_on_day(conn: apsw.Connection, scope: str, day: str) -> list[int]:
 
 def live_ids_by_day(conn: apsw.Connection, scope: str) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
+    hold, params = unheld("nodes")
     for node_id, day in conn.execute("SELECT id, substr(recorded_at, 1, 10) FROM nodes WHERE scope = ? AND"
-                                     " status = 'live' ORDER BY id", (scope,)):
+                                     f" status = 'live' AND {hold} ORDER BY id", (scope, *params)):
         out.setdefault(day, []).append(node_id)
     return out
 

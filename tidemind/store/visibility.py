@@ -28,6 +28,13 @@ class AsOf:
         return bool(self.valid or self.recorded)
 
 
+def unheld(alias: str, now: str | None = None) -> tuple[str, list]:
+    """SQL fragment: the node is not awaiting clarification (no hold, or its hold has lapsed).
+    Part of `visible`; the metabolism also uses it alone, so no pass builds a title, a link or a
+    crystal from words that are not searchable yet."""
+    return f"({alias}.held_until IS NULL OR {alias}.held_until <= ?)", [now or to_iso(system_clock())]
+
+
 def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: str | None = None) -> tuple[str, list]:
     """SQL fragment (no leading AND) and its parameters for nodes aliased `alias`."""
     if not scopes:
@@ -45,6 +52,7 @@ def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: s
     if as_of is not None and as_of.valid:
         clauses.append(f"{a}.valid_from <= ? AND ({a}.valid_to IS NULL OR {a}.valid_to > ?)")
         params += [as_of.valid, as_of.valid]
-    clauses.append(f"({a}.held_until IS NULL OR {a}.held_until <= ?)")
-    params.append(now or to_iso(system_clock()))
+    hold, hold_params = unheld(a, now)
+    clauses.append(hold)
+    params += hold_params
     return " AND ".join(clauses), params

@@ -541,3 +541,13 @@ def test_a_correction_gets_its_own_anchors_and_asks_nothing(live):
     value = live.show(new)["derived"]["anchors"]["value"]
     assert "tomorrow = Thursday 3 December 2026 (2026-12-03)" in value
     assert live.clarify_questions() == [] and new in _ids(live.recall("renew the certificate"))
+
+
+def test_stats_count_units_awaiting_clarification(live):
+    _two_alexes(live)
+    [q] = live.digest("Alex said the venue is booked.")["questions"]
+    stats = live.stats()
+    assert stats["nodes"]["awaiting_clarification"] == 1 and stats["questions"] == {"open": 1}
+    live.clarify_skip(q["question_id"])
+    stats = live.stats()
+    assert stats["nodes"]["awaiting_clarification"] == 0 and stats["questions"] == {"skipped": 1}

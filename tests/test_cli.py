@@ -18,7 +18,7 @@ def test_json_shapes(cli):
     assert set(s) >= {"id", "content", "status", "scope", "valid_from", "valid_to", "recorded_at", "versions",
                       "tags", "links", "derived"}
     st = cli("stats")
-    assert st["nodes"] == {"live": 1, "archived": 0, "superseded": 0, "forgotten": 0}
+    assert st["nodes"] == {"live": 1, "archived": 0, "superseded": 0, "forgotten": 0, "awaiting_clarification": 0}
     assert {"links", "tags", "review"} <= set(st)
 
 

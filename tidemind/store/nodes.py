@@ -229,6 +229,12 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
         q = conn.execute("SELECT status, count(*) FROM nodes GROUP BY status")
     for status, n in q:
         counts[status] = n
+    # live units held out of search with a clarifying question (counted within `live`)
+    hold, params = unheld("nodes")
+    where = f" AND scope IN ({','.join('?' * len(scopes))})" if scopes else ""
+    counts["awaiting_clarification"] = scalar(conn, f"SELECT count(*) FROM nodes WHERE status = 'live'"
+                                                    f" AND held_until IS NOT NULL AND NOT {hold}{where}",
+                                              [*params, *(scopes or [])])
     return counts
 
 

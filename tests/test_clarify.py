@@ -551,3 +551,22 @@ def test_stats_count_units_awaiting_clarification(live):
     live.clarify_skip(q["question_id"])
     stats = live.stats()
     assert stats["nodes"]["awaiting_clarification"] == 0 and stats["questions"] == {"skipped": 1}
+
+
+def test_dated_notes_get_anchors_and_never_questions(tmp_path):
+    """A Logseq journal's day is when its words were written: "tomorrow" in the 2 December
+    journal is 3 December. A vault import asks nothing, whatever its names."""
+    from tidemind.importers.engine import sync
+
+    graph = tmp_path / "graph"
+    (graph / "journals").mkdir(parents=True)
+    (graph / "pages").mkdir()
+    (graph / "logseq").mkdir()
+    (graph / "pages" / "Team.md").write_text("- Alex Chen owns billing.\n- Alex Rivera designs the app.\n")
+    (graph / "journals" / "2026_12_02.md").write_text("- Call the plumber tomorrow.\n- Alex said the boiler is fine.\n")
+    with Memory.open(tmp_path / "home") as m:
+        r = sync(m, "logseq", graph, "vault:home")
+        assert r["created"] == 4 and m.clarify_questions(scopes=["vault:home"]) == []
+        hits = m.recall("2026-12-03 plumber", scopes=["vault:home"])
+        assert hits["items"] and "Call the plumber tomorrow." in hits["items"][0]["content"]
+        assert "tomorrow = Thursday 3 December 2026" in hits["items"][0]["derived"]["anchors"]["value"]

@@ -195,12 +195,17 @@ class Memory:
             raise RuntimeError("store_unit must run inside the caller's transaction")
         scope = self._write_scope(scope)
         body, warnings = self._clean_content(content)
+        clarify.policy(self.settings)              # a bad [clarify] setting refuses before anything is written
         capture_id = self._capture(body, scope, now, source_tool, None)
         node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=0, content=body,
                                content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
                                source_tool=source_tool, session=None, recorded_at=now, valid_from=valid_from or now,
                                kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of)
-        clarify.index_unit(self.conn, node_id, scope, body)
+        if valid_from:      # the source dates its words: their relative dates can be anchored
+            clarify.read_without_asking(self, node_id=node_id, scope=scope, text=body, anchor=valid_from, now=now,
+                                        written=valid_from[:10])
+        else:               # a file's time is not when its words were written: names only
+            clarify.index_unit(self.conn, node_id, scope, body)
         vectors.enqueue(self.conn, node_id, now)
         if lineage_of is not None:
             nodes.supersede(self.conn, lineage_of, node_id, now)
@@ -273,8 +278,8 @@ class Memory:
                                   reason="correct", actor=self.actor, lineage_of=old["id"])
             nodes.supersede(self.conn, old["id"], new_id, now)
             clarifications.close_for_node(self.conn, old["id"], now)   # the new words are read afresh
-            clarify.on_correction(self, node_id=new_id, scope=old["scope"], text=body,
-                                  anchor=parse_iso(valid_at) if valid_at else now, now=now, written=valid_at)
+            clarify.read_without_asking(self, node_id=new_id, scope=old["scope"], text=body,
+                                        anchor=parse_iso(valid_at) if valid_at else now, now=now, written=valid_at)
             vectors.drop_from_index(self.conn, old["id"])
             vectors.enqueue(self.conn, new_id, now)
             self._carry_standing(old["id"], new_id, now)

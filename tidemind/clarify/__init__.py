@@ -189,10 +189,12 @@ def _read_unit(m: "Memory", lexicon: ScopeLexicon, node_id: int, scope: str, bod
     return dates, refs
 
 
-def on_correction(m: "Memory", *, node_id: int, scope: str, text: str, anchor: str, now: str,
-                  written: str | None = None) -> None:
-    """A correction's words are read afresh for anchors (its own dates, known expansions). It
-    asks nothing: holding a correction back would serve neither it nor the version it replaced."""
+def read_without_asking(m: "Memory", *, node_id: int, scope: str, text: str, anchor: str, now: str,
+                        written: str | None = None) -> None:
+    """Anchors only (its own dates, known expansions), never a question: for a correction
+    (holding it back would serve neither it nor the version it replaced) and for an imported
+    note whose source dates it (a journal page's day, a `date:` in its frontmatter); a vault
+    import that asked would become an interrogation."""
     rules = policy(m.settings)
     lexicon = ScopeLexicon(m.conn, scope, None)
     _read_unit(m, lexicon, node_id, scope, text, 0, len(text), writer_day(anchor, written, rules), [], now)

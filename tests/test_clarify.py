@@ -570,3 +570,80 @@ def test_dated_notes_get_anchors_and_never_questions(tmp_path):
         hits = m.recall("2026-12-03 plumber", scopes=["vault:home"])
         assert hits["items"] and "Call the plumber tomorrow." in hits["items"][0]["content"]
         assert "tomorrow = Thursday 3 December 2026" in hits["items"][0]["derived"]["anchors"]["value"]
+
+
+# -- found by the second review ----------------------------------------------------------------------
+
+def test_forget_withdraws_copies_even_when_another_unit_gave_the_same_reading(live):
+    chen = live.digest("Alex Chen owns billing.")["node_ids"][0]
+    live.digest("Alex Rivera designs the app.")
+    [q] = live.digest("Alex said the venue is booked.")["questions"]
+    live.digest("Alex Chen also runs payroll.")
+    fixed = live.correct(chen, "Alex Chen owns billing and invoicing.")["node_ids"][0]
+    live.forget(fixed)                     # the whole lineage: the version the question was built from too
+    row = live.conn.execute("SELECT question, options, state FROM questions WHERE id = ?", (q["question_id"],)).fetchall()
+    assert row == [("(withdrawn: it quoted a forgotten memory)", "[]", "closed")]
+
+
+def test_forget_matches_whole_words_only(live):
+    live.digest("Alex Sun owns billing.")
+    live.digest("Alex Rivera designs the app.")
+    r = live.digest("Alex said the launch is on Sunday.", valid_at=WEDNESDAY)
+    assert [q["kind"] for q in r["questions"]] == ["referent"]     # "Sun" in "Sunday" settles nothing
+    live.clarify_skip(r["questions"][0]["question_id"])
+    dated = r["node_ids"][0]          # it quoted "Alex Sun" in its question; its date anchor is its own
+    before = live.show(dated)["derived"]["anchors"]["value"]
+    assert "on Sunday = Sunday 6 December 2026" in before
+    live.forget(live.conn.execute("SELECT id FROM nodes WHERE content = 'Alex Sun owns billing.'").fetchall()[0][0])
+    assert live.show(dated)["derived"]["anchors"]["value"] == before
+
+
+def test_the_person_test_spares_tools_and_finds_people(live):
+    for text in ("Google Cloud is where the cluster runs.", "Google Docs is where the spec is.",
+                 "Docker Compose is the local setup.", "Docker Desktop is on the laptops.",
+                 "Release Notes is the page we publish.", "Release Candidate is cut on Fridays.",
+                 "Deploy Kafka to prod after the freeze.", "Restart Redis on the cache hosts."):
+        live.digest(text)
+    for text in ("Google will bill us monthly.", "Docker needs more memory.", "Docker can't resolve the host.",
+                 "Release needs sign-off from ops.", "Kafka sent the backlog again."):
+        assert live.digest(text)["questions"] == [], text
+    assert live.conn.execute("SELECT count(*) FROM referents WHERE word IN ('deploy', 'restart')").fetchall() == [(0,)]
+    live.digest("Alex Chen owns billing.")
+    live.digest("Alex Rivera’s phone is in the wiki.")          # a curly possessive is a person's too
+    for text in ("Alex also said the venue is booked.", "Alex just approved the budget.",
+                 "Alex and Sam said the demo is ready."):
+        assert live.digest(text)["questions"], text
+
+
+def test_tense_is_read_where_the_date_is():
+    from tidemind.clarify import detect
+
+    wed = dt.date(2026, 12, 2)
+    cases = {"The fix was reviewed by Sam on Monday.": "2026-11-30", "It was due to a bad config on Monday.": "2026-11-30",
+             "We finalized the plan on Monday.": "2026-11-30", "We shipped the next version on Monday.": "2026-11-30",
+             "Deployed the fix on Monday.": "2026-11-30", "On Monday, we deployed the fix.": "2026-11-30",
+             "Alex said the demo is on Friday.": "2026-12-04", "I asked Sam to ship it on Friday.": "2026-12-04",
+             "Sam told me he would deploy on Friday.": "2026-12-04", "The deploy is scheduled on Friday.": "2026-12-04",
+             "Demo on Friday, the fix is already merged.": "2026-12-04", "The release went out on Tuesday.": "2026-12-01"}
+    for text, day in cases.items():
+        assert any(day in a for a in detect.relative_dates(text, wed).anchors), text
+    # beyond the calendar: nothing anchored, nothing raised
+    assert detect.relative_dates("next year and last month", dt.date(9999, 12, 31)).anchors == \
+        ["last month = November 9999 (9999-11)"]
+    assert detect.relative_dates("last month", dt.date(1, 1, 5)).anchors == []
+
+
+def test_utc_times_are_read_in_the_persons_time_zone(home):
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text('[clarify]\ntimezone = "Asia/Tokyo"\n')
+    with Memory.open(home) as m:
+        r = m.digest("Pay the rent tomorrow.", valid_at="2026-12-02T23:30:00Z")       # 08:30 Thursday in Tokyo
+        assert "2026-12-04" in m.show(r["node_ids"][0])["derived"]["anchors"]["value"]
+
+
+def test_recall_groups_survive_unicode_and_curly_apostrophes(mem):
+    mem.digest("İzmir office: Alex Chen’s phone number is 555-0101.")
+    mem.digest("Alex Rivera’s phone number is 555-0202.")
+    mem.embed_pending()
+    groups = mem.recall("Alex phone number")["clarify"]["groups"]
+    assert {g["choice"] for g in groups} == {"Alex Chen", "Alex Rivera"}

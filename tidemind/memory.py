@@ -202,8 +202,11 @@ class Memory:
                                source_tool=source_tool, session=None, recorded_at=now, valid_from=valid_from or now,
                                kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of)
         if valid_from:      # the source dates its words: their relative dates can be anchored
+            # a date-only source (a journal's day) is stored at midnight UTC: that day, as is; a
+            # timed one is read in the person's time zone
+            day_only = valid_from.endswith("T00:00:00.000000Z")
             clarify.read_without_asking(self, node_id=node_id, scope=scope, text=body, anchor=valid_from, now=now,
-                                        written=valid_from[:10])
+                                        written=valid_from[:10] if day_only else None)
         else:               # a file's time is not when its words were written: names only
             clarify.index_unit(self.conn, node_id, scope, body)
         vectors.enqueue(self.conn, node_id, now)

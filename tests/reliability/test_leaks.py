@@ -41,9 +41,9 @@ def world(tmp_path_factory):
         ids["superseded"] = d(f"The {KEY} sets in two hours with {NONCE['superseded']} pectin.")
         ids["forgotten"] = d(f"The {KEY} secret: {NONCE['forgotten']} family trick, keep private.")
         ids["other_scope"] = d(f"The {KEY} from another project uses {NONCE['other_scope']} sugar.", OTHER)
-        d(f"Alex Chen stirs the {KEY} pot.")
-        d(f"Alex Rivera seals the {KEY} jars.")
-        held = m.digest(f"Alex adds {NONCE['held']} zest to the {KEY} on Sundays.", scope=S, session="s1")
+        d(f"Alex Chen owns the {KEY} pot.")
+        d(f"Alex Rivera is the keeper of the {KEY} jars.")
+        held = m.digest(f"Alex says {NONCE['held']} zest goes into the {KEY} on Sundays.", scope=S, session="s1")
         assert held["questions"], "the held memory must wait on a question for this suite to mean anything"
         ids["held"] = held["node_ids"][0]
         for n in range(12):        # enough neighbours for links, duplicates and crystals to form

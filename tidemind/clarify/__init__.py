@@ -76,13 +76,17 @@ def policy(settings) -> Policy:
 
 def writer_day(anchor: str, written: str | None, rules: Policy) -> dt.date:
     """The calendar day the words were written on, where they were written: a `valid_at` date
-    as given, a `valid_at` time in its own offset (or as written, without one), else the
-    capture time in the configured (or this machine's) time zone."""
+    as given; a `valid_at` time with a non-UTC offset in that offset (the writer's own clock);
+    any other time (UTC, as agents send it; no offset; the capture time) in the configured (or
+    this machine's) time zone."""
     raw = (written or "").strip()
+    if len(raw) == 10:
+        return dt.date.fromisoformat(raw)
     if raw:
-        if len(raw) == 10:
-            return dt.date.fromisoformat(raw)
-        return dt.datetime.fromisoformat(raw.replace("Z", "+00:00")).date()
+        moment = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        offset = moment.utcoffset()
+        if offset is not None and offset != dt.timedelta(0):
+            return moment.date()
     return from_iso(anchor).astimezone(rules.timezone).date()
 
 
@@ -157,15 +161,18 @@ def on_capture(m: "Memory", *, capture_id: int, scope: str, body: str, units: Se
     return asked
 
 
-def after_forget(m: "Memory", forgotten: int, dependents: Sequence[int], words: Sequence[str], now: str) -> None:
+def after_forget(m: "Memory", forgotten: int, dependents: Sequence[int], readings: Sequence[tuple[str, str, str]],
+                 now: str) -> None:
     """Inside forget's transaction: other units' questions and anchors that copied the
-    forgotten unit's words lose them (the anchors line, the question's text and options; the
-    earlier versions of the anchors go too, since they held the same words)."""
+    forgotten unit's words lose them (a name or acronym question's text and options; an
+    "ACRONYM = expansion" anchor line; the earlier versions of the anchors go too, since they
+    held the same words). Date anchors and date questions never quote another unit."""
+    copied = {f"{word} = {reading}" for kind, word, reading in readings if kind == "acronym"}
     for node_id in dependents:
-        clarifications.withdraw_quotes(m.conn, node_id, words, now)
+        clarifications.withdraw_quotes(m.conn, node_id, readings, now)
         current = derived.for_node(m.conn, node_id).get("anchors")
-        if current and any(w in current["value"] for w in words):
-            kept = [line for line in current["value"].splitlines() if not any(w in line for w in words)]
+        if current and any(line in copied for line in current["value"].splitlines()):
+            kept = [line for line in current["value"].splitlines() if line not in copied]
             derived.drop_field(m.conn, node_id, "anchors")
             if kept:
                 derived.put(m.conn, node_id, "anchors", "\n".join(kept), current["generator"], now)

@@ -49,53 +49,96 @@ DATE_PATTERNS = [
     ("ago", re.compile(rf"\b({_NUM})\s+(day|week|month)s?\s+ago\b", re.I)),
     ("weekday", re.compile(rf"\b(on|by|until|till|before|after|from)\s+({_WD})\b", re.I)),
 ]
-# Tense is read from the clause around the date (up to a comma or a sentence end), not from the
-# whole unit: "Demo on Friday, the fix is already merged" plans a demo.
-_CLAUSE_END = re.compile(r"[.!?;,\n]")
-_FUTURE = re.compile(r"\b(will|shall|going to|gonna|'ll|plan|plans|planned|scheduled|schedule|due|upcoming|"
-                     r"tomorrow|next|until|by)\b", re.I)
-_PAST_WORDS = re.compile(r"\b(was|were|did|had|went|met|said|told|got|came|happened|ago|yesterday|last|"
-                         r"already|earlier)\b", re.I)
-_ED = re.compile(r"\b(\w+)\s+(\w{3,}ed)\b", re.I)
+# Tense is read around the date, not from the whole unit: the clause it sits in (up to a comma
+# or a sentence end; the whole sentence when that clause has no verb, "On Monday, we deployed
+# ..."), and after a reporting verb only what was reported ("Alex said the demo is on Friday"
+# plans a demo). Strong markers decide before weak ones: "was reviewed by Sam on Monday" is past
+# although "by" often looks ahead.
+_CLAUSE_END = re.compile(r"[,;\n]|[.!?](?:\s|$)")
+_SENTENCE_END = re.compile(r"[\n]|[.!?](?:\s|$)")
+_REPORTING = re.compile(r"\b(said|says|told|tells|asked|asks|agreed|mentioned|promised|confirmed|wrote|suggested|"
+                        r"decided|announced|warned)\b", re.I)
+_NOT_VERBS = "be|a|an|the|my|our|your|his|her|their|its|this|that|these|those|me|us|him|them|it|all|some|each|every"
+_STRONG_FUTURE = re.compile(rf"\b(will|shall|going to|gonna|would|is|are|am|to (?!(?:{_NOT_VERBS})\b)[a-z]+)\b"
+                            r"|'ll\b|'d\b|'s\b", re.I)
+_STRONG_PAST = re.compile(r"\b(was|were|did|had|went|met|got|came|happened|ago|yesterday|last|already|earlier)\b",
+                          re.I)
+_WEAK_FUTURE = re.compile(r"\b(plan|plans|scheduled|schedule|due|upcoming|tomorrow|next|until|by|soon)\b", re.I)
+_ED = re.compile(r"(?:^|\b(\w+)\s+)(\w{3,}ed)\b", re.I)
 _NOT_PAST_ED = {"speed", "indeed", "embed", "embedded", "shared", "seed", "need", "feed", "bleed", "breed", "proceed",
-                "succeed", "exceed", "red", "bed", "shed", "weed", "greed", "tweed", "hundred"}
+                "succeed", "exceed", "red", "bed", "shed", "weed", "greed", "tweed", "hundred", "scheduled", "planned"}
 _PASSIVE = {"is", "are", "be", "been", "being", "am", "get", "gets", "will", "to"}
 
 
-def _clause_around(text: str, start: int, end: int) -> str:
-    before = [m.end() for m in _CLAUSE_END.finditer(text, 0, start)]
-    after = _CLAUSE_END.search(text, end)
+def _span(text: str, start: int, end: int, boundary: re.Pattern) -> str:
+    before = [m.end() for m in boundary.finditer(text, 0, start)]
+    after = boundary.search(text, end)
     return text[before[-1] if before else 0:after.start() if after else len(text)]
 
 
-def _speaks_of_past(clause: str) -> bool:
-    """Past tense in this clause: a past-time word, or a verb in -ed that is not passive
-    ("we deployed", not "is scheduled"); a future marker wins."""
-    if _FUTURE.search(clause):
+def _has_verb_cue(text: str) -> bool:
+    return bool(_STRONG_FUTURE.search(text) or _STRONG_PAST.search(text) or _past_ed(text))
+
+
+def _past_ed(text: str) -> bool:
+    """A verb in -ed that is not passive ("we deployed", "Deployed the fix"; not "is scheduled")."""
+    return any(m.group(2).lower() not in _NOT_PAST_ED and (m.group(1) or "").lower() not in _PASSIVE
+               for m in _ED.finditer(text.strip()))
+
+
+def _speaks_of_past(unit: str, start: int, end: int) -> bool:
+    """Whether the date at unit[start:end] is told in the past tense."""
+    around = _span(unit, start, end, _CLAUSE_END)
+    if not _has_verb_cue(around.replace(unit[start:end], " ")):
+        around = _span(unit, start, end, _SENTENCE_END)
+    offset = unit.find(around)
+    reported = [m for m in _REPORTING.finditer(around) if offset + m.end() <= start]
+    if reported:                       # only what was reported says when it happens
+        around = around[reported[-1].end():]
+    around = around.replace(unit[start:end], " ")
+    past, future = bool(_STRONG_PAST.search(around)), bool(_STRONG_FUTURE.search(around))
+    if past != future:
+        return past
+    if past:                           # both: "the fix is already merged", "was going to": read as planned
         return False
-    if _PAST_WORDS.search(clause):
+    if _past_ed(around):
         return True
-    return any(m.group(2).lower() not in _NOT_PAST_ED and m.group(1).lower() not in _PASSIVE
-               for m in _ED.finditer(" " + clause))
+    return False                       # weak future words, or nothing: a plan
+
+
 _SENTENCE_STARTERS = {"he", "she", "they", "it", "we", "you", "this", "that", "these", "those", "there", "then", "i",
                       "ok", "okay", "yes", "no", "thanks", "please", "also", "so", "but", "and", "or", "if", "when",
                       "after", "before", "today", "tomorrow", "yesterday", "next", "last", "let", "lets", "let's"}
-_CAP = re.compile(r"[A-Z][a-z]{1,20}")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+_WORD = re.compile(r"[^\W\d_][\w'’\-]*")
 _ACRONYM = re.compile(r"\b([A-Z]{2,5})s?\b")
-# overlapping: in "Ask Jordan Lee" the pair "Jordan Lee" is found as well as "Ask Jordan"
-_FULL_NAME = re.compile(r"(?=\b([A-Z][a-z]{1,20}) ([A-Z][a-z]{1,20})\b)")
+# overlapping: in "Ask Jordan Lee" the pair "Jordan Lee" is found as well as "Ask Jordan";
+# letters of any script ("José García"), checked for title case in code
+_FULL_NAME = re.compile(r"(?=\b([^\W\d_]{2,21}) ([^\W\d_]{2,21})\b)")
 # what people do and tools do not: a capitalised word followed by one of these is a person
-# ("Alex said", "Alex wants"); "React 19" or "Kafka is down" are not asked about
+# ("Alex said", "Alex also wants"). No modals or general verbs: "Google will bill us",
+# "Docker needs memory", "Release needs sign-off" are not about people.
 PERSON_VERBS = frozenset("""
 said says asked asks wants wanted thinks thought told tells mentioned mentions suggested suggests prefers preferred
-likes liked loves loved hates hated agreed agrees approved approves promised promises called calls emailed emails
-wrote writes booked books reviewed reviews signed signs joined joins sent sends owns owned leads led handles
-handled met meets decided decides replied explained confirmed confirms noticed insisted recommended recommends
-complained offered volunteered paired presented designs designed manages managed needs needed knows knew feels
-felt adds added moved moves fixed fixes took takes gave gives made makes got gets went goes came comes will would
-won't wouldn't can can't could should shouldn't must might may did didn't does doesn't
+likes liked loves loved hates hated agreed agrees approved approves promised promises called emailed emails wrote
+booked reviewed signed joined met decided replied explained confirmed noticed insisted recommended recommends
+complained offered volunteered paired presented reckons believes believed feels felt knows knew owns leads
+manages managed
 """.split())
+# between a name and its verb: "Alex also said", "Alex just approved"
+_ADVERBS = frozenset("also just already finally still never always really actually then now definitely probably "
+                     "apparently again".split())
+# what a two-word name does when it is a person's, for the lexicon: a person verb, or being
+# described or working ("Alex Rivera is the designer", "Sam Patel runs the demo"), or a
+# possessive ("Alex Chen's phone"). Broader than PERSON_VERBS: a tool read as a name here only
+# matters if someone later writes its first word as a person ("Google said ...").
+READING_VERBS = PERSON_VERBS | frozenset("""
+is was has had handles handled runs ran works worked lives lived sends sent needs needed takes took gets got makes
+made gives gave goes went comes came adds added moves moved fixes fixed will would can could should must might may
+did does designs designed sits sat joins writes led owned builds built maintains maintained
+""".split())
+# words before a name that make it a person: "Ask Jordan Lee", "thanks Maya Lee"
+_PERSON_CONTEXT = frozenset("ask asked tell told ping pinged cc email emailed call called thank thanks met meet "
+                            "invite invited remind reminded".split())
 _PRONOUN_OPENING = re.compile(r"^\W*(he|she)\b", re.I)
 # a sentence-initial capitalised word followed by one of these is a verb with its object
 # ("Deployed the fix", "Use a flag"), not a name
@@ -134,6 +177,8 @@ def _week(term: str, monday: dt.date) -> str:
 
 
 def _month_text(term: str, year: int, month: int) -> str:
+    if not 1 <= year <= 9999:
+        raise ValueError("outside the calendar")          # skipped by the caller, like a date overflow
     return f"{term} = {MONTHS[month - 1].capitalize()} {year} ({year:04d}-{month:02d})"
 
 
@@ -158,7 +203,7 @@ def relative_dates(unit: str, anchor: dt.date) -> Findings:
             if key in seen:
                 continue
             seen.add(key)
-            past = _speaks_of_past(_clause_around(unit, m.start(), m.end()))
+            past = _speaks_of_past(unit, m.start(), m.end())
             try:
                 _resolve(out, kind, m, term, key, anchor, past)
             except (OverflowError, ValueError):     # a date beyond year 1..9999: nothing to anchor
@@ -237,6 +282,8 @@ def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.d
         year, month = _shift_month(anchor, step)
         out.anchors.append(_month_text(term, year, month))
     else:
+        if not 1 <= anchor.year + step <= 9999:
+            raise ValueError("outside the calendar")
         out.anchors.append(f"{term} = {anchor.year + step}")
 
 
@@ -264,9 +311,33 @@ def _name_shaped(w: str, text: str, start: int, following: str | None) -> bool:
     return following is None or following.lower() not in _OBJECT_WORDS
 
 
-def _followed_by_person_verb(text: str, end: int) -> bool:
-    rest = _WORD.match(text, end + 1) if text.startswith(" ", end) else None
-    return bool(rest and rest.group(0).lower() in PERSON_VERBS)
+def _titlecase(w: str) -> bool:
+    """A capitalised word ("Alex", "José"); not "ALEX", "alex" or "McDonald's"."""
+    return 2 <= len(w) <= 21 and w.isalpha() and w[0].isupper() and w[1:].islower()
+
+
+def _next_word(text: str, end: int) -> re.Match | None:
+    return _WORD.match(text, end + 1) if text.startswith(" ", end) else None
+
+
+def _acts_as_person(text: str, end: int, verbs: frozenset = PERSON_VERBS) -> bool:
+    """The words after text[:end] say a person does something: "said", "also wants", "and Sam said"."""
+    nxt = _next_word(text, end)
+    if nxt and nxt.group(0).lower() in _ADVERBS:
+        nxt = _next_word(text, nxt.end())
+    if nxt and nxt.group(0).lower() == "and":            # "Alex and Sam said", "Maya Lee and Priya Shah met"
+        other = _next_word(text, nxt.end())
+        if other and _titlecase(other.group(0)):
+            surname = _next_word(text, other.end())
+            if surname and _titlecase(surname.group(0)):
+                other = surname
+            return _acts_as_person(text, other.end(), verbs)
+    return bool(nxt and nxt.group(0).lower() in verbs)
+
+
+def _person_before(text: str, start: int) -> bool:
+    before = _WORD.findall(text[max(0, start - 24):start])
+    return bool(before) and before[-1].lower() in _PERSON_CONTEXT
 
 
 def _bare_names(unit: str) -> list[str]:
@@ -275,50 +346,49 @@ def _bare_names(unit: str) -> list[str]:
     words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(unit)]
     found = []
     for i, (w, start, end) in enumerate(words):
-        if not _CAP.fullmatch(w):
+        if not _titlecase(w):
             continue
         before = words[i - 1] if i else None
         after = words[i + 1] if i + 1 < len(words) else None
-        joined_before = before and _CAP.fullmatch(before[0]) and unit[before[2]:start] == " "
-        joined_after = after and _CAP.fullmatch(after[0]) and unit[end:after[1]] == " "
+        joined_before = before and _titlecase(before[0]) and unit[before[2]:start] == " "
+        joined_after = after and _titlecase(after[0]) and unit[end:after[1]] == " "
         if joined_before or joined_after or w in found:
             continue
-        if _name_shaped(w, unit, start, after[0] if after else None) and _followed_by_person_verb(unit, end):
+        if _name_shaped(w, unit, start, after[0] if after else None) and _acts_as_person(unit, end):
             found.append(w)
     return found
 
 
-def _people(text: str) -> list[str]:
-    """Two-word names used as people in `text` ("Maya Lee and Priya Shah met ...": both)."""
-    pairs = []
+def _name_pairs(text: str) -> list[tuple[str, str, int, int]]:
+    """(first, second, start, end) of two-word names: both title case, the first able to be a
+    name where it stands, the second not a plain word."""
+    out = []
     for m in _FULL_NAME.finditer(text):
         first, second = m.group(1), m.group(2)
         end = m.start() + len(first) + 1 + len(second)
-        if _name_shaped(first, text, m.start(), second) and not _plain_word(second):
-            pairs.append((f"{first} {second}", m.start(), end))
-    people: list[str] = []
-    joined_to_person = False
-    for name, start, end in reversed(pairs):          # "A and B met": B's verb vouches for A too
-        rest = text[end:end + 6].lower()
-        if _followed_by_person_verb(text, end) or (joined_to_person and (rest.startswith(" and ") or
-                                                                         rest.startswith(", "))):
-            people.insert(0, name)
-            joined_to_person = True
-        else:
-            joined_to_person = False
-    return list(dict.fromkeys(people))
+        if _titlecase(first) and _titlecase(second) and not _plain_word(second) \
+                and _name_shaped(first, text, m.start(), second):
+            out.append((first, second, m.start(), end))
+    return out
+
+
+def _people(text: str) -> list[str]:
+    """Two-word names used as people in `text` ("Maya Lee and Priya Shah met ...": both)."""
+    text = text.replace("’", "'")
+    return list(dict.fromkeys(f"{first} {second}" for first, second, start, end in _name_pairs(text)
+                              if _acts_as_person(text, end) or _person_before(text, start)))
 
 
 def readings(text: str) -> list[tuple[str, str, str]]:
     """What this text tells about names and acronyms, for the scope's lexicon:
-    ("name", "alex", "Chen") for "Alex Chen", ("acronym", "CR", "change request") for
-    "CR (change request)"."""
+    ("name", "alex", "Chen") for "Alex Chen" used as a person's name (it says, is, has, owns
+    something: "Alex Chen leads", "Alex Chen is", "Alex Chen's phone", "ask Alex Chen"), and
+    ("acronym", "CR", "change request") for "CR (change request)"."""
+    text = text.replace("’", "'")
     out: list[tuple[str, str, str]] = []
-    for m in _FULL_NAME.finditer(text):
-        first, second = m.group(1), m.group(2)
-        rest = text[m.end():].split(None, 1)
-        following = _WORD.match(rest[0]).group(0) if rest and _WORD.match(rest[0]) else None
-        if _name_shaped(first, text, m.start(), following) and not _plain_word(second):
+    for first, second, start, end in _name_pairs(text):
+        if text.startswith("'s", end) or _acts_as_person(text, end, READING_VERBS) \
+                or _person_before(text, start):
             out.append(("name", first.lower(), second))
     out += [("acronym", acronym, e) for acronym, e in acronym_expansions(text)]
     return list(dict.fromkeys(out))
@@ -375,7 +445,7 @@ def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit:
     low_capture = capture.lower()
     for name in _bare_names(unit)[:limit]:
         seconds = lexicon.names(name.lower())
-        if len(seconds) < 2 or any(s in capture for s in seconds):
+        if len(seconds) < 2 or any(_has_words(capture, s) for s in seconds):
             continue
         options = [f"{name} {s}" for s in seconds[:4]]
         out.ambiguities.append(Ambiguity("referent", name, f"Which {name} is this: {_or(options)}?", options))
@@ -388,7 +458,7 @@ def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit:
                                              people[:4]))
     for acronym in list(dict.fromkeys(_ACRONYM.findall(unit)))[:limit]:
         expansions = lexicon.expansions(acronym)
-        if any(e in low_capture for e in expansions):
+        if any(_has_words(low_capture, e) for e in expansions):
             continue
         if len(expansions) == 1:
             out.anchors.append(f"{acronym} = {expansions[0]}")
@@ -397,6 +467,11 @@ def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit:
             out.ambiguities.append(Ambiguity("acronym", acronym, f"What does {acronym} stand for here: {_or(options)}?",
                                              options))
     return out
+
+
+def _has_words(text: str, phrase: str) -> bool:
+    """`phrase` in `text` as whole words ("Sun" is not in "Sunday")."""
+    return re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text) is not None
 
 
 def _or(options: list[str]) -> str:

@@ -17,20 +17,23 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..clarify.detect import MONTHS, PERSON_VERBS, WEEKDAYS, expansions_for
+from ..clarify.detect import MONTHS, READING_VERBS, WEEKDAYS, expansions_for
 from ..text import STOPWORDS
 
 # after a two-word name: what a person (or a person's thing) does, so "Alex Chen's phone",
 # "Alex Chen leads" qualify "Alex", and "Standup Monday" does not qualify "Standup"
-_NAME_FOLLOWERS = PERSON_VERBS | {"is", "was", "has", "had", "runs", "ran", "works", "worked", "lives", "lived"}
+_NAME_FOLLOWERS = READING_VERBS
 
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'\-]*")
-_NAME = re.compile(r"[A-Z][a-z]{1,20}")
+_TOKEN = re.compile(r"[^\W\d_][\w'’\-]*")
 _MODIFIER = re.compile(r"[a-z][a-z0-9\-]+")
 MAX_GROUPS = 4
 
 
-_WORD_AT = re.compile(r"[A-Za-z][A-Za-z0-9'\-]*")
+_WORD_AT = re.compile(r"[^\W\d_][\w'\-]*")
+
+
+def _is_name(w: str) -> bool:
+    return 2 <= len(w) <= 21 and w.isalpha() and w[0].isupper() and w[1:].islower()
 
 
 class _Read:
@@ -39,8 +42,8 @@ class _Read:
 
     def __init__(self, item: dict):
         self.item = item
-        self.content = item["content"]
-        self.low = self.content.lower()
+        self.content = item["content"].replace("’", "'")
+        self.low = _fold(self.content)
         self.answers = [(c["term"], c["answer"]) for c in item.get("clarified", [])]
         self.folded = self.low + " " + " ".join(a for _, a in self.answers).lower()
 
@@ -59,9 +62,16 @@ def _occurrences(text: str, low: str, word: str):
             yield i, end
 
 
+def _fold(text: str) -> str:
+    """Lower case, one character for one ("İ" lowers to two), so offsets hold in both."""
+    low = text.lower()
+    return low if len(low) == len(text) else "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
 def _after(text: str, word: str) -> set[str]:
     """Second words of `word`'s two-word names in `text`, where the name is used as a person's."""
-    low, out = text.lower(), set()
+    text = text.replace("’", "'")
+    low, out = _fold(text), set()
     for _, end in _occurrences(text, low, word.lower()):
         if text.startswith(" ", end) and (m := _WORD_AT.match(text, end + 1)):
             second = m.group(0)
@@ -72,15 +82,15 @@ def _after(text: str, word: str) -> set[str]:
 
 
 def _name_qualifiers(word: str, read: _Read, query_words: set[str]) -> set[str]:
-    found = {q for q in _after(read.content, word) if _NAME.fullmatch(q)}
+    found = {q for q in _after(read.content, word) if _is_name(q)}
     for term, answer in read.answers:       # "Alex" answered "Alex Rivera" (or just "Rivera")
         if term.lower() == word.lower():
             rest = answer.split()
             rest = rest[1:] if rest and rest[0].lower() == word.lower() else rest
-            if rest and _NAME.fullmatch(rest[0].strip(".,;:!?")):
+            if rest and _is_name(rest[0].strip(".,;:!?")):
                 found.add(rest[0].strip(".,;:!?"))
         else:
-            found |= {q for q in _after(answer, word) if _NAME.fullmatch(q)}
+            found |= {q for q in _after(answer, word) if _is_name(q)}
     return {f"{word.capitalize()} {q}" for q in found if q.lower() not in STOPWORDS and q.lower() not in query_words
             and q.lower() not in WEEKDAYS and q.lower() not in MONTHS}
 
@@ -123,7 +133,7 @@ def divergences(query: str, items: Sequence[dict], grounded: Sequence[int]) -> l
                  and not any(f.startswith("via:contradicts") for f in i.get("flags", []))]
     if len(grounding) < 2:
         return out
-    tokens = [re.sub(r"'s$", "", w) for w in _TOKEN.findall(query)]          # "Alex's" asks about Alex
+    tokens = [re.sub(r"['’]s$", "", w) for w in _TOKEN.findall(query)]          # "Alex's" asks about Alex
     words = list(dict.fromkeys(w for w in tokens if len(w) > 1 and w.lower() not in STOPWORDS))
     query_words = {w.lower() for w in words}
     # a word can only split the answer if at least two grounding memories contain it (a cheap

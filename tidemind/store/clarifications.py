@@ -11,6 +11,7 @@ compares it with the time of the read), so a forgotten question never buries a m
 from __future__ import annotations
 
 import json
+import re
 from typing import Sequence
 
 import apsw
@@ -219,26 +220,32 @@ def record_sources(conn: apsw.Connection, node_id: int, sources: set[int]) -> No
                      [(node_id, s) for s in sources if s != node_id])
 
 
-def quoted_by_others(conn: apsw.Connection, source_node_id: int) -> tuple[list[int], list[str]]:
+def quoted_by_others(conn: apsw.Connection, source_node_id: int) -> tuple[list[int], list[tuple[str, str, str]]]:
     """Before `source_node_id` is forgotten: the units whose questions or anchors copied its
-    words, and those words (readings no other unit of the scope also gives)."""
+    words, and its readings (kind, word, reading). Every reading counts, even one another unit
+    also gives: withdrawing a question too many is cheap, leaving a copy is not."""
     dependents = [i for (i,) in conn.execute("SELECT node_id FROM clarify_sources WHERE source_node_id = ?",
                                              (source_node_id,))]
-    words = [r for (r,) in conn.execute("""
-        SELECT DISTINCT r.reading FROM referents r WHERE r.node_id = ? AND NOT EXISTS (
-            SELECT 1 FROM referents o JOIN nodes n ON n.id = o.node_id
-            WHERE o.scope = r.scope AND o.kind = r.kind AND o.word = r.word AND o.reading = r.reading
-              AND o.node_id != r.node_id AND n.status != 'forgotten')""", (source_node_id,))]
-    return dependents, words
+    readings = [tuple(r) for r in conn.execute("SELECT DISTINCT kind, word, reading FROM referents WHERE node_id = ?",
+                                               (source_node_id,))]
+    return dependents, readings
 
 
-def withdraw_quotes(conn: apsw.Connection, node_id: int, words: Sequence[str], at: str) -> int:
-    """Forget reached another unit's question: one that quotes `words` loses its text and
-    options (and its hold, if open). Returns how many questions were withdrawn."""
+def quotes(text: str, phrase: str) -> bool:
+    """Whether `text` holds `phrase` as whole words ("Sun" is not in "Sunday")."""
+    return bool(phrase) and re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def withdraw_quotes(conn: apsw.Connection, node_id: int, readings: Sequence[tuple[str, str, str]], at: str) -> int:
+    """Forget reached another unit's question: a name or acronym question whose options quote
+    one of the forgotten unit's readings loses its text and options (and its hold, if open).
+    Returns how many questions were withdrawn."""
     withdrawn = 0
     for q in _decode(rows(conn, f"SELECT {QUESTION_COLUMNS} FROM questions q WHERE q.node_id = ?", (node_id,))):
+        if q["kind"] not in ("referent", "acronym"):
+            continue
         text = " ".join([q["question"], *q["options"]])
-        if any(w and w in text for w in words):
+        if any(quotes(text, reading) for _, _, reading in readings):
             conn.execute("UPDATE questions SET question = '(withdrawn: it quoted a forgotten memory)', options = '[]'"
                          " WHERE id = ?", (q["id"],))
             if q["state"] == "open":

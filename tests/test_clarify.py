@@ -647,3 +647,22 @@ def test_recall_groups_survive_unicode_and_curly_apostrophes(mem):
     mem.embed_pending()
     groups = mem.recall("Alex phone number")["clarify"]["groups"]
     assert {g["choice"] for g in groups} == {"Alex Chen", "Alex Rivera"}
+
+
+def test_a_daily_digest_waits_for_its_held_units(home):
+    """Found by review: the temporal pass writes a day's digest once; a unit held that day would
+    be missing from it for good. The day waits until the unit is answered or skipped."""
+    from tidemind.metabolism.scheduler import run_due
+
+    two_days_ago = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)
+    with Memory.open(home, clock=StepClock(two_days_ago)) as m:          # still held: 72 h not over
+        _two_alexes(m)
+        r = m.digest("Alex said the harbour tour is booked.")
+        [q] = r["questions"]
+        m.clock = StepClock(dt.datetime.now(dt.timezone.utc))
+        run_due(m, only=["temporal"], force=True)
+        assert m.conn.execute("SELECT count(*) FROM syntheses WHERE kind = 'daily'").fetchall() == [(0,)]
+        m.clarify_skip(q["question_id"])
+        run_due(m, only=["temporal"], force=True)
+        [(members,)] = m.conn.execute("SELECT members FROM syntheses WHERE kind = 'daily'").fetchall()
+        assert r["node_ids"][0] in json.loads(members)

@@ -96,17 +96,21 @@ class TemporalTask:
         made = 0
         for scope in nodes.scopes_in_use(ctx.conn):
             days = nodes.live_ids_by_day(ctx.conn, scope)
+            # a period with a unit awaiting clarification waits for it: a digest is written once
+            waiting = nodes.days_with_held(ctx.conn, scope)
+            waiting_weeks = {"%04d-W%02d" % dt.date.fromisoformat(d).isocalendar()[:2] for d in waiting}
             done_days = syntheses.periods_done(ctx.conn, "daily", scope)
             weeks: dict[str, list[int]] = {}
             for day, ids in sorted(days.items()):
                 week = "%04d-W%02d" % dt.date.fromisoformat(day).isocalendar()[:2]
                 weeks.setdefault(week, []).extend(ids)
-                if day >= today or day in done_days or made >= (ctx.batch or self.batch_size):
+                if day >= today or day in done_days or day in waiting or made >= (ctx.batch or self.batch_size):
                     continue
                 made += self._write(ctx, "daily", scope, day, ids, now)
             done_weeks = syntheses.periods_done(ctx.conn, "weekly", scope)
             for week, ids in sorted(weeks.items()):
-                if week >= this_week or week in done_weeks or made >= (ctx.batch or self.batch_size):
+                if week >= this_week or week in done_weeks or week in waiting_weeks \
+                        or made >= (ctx.batch or self.batch_size):
                     continue
                 made += self._write(ctx, "weekly", scope, week, ids, now)
         return {"digests": made}

@@ -315,6 +315,13 @@ def live_on_day(conn: apsw.Connection, scope: str, day: str) -> list[int]:
                                        f" AND n.valid_from < ? ORDER BY n.id", [*params, day, day + "\uffff"])]
 
 
+def days_with_held(conn: apsw.Connection, scope: str) -> set[str]:
+    """Days (of recorded_at) on which a live unit of the scope still awaits clarification."""
+    hold, params = unheld("nodes")
+    return {d for (d,) in conn.execute(f"SELECT DISTINCT substr(recorded_at, 1, 10) FROM nodes WHERE scope = ? AND"
+                                       f" status = 'live' AND NOT {hold}", (scope, *params))}
+
+
 def live_ids_by_day(conn: apsw.Connection, scope: str) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     hold, params = unheld("nodes")

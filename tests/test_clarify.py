@@ -666,3 +666,68 @@ def test_a_daily_digest_waits_for_its_held_units(home):
         run_due(m, only=["temporal"], force=True)
         [(members,)] = m.conn.execute("SELECT members FROM syntheses WHERE kind = 'daily'").fetchall()
         assert r["node_ids"][0] in json.loads(members)
+
+
+# -- found by the third review -----------------------------------------------------------------------
+
+def test_long_inputs_stay_linear_and_never_fail(live):
+    import time
+
+    start = time.perf_counter()
+    r = live.digest("Reviewers: " + " and ".join(["Alex"] * 3000) + " approved.")
+    r2 = live.digest(" ".join(f"in {i} days and {i} days ago" for i in range(1, 999)) * 3)
+    r3 = live.digest("we talked about the roadmap on Monday and then " * 2000)
+    assert r["node_ids"] and r2["node_ids"] and r3["node_ids"]
+    assert time.perf_counter() - start < 10          # was a RecursionError, and 52 s for the second
+
+
+def test_common_past_phrasings_are_read_as_past():
+    from tidemind.clarify import detect
+
+    wed = dt.date(2026, 11, 25)
+    past, future = "2026-11-23", "2026-11-30"
+    cases = {"We deployed to prod on Monday.": past, "Sam's PR merged on Monday.": past,
+             "We shipped v2 on Monday and it's been stable.": past,
+             "The outage started on Monday and is still ongoing.": past,
+             "Met Alex on Monday to discuss the roadmap.": past, "We agreed on Monday to pause the project.": past,
+             "Alex told me on Monday that the demo is moved.": past, "Alex said on Monday that the API is frozen.": past,
+             "The PR that I opened on Monday is still open.": past, "Pushed to main on Monday.": past,
+             "Alex said the demo is on Monday.": future, "I asked Sam to ship it on Monday.": future,
+             "Demo on Monday, the fix is already merged.": future, "We will deploy on Monday.": future,
+             "The release is on Monday.": future, "Going to ship it on Monday.": future}
+    for text, day in cases.items():
+        assert any(day in a for a in detect.relative_dates(text, wed).anchors), text
+
+
+def test_objects_and_products_are_not_people(live):
+    # a store that knows Claude Code and Claude Desktop also speaks of code and the desktop
+    for text in ("Kafka Connect is down again.", "Kafka Streams handles the joins.",
+                 "Claude Code is configured with the MCP server.", "Claude Desktop has the MCP server too.",
+                 "Review the code before merging.", "The desktop app needs an update."):
+        live.digest(text)
+    for text in ("We restarted Kafka and Sam said the lag is gone.", "Claude suggested pinning numpy."):
+        assert live.digest(text)["questions"] == [], text
+
+
+def test_people_met_with_or_listed_are_known(live):
+    live.digest("Lunch with Maya Lee about the hiring plan.")
+    live.digest("1:1 with Maya Chen on the roadmap.")
+    assert live.digest("Maya said the roadmap slips a week.")["questions"]
+    live.digest("Sam Okafor, Sam Patel and I met the auditors.")
+    assert live.digest("Sam wants the numbers by Friday.")["questions"][0]["options"] == ["Sam Okafor", "Sam Patel"]
+
+
+def test_forget_withdraws_pronoun_questions_and_only_the_right_name_questions(live):
+    r = live.digest("Standup notes from today.\n\nEmily Chen approved the budget.\n\nJared Kim approved the hires."
+                    "\n\nShe wants the numbers by Friday.")
+    [q] = r["questions"]
+    assert q["options"] == ["Emily Chen", "Jared Kim"]
+    live.forget(r["node_ids"][1])
+    row = live.conn.execute("SELECT question, state FROM questions WHERE id = ?", (q["question_id"],)).fetchall()
+    assert row == [("(withdrawn: it quoted a forgotten memory)", "closed")]
+    live.digest("Sam Lee owns payroll.")
+    live.digest("Sam Patel owns billing.")
+    [sam] = live.digest("Sam said the invoices are late.")["questions"]
+    maya = live.digest("Maya Lee leads billing.")["node_ids"][0]
+    live.forget(maya)                                  # "Lee" alone is not "Sam Lee"
+    assert live.conn.execute("SELECT state FROM questions WHERE id = ?", (sam["question_id"],)).fetchall() == [("open",)]

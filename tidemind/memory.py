@@ -356,7 +356,7 @@ class Memory:
                 derived.delete_for_node(self.conn, t["id"])
                 dependents, words = clarifications.quoted_by_others(self.conn, t["id"])
                 clarifications.scrub_node(self.conn, t["id"])
-                clarify.after_forget(self, t["id"], dependents, words, now)
+                clarify.after_forget(self, t["id"], dependents, words, now, t["content"])
                 vectors.drop(self.conn, t["id"])
                 review.scrub_node(self.conn, t["id"])
                 syntheses.withdraw_citing(self.conn, t["id"])

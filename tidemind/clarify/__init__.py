@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ..errors import Conflict, InvalidInput, NotFound
-from ..store import audit, clarifications, derived, immediate, migrations, nodes, vectors
+from ..store import audit, clarifications, derived, fts, immediate, migrations, nodes, vectors
 from ..timeutil import from_iso, system_clock, to_iso
 from . import detect
 
@@ -96,19 +96,31 @@ class ScopeLexicon:
 
     def __init__(self, conn, scope: str, exclude_capture: int | None):
         self.conn, self.scope, self.exclude = conn, scope, exclude_capture
-        self._memo: dict[tuple[str, str], tuple[list[str], set[int]]] = {}
+        self._memo: dict[tuple[str, str], tuple[list[str], set[int], dict[str, int]]] = {}
         self.used: set[int] = set()       # units whose readings were consulted since the last reset
 
     def _lookup(self, kind: str, word: str) -> list[str]:
         key = (kind, word)
         if key not in self._memo:
             self._memo[key] = clarifications.readings_for(self.conn, self.scope, kind, word, self.exclude)
-        readings, sources = self._memo[key]
+        readings, sources, _ = self._memo[key]
         self.used |= sources
         return readings
 
     def names(self, first: str) -> list[str]:
-        return self._lookup("name", first)
+        """Readings of a first name, when at least one comes from a person's doing ("Alex Chen
+        said"): "Claude Code is configured" and "Claude Desktop has ..." are not two people."""
+        strong = self._lookup("person", first)
+        weak = self._lookup("name", first)
+        if weak and len(strong) < 2:
+            # a second word found nowhere but in this name is a surname ("Alex Rivera is the
+            # designer"); one the scope also uses alone is a product's ("Claude Code", "the code")
+            counts = self._memo[("name", first)][2]
+            df, _ = fts.document_frequencies(self.conn, [w.lower() for w in weak], [self.scope])
+            strong = strong + [w for w in weak if df.get(w.lower(), 0) <= counts[w]]
+        if not strong:
+            return []
+        return list(dict.fromkeys(strong + weak))
 
     def expansions(self, acronym: str) -> list[str]:
         return self._lookup("acronym", acronym)
@@ -122,12 +134,19 @@ def index_unit(conn, node_id: int, scope: str, text: str) -> None:
 def _backfill_referents(conn) -> None:
     """Migration: create the lexicon and read every unit already stored into it."""
     conn.execute(clarifications.REFERENTS_DDL)
+    _reread_referents(conn)
+
+
+def _reread_referents(conn) -> None:
+    """Migration: read every stored unit into the lexicon again (how names are read changed)."""
+    clarifications.clear_referents(conn)
     for node_id, scope, content in nodes.unforgotten_texts(conn):
         index_unit(conn, node_id, scope, content)
 
 
 migrations.register("clarify", [("0001_referents", _backfill_referents),
-                                 ("0002_sources", clarifications.SOURCES_DDL)])
+                                 ("0002_sources", clarifications.SOURCES_DDL),
+                                 ("0003_person_readings", _reread_referents)])
 
 
 def on_capture(m: "Memory", *, capture_id: int, scope: str, body: str, units: Sequence[tuple[int, int, int]],
@@ -162,14 +181,14 @@ def on_capture(m: "Memory", *, capture_id: int, scope: str, body: str, units: Se
 
 
 def after_forget(m: "Memory", forgotten: int, dependents: Sequence[int], readings: Sequence[tuple[str, str, str]],
-                 now: str) -> None:
+                 now: str, text: str = "") -> None:
     """Inside forget's transaction: other units' questions and anchors that copied the
     forgotten unit's words lose them (a name or acronym question's text and options; an
     "ACRONYM = expansion" anchor line; the earlier versions of the anchors go too, since they
     held the same words). Date anchors and date questions never quote another unit."""
     copied = {f"{word} = {reading}" for kind, word, reading in readings if kind == "acronym"}
     for node_id in dependents:
-        clarifications.withdraw_quotes(m.conn, node_id, readings, now)
+        clarifications.withdraw_quotes(m.conn, node_id, readings, now, text)
         current = derived.for_node(m.conn, node_id).get("anchors")
         if current and any(line in copied for line in current["value"].splitlines()):
             kept = [line for line in current["value"].splitlines() if line not in copied]

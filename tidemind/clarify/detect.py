@@ -58,26 +58,26 @@ _CLAUSE_END = re.compile(r"[,;\n]|[.!?](?:\s|$)")
 _SENTENCE_END = re.compile(r"[\n]|[.!?](?:\s|$)")
 _REPORTING = re.compile(r"\b(said|says|told|tells|asked|asks|agreed|mentioned|promised|confirmed|wrote|suggested|"
                         r"decided|announced|warned)\b", re.I)
-_NOT_VERBS = "be|a|an|the|my|our|your|his|her|their|its|this|that|these|those|me|us|him|them|it|all|some|each|every"
-_STRONG_FUTURE = re.compile(rf"\b(will|shall|going to|gonna|would|is|are|am|to (?!(?:{_NOT_VERBS})\b)[a-z]+)\b"
-                            r"|'ll\b|'d\b|'s\b", re.I)
+# strong future: a modal or a plan; "to <verb>" only after a planning verb ("going to ship",
+# "asked Sam to ship"), never "to prod" or "to discuss". Present tense ("is", "'s") is weak:
+# "is still open" describes now, except in what someone reported ("said the demo is on Friday").
+_STRONG_FUTURE = re.compile(r"\b(will|shall|going to|gonna|would|(?:want|wants|plan|plans|need|needs|have|has|hope|"
+                            r"intend|expect|asked \w+|told \w+|promised|agreed) to [a-z]+)\b|'ll\b|'d\b", re.I)
+_PRESENT = re.compile(r"\b(is|are|am)\b|\b\w+'s\b", re.I)
 _STRONG_PAST = re.compile(r"\b(was|were|did|had|went|met|got|came|happened|ago|yesterday|last|already|earlier)\b",
                           re.I)
-_WEAK_FUTURE = re.compile(r"\b(plan|plans|scheduled|schedule|due|upcoming|tomorrow|next|until|by|soon)\b", re.I)
 _ED = re.compile(r"(?:^|\b(\w+)\s+)(\w{3,}ed)\b", re.I)
 _NOT_PAST_ED = {"speed", "indeed", "embed", "embedded", "shared", "seed", "need", "feed", "bleed", "breed", "proceed",
                 "succeed", "exceed", "red", "bed", "shed", "weed", "greed", "tweed", "hundred", "scheduled", "planned"}
 _PASSIVE = {"is", "are", "be", "been", "being", "am", "get", "gets", "will", "to"}
+_WINDOW = 300          # tense is read within this many characters of the date: linear in the unit's length
 
 
-def _span(text: str, start: int, end: int, boundary: re.Pattern) -> str:
-    before = [m.end() for m in boundary.finditer(text, 0, start)]
-    after = boundary.search(text, end)
-    return text[before[-1] if before else 0:after.start() if after else len(text)]
-
-
-def _has_verb_cue(text: str) -> bool:
-    return bool(_STRONG_FUTURE.search(text) or _STRONG_PAST.search(text) or _past_ed(text))
+def _bounds(text: str, start: int, end: int, boundary: re.Pattern) -> tuple[int, int]:
+    lo = max(0, start - _WINDOW)
+    before = [m.end() for m in boundary.finditer(text, lo, start)]
+    after = boundary.search(text, end, min(len(text), end + _WINDOW))
+    return (before[-1] if before else lo), (after.start() if after else min(len(text), end + _WINDOW))
 
 
 def _past_ed(text: str) -> bool:
@@ -88,22 +88,27 @@ def _past_ed(text: str) -> bool:
 
 def _speaks_of_past(unit: str, start: int, end: int) -> bool:
     """Whether the date at unit[start:end] is told in the past tense."""
-    around = _span(unit, start, end, _CLAUSE_END)
-    if not _has_verb_cue(around.replace(unit[start:end], " ")):
-        around = _span(unit, start, end, _SENTENCE_END)
-    offset = unit.find(around)
-    reported = [m for m in _REPORTING.finditer(around) if offset + m.end() <= start]
-    if reported:                       # only what was reported says when it happens
-        around = around[reported[-1].end():]
-    around = around.replace(unit[start:end], " ")
-    past, future = bool(_STRONG_PAST.search(around)), bool(_STRONG_FUTURE.search(around))
+    lo, hi = _bounds(unit, start, end, _CLAUSE_END)
+    if not _WORD.search(unit[lo:start] + " " + unit[end:hi]):
+        lo, hi = _bounds(unit, start, end, _SENTENCE_END)      # "On Monday, we deployed ...": the sentence
+    before, after = unit[lo:start], unit[end:hi]
+    reported = list(_REPORTING.finditer(before))
+    if reported:
+        last = reported[-1]
+        if len(_WORD.findall(before[last.end():])) <= 2:       # "agreed on Monday", "told me on Monday"
+            return last.group(1).lower() not in ("says", "tells", "asks")
+        # only what was reported says when it happens: "said the demo is on Friday"
+        text = before[last.end():] + " " + after
+        if _STRONG_FUTURE.search(text) or _PRESENT.search(text):
+            return bool(_STRONG_PAST.search(text)) and not _STRONG_FUTURE.search(text) and not _PRESENT.search(text)
+    else:
+        text = before + " " + after
+    past, future = bool(_STRONG_PAST.search(text)), bool(_STRONG_FUTURE.search(text))
     if past != future:
         return past
-    if past:                           # both: "the fix is already merged", "was going to": read as planned
+    if past:                           # both: "was going to": read as planned
         return False
-    if _past_ed(around):
-        return True
-    return False                       # weak future words, or nothing: a plan
+    return _past_ed(text)              # "we deployed"; else weak future words, or nothing: a plan
 
 
 _SENTENCE_STARTERS = {"he", "she", "they", "it", "we", "you", "this", "that", "these", "those", "there", "then", "i",
@@ -134,11 +139,16 @@ _ADVERBS = frozenset("also just already finally still never always really actual
 READING_VERBS = PERSON_VERBS | frozenset("""
 is was has had handles handled runs ran works worked lives lived sends sent needs needed takes took gets got makes
 made gives gave goes went comes came adds added moves moved fixes fixed will would can could should must might may
-did does designs designed sits sat joins writes led owned builds built maintains maintained
+did does designs designed sits sat joins writes led owned builds built maintains maintained are were
 """.split())
 # words before a name that make it a person: "Ask Jordan Lee", "thanks Maya Lee"
 _PERSON_CONTEXT = frozenset("ask asked tell told ping pinged cc email emailed call called thank thanks met meet "
-                            "invite invited remind reminded".split())
+                            "invite invited remind reminded with from".split())
+# given names that end like verbs or adverbs ("Emily", "Jared"): the sentence-initial verb test
+# must not throw them out
+_NAMES_LIKE_VERBS = frozenset("emily kelly ashley holly molly sally lily beverly kimberly shelly jared ahmed mohammed "
+                              "ted fred ned reed darling sterling lindsey stanley bradley dudley".split())
+_CHAIN_NAMES = 4       # "Alex, Sam and Priya agreed": at most this many names before the verb
 _PRONOUN_OPENING = re.compile(r"^\W*(he|she)\b", re.I)
 # a sentence-initial capitalised word followed by one of these is a verb with its object
 # ("Deployed the fix", "Use a flag"), not a name
@@ -306,7 +316,7 @@ def _name_shaped(w: str, text: str, start: int, following: str | None) -> bool:
     if not _sentence_initial(text, start):
         return True
     low = w.lower()
-    if low in _IMPERATIVES or (len(low) >= 5 and low.endswith(("ed", "ing", "ly"))):
+    if low in _IMPERATIVES or (len(low) >= 5 and low.endswith(("ed", "ing", "ly")) and low not in _NAMES_LIKE_VERBS):
         return False
     return following is None or following.lower() not in _OBJECT_WORDS
 
@@ -320,19 +330,39 @@ def _next_word(text: str, end: int) -> re.Match | None:
     return _WORD.match(text, end + 1) if text.startswith(" ", end) else None
 
 
-def _acts_as_person(text: str, end: int, verbs: frozenset = PERSON_VERBS) -> bool:
-    """The words after text[:end] say a person does something: "said", "also wants", "and Sam said"."""
-    nxt = _next_word(text, end)
-    if nxt and nxt.group(0).lower() in _ADVERBS:
-        nxt = _next_word(text, nxt.end())
-    if nxt and nxt.group(0).lower() == "and":            # "Alex and Sam said", "Maya Lee and Priya Shah met"
-        other = _next_word(text, nxt.end())
-        if other and _titlecase(other.group(0)):
-            surname = _next_word(text, other.end())
-            if surname and _titlecase(surname.group(0)):
-                other = surname
-            return _acts_as_person(text, other.end(), verbs)
-    return bool(nxt and nxt.group(0).lower() in verbs)
+def _acts_as_person(text: str, end: int, verbs: frozenset = PERSON_VERBS, subject: bool = True) -> bool:
+    """The words after text[:end] say a person does something: "said", "also wants". A subject
+    (a name that opens its sentence or clause) may be one of a few: "Alex and Sam said",
+    "Alex, Sam and Priya agreed"; an object may not ("We restarted Kafka and Sam said ...")."""
+    for _ in range(_CHAIN_NAMES):
+        nxt = _next_word(text, end)
+        if nxt and nxt.group(0).lower() in _ADVERBS:
+            nxt = _next_word(text, nxt.end())
+        if nxt and nxt.group(0).lower() in verbs:
+            return True
+        if not subject:
+            return False
+        if nxt and nxt.group(0).lower() == "and":
+            other = _next_word(text, nxt.end())
+        elif text.startswith(", ", end):
+            other = _WORD.match(text, end + 2)
+            if other and other.group(0).lower() == "and":
+                other = _next_word(text, other.end())
+        else:
+            return False
+        if other and other.group(0) in ("I", "we", "you", "they"):     # "Sam Patel and I met"
+            end = other.end()
+            continue
+        if not other or not _titlecase(other.group(0)):
+            return False
+        surname = _next_word(text, other.end())
+        end = surname.end() if surname and _titlecase(surname.group(0)) else other.end()
+    return False
+
+
+def _opens_clause(text: str, start: int) -> bool:
+    before = text[:start].rstrip()
+    return not before or before[-1] in ".!?:;,\n-*•>#\"'(" or before.lower().endswith((" and", " but"))
 
 
 def _person_before(text: str, start: int) -> bool:
@@ -354,7 +384,8 @@ def _bare_names(unit: str) -> list[str]:
         joined_after = after and _titlecase(after[0]) and unit[end:after[1]] == " "
         if joined_before or joined_after or w in found:
             continue
-        if _name_shaped(w, unit, start, after[0] if after else None) and _acts_as_person(unit, end):
+        if _name_shaped(w, unit, start, after[0] if after else None) \
+                and _acts_as_person(unit, end, subject=_opens_clause(unit, start)):
             found.append(w)
     return found
 
@@ -376,19 +407,23 @@ def _people(text: str) -> list[str]:
     """Two-word names used as people in `text` ("Maya Lee and Priya Shah met ...": both)."""
     text = text.replace("’", "'")
     return list(dict.fromkeys(f"{first} {second}" for first, second, start, end in _name_pairs(text)
-                              if _acts_as_person(text, end) or _person_before(text, start)))
+                              if _acts_as_person(text, end, subject=_opens_clause(text, start))
+                              or _person_before(text, start)))
 
 
 def readings(text: str) -> list[tuple[str, str, str]]:
     """What this text tells about names and acronyms, for the scope's lexicon:
-    ("name", "alex", "Chen") for "Alex Chen" used as a person's name (it says, is, has, owns
-    something: "Alex Chen leads", "Alex Chen is", "Alex Chen's phone", "ask Alex Chen"), and
-    ("acronym", "CR", "change request") for "CR (change request)"."""
+    ("person", "alex", "Chen") for "Alex Chen" doing what people do ("Alex Chen said", "ask
+    Alex Chen"); ("name", "alex", "Chen") for weaker evidence ("Alex Chen is ...", "Alex Chen's",
+    "Alex Chen runs ..."), which tools give too ("Claude Code is configured"); and ("acronym",
+    "CR", "change request") for "CR (change request)"."""
     text = text.replace("’", "'")
     out: list[tuple[str, str, str]] = []
     for first, second, start, end in _name_pairs(text):
-        if text.startswith("'s", end) or _acts_as_person(text, end, READING_VERBS) \
-                or _person_before(text, start):
+        subject = _opens_clause(text, start)
+        if _acts_as_person(text, end, PERSON_VERBS, subject) or _person_before(text, start):
+            out.append(("person", first.lower(), second))
+        elif text.startswith("'s", end) or _acts_as_person(text, end, READING_VERBS, subject):
             out.append(("name", first.lower(), second))
     out += [("acronym", acronym, e) for acronym, e in acronym_expansions(text)]
     return list(dict.fromkeys(out))

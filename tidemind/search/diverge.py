@@ -17,12 +17,13 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..clarify.detect import MONTHS, READING_VERBS, WEEKDAYS, expansions_for
+from ..clarify.detect import MONTHS, PERSON_VERBS, WEEKDAYS, expansions_for
 from ..text import STOPWORDS
 
 # after a two-word name: what a person (or a person's thing) does, so "Alex Chen's phone",
 # "Alex Chen leads" qualify "Alex", and "Standup Monday" does not qualify "Standup"
-_NAME_FOLLOWERS = READING_VERBS
+_NAME_FOLLOWERS = PERSON_VERBS | frozenset("is was are were has had runs ran works worked lives lived leads led "
+                                           "designs handles".split())
 
 _TOKEN = re.compile(r"[^\W\d_][\w'’\-]*")
 _MODIFIER = re.compile(r"[a-z][a-z0-9\-]+")

@@ -201,9 +201,9 @@ def index_readings(conn: apsw.Connection, node_id: int, scope: str,
 
 
 def readings_for(conn: apsw.Connection, scope: str, kind: str, word: str, exclude_capture: int | None = None,
-                 limit: int = 8) -> tuple[list[str], set[int]]:
-    """The readings visible units of `scope` give `word`, most often said first, and the units
-    that give them."""
+                 limit: int = 8) -> tuple[list[str], set[int], dict[str, int]]:
+    """The readings visible units of `scope` give `word`, most often said first, the units that
+    give them, and how many units give each."""
     pred, params = visible("n", [scope])
     extra, args = "", []
     if exclude_capture is not None:
@@ -212,7 +212,12 @@ def readings_for(conn: apsw.Connection, scope: str, kind: str, word: str, exclud
         f"SELECT r.reading, count(*) AS c, group_concat(r.node_id) FROM referents r JOIN nodes n ON n.id = r.node_id"
         f" WHERE r.scope = ? AND r.kind = ? AND r.word = ? AND {pred}{extra}"
         f" GROUP BY r.reading ORDER BY c DESC, r.reading LIMIT ?", [scope, kind, word, *params, *args, limit]).fetchall()
-    return [r for r, _, _ in found], {int(i) for _, _, ids in found for i in ids.split(",")}
+    return ([r for r, _, _ in found], {int(i) for _, _, ids in found for i in ids.split(",")},
+            {r: c for r, c, _ in found})
+
+
+def clear_referents(conn: apsw.Connection) -> None:
+    conn.execute("DELETE FROM referents")
 
 
 def record_sources(conn: apsw.Connection, node_id: int, sources: set[int]) -> None:
@@ -236,16 +241,20 @@ def quotes(text: str, phrase: str) -> bool:
     return bool(phrase) and re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text, re.IGNORECASE) is not None
 
 
-def withdraw_quotes(conn: apsw.Connection, node_id: int, readings: Sequence[tuple[str, str, str]], at: str) -> int:
+def withdraw_quotes(conn: apsw.Connection, node_id: int, readings: Sequence[tuple[str, str, str]], at: str,
+                    forgotten_text: str = "") -> int:
     """Forget reached another unit's question: a name or acronym question whose options quote
-    one of the forgotten unit's readings loses its text and options (and its hold, if open).
+    one of the forgotten unit's readings ("Alex Chen", an expansion), or name someone its text
+    named (a pronoun's candidates), loses its text and options (and its hold, if open).
     Returns how many questions were withdrawn."""
+    phrases = [f"{word} {reading}" if kind in ("name", "person") else reading for kind, word, reading in readings]
     withdrawn = 0
     for q in _decode(rows(conn, f"SELECT {QUESTION_COLUMNS} FROM questions q WHERE q.node_id = ?", (node_id,))):
         if q["kind"] not in ("referent", "acronym"):
             continue
         text = " ".join([q["question"], *q["options"]])
-        if any(quotes(text, reading) for _, _, reading in readings):
+        if any(quotes(text, phrase) for phrase in phrases) or \
+                (forgotten_text and any(quotes(forgotten_text, option) for option in q["options"])):
             conn.execute("UPDATE questions SET question = '(withdrawn: it quoted a forgotten memory)', options = '[]'"
                          " WHERE id = ?", (q["id"],))
             if q["state"] == "open":

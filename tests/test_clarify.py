@@ -75,7 +75,7 @@ def test_next_weekday_early_in_the_week_is_asked_and_held_out_of_every_read(live
     assert q["options"] == ["Friday 4 December 2026 (2026-12-04)", "Friday 11 December 2026 (2026-12-11)"]
     assert "held out of search" in r["done"]
     assert not _every_read(live, node, "quarterly planning review")
-    with pytest.raises(NotFound, match="awaits an answer"):
+    with pytest.raises(NotFound, match="waits for the answer to a question"):
         live.show(node)
     # the same words written on a Saturday mean the coming Friday: anchored, nothing asked
     r = live.digest("Move the budget review to next Friday.", valid_at=SATURDAY)
@@ -111,8 +111,13 @@ def test_an_answer_changes_search_for_that_unit_and_never_its_authored_text(live
     assert item["clarified"][0] | {"at": None} == {"term": "Alex", "answer": "Alex Rivera", "by": "cli", "at": None,
                                                  "layer": "clarified"}
     assert "has_clarified" in item["flags"]
-    with pytest.raises(Conflict, match="already answered"):
-        live.clarify_answer(q["question_id"], "Alex Chen")
+    # a wrong answer is put right by answering again: the new one is what search reads, the
+    # old row stays in the (append-only) layer
+    again = live.clarify_answer(q["question_id"], "Alex Chen")
+    assert "now read as Alex: Alex Chen" in again["done"]
+    assert [c["answer"] for c in live.clarified(node)] == ["Alex Rivera", "Alex Chen"]
+    assert nodes.get_any(live.conn, node)["clarified_text"] == "Alex: Alex Chen"
+    assert live.show(node)["content"] == text
 
 
 def test_the_answer_is_what_makes_the_difference(home, tmp_path):
@@ -147,6 +152,8 @@ def test_skipping_leaves_the_unit_searchable_as_written(live):
     assert live.show(node)["clarified"] == []
     assert live.clarify_questions() == []
     assert [x["state"] for x in live.clarify_questions(state=None)] == ["skipped"]
+    with pytest.raises(Conflict, match="is skipped"):             # a skip is the person's decision too
+        live.clarify_answer(q["question_id"], "Alex Chen")
 
 
 def test_a_hold_lapses_by_itself(home):
@@ -307,8 +314,8 @@ def test_recall_does_not_ask_when_the_candidates_agree(mem):
     r = mem.recall("Alex phone number")
     assert set(r["grounded_by"]) >= {a, b}
     assert r["clarify"] is None                       # both are about the same Alex
-    with pytest.raises(InvalidInput, match="do not diverge"):
-        mem.recall("Alex phone number", choose="Alex Chen")
+    kept = mem.recall("Alex phone number", choose="Alex Chen")        # a choice kept through a conversation
+    assert "nothing to choose" in kept["message"] and set(kept["grounded_by"]) >= {a, b}
     # the query that names one of them does not ask either
     mem.digest("Alex Rivera's phone number is 555-0202.")
     mem.embed_pending()
@@ -503,7 +510,8 @@ def test_no_pass_builds_on_a_held_unit(live):
     assert texts and not any("gribblenut" in t for t in texts)          # crystals formed, without it
     fields = [f for (f,) in live.conn.execute("SELECT field FROM derived WHERE node_id = ?", (r["node_ids"][0],))]
     assert "title" not in fields                                   # annotate waits for the answer
-    assert "gribblenut" not in live.prepare()["text"]
+    outside_questions = live.prepare()["text"].split("## Open questions")[0]
+    assert "gribblenut" not in outside_questions                # (its question quotes it, on purpose)
     assert all("gribblenut" not in json.dumps(live.review_show(i["id"])) for i in live.review_list())
 
 
@@ -731,3 +739,58 @@ def test_forget_withdraws_pronoun_questions_and_only_the_right_name_questions(li
     maya = live.digest("Maya Lee leads billing.")["node_ids"][0]
     live.forget(maya)                                  # "Lee" alone is not "Sam Lee"
     assert live.conn.execute("SELECT state FROM questions WHERE id = ?", (sam["question_id"],)).fetchall() == [("open",)]
+
+
+# -- found by a user-level review ---------------------------------------------------------------------
+
+def test_an_abstention_says_when_a_matching_memory_waits(live):
+    _two_alexes(live)
+    r = live.digest("Alex wants the quarterly zebra audit moved.")
+    node = r["node_ids"][0]
+    miss = live.recall("quarterly zebra audit", use_vectors=False)
+    assert miss["abstained"] and miss["waiting"] == [node]
+    assert f"node {node}" in miss["message"] and "zebra" not in miss["message"]     # ids, never its words
+    assert live.recall("quarterly zebra audit", scopes=["project:elsewhere"], use_vectors=False)["waiting"] == []
+
+
+def test_answers_teach_and_correct(live, home):
+    live.digest("PR (pull request) reviews happen daily.")
+    live.digest("Every PR (purchase request) needs finance sign-off.")
+    [q] = live.digest("The PR for search is merged.")["questions"]
+    out = live.clarify_answer(q["question_id"], "pull request")
+    assert out["warnings"] == []
+    later = live.digest("Please open a PR for the footer fix.")
+    assert later["questions"] == []                                   # the person said what PR means here
+    assert "PR = pull request" in live.show(later["node_ids"][0])["derived"]["anchors"]["value"]
+    # a date answered in free words gets its date, so the date finds it
+    dated = live.digest("Move the board review to next Friday.", valid_at=WEDNESDAY)
+    live.clarify_answer(dated["questions"][0]["question_id"], "Friday 11 December")
+    assert dated["node_ids"][0] in _ids(live.recall("2026-12-11 board review", use_vectors=False))
+    # an answer that matches none of the suggestions is kept, with a warning
+    live.digest("Alex Chen owns billing.")
+    live.digest("Alex Rivera designs the app.")
+    [a] = live.digest("Alex said the venue is booked.")["questions"]
+    assert live.clarify_answer(a["question_id"], "the one from finance")["warnings"]
+    # the CLI answers by node id too
+    from .conftest import cli_json
+
+    live.close()
+    b = cli_json(home, "digest", "Alex wrote the toast.")
+    done = cli_json(home, "clarify", "answer", str(b["node_ids"][0]), "Alex", "Rivera", "--node")
+    assert done["node_id"] == b["node_ids"][0] and done["clarified"] == "Alex: Alex Rivera"
+
+
+def test_this_and_next_in_one_unit_are_not_ambiguous(live):
+    r = live.digest("Code freeze this Friday, release next Friday.", valid_at=WEDNESDAY)
+    assert r["questions"] == []
+    assert "next Friday = Friday 11 December 2026" in live.show(r["node_ids"][0])["derived"]["anchors"]["value"]
+
+
+def test_free_words_answers_still_join_their_group(live):
+    _two_alexes(live)
+    r = live.digest("Alex booked the venue for the team dinner.")
+    live.clarify_answer(r["questions"][0]["question_id"], "the designer one, Rivera")
+    other = live.digest("Alex Chen booked the venue for the offsite.")["node_ids"][0]
+    live.embed_pending()
+    groups = {g["choice"]: g["ids"] for g in live.recall("who booked the venue Alex")["clarify"]["groups"]}
+    assert groups == {"Alex Rivera": [r["node_ids"][0]], "Alex Chen": [other]}

@@ -175,15 +175,18 @@ def test_clarifying_questions_through_a_real_client(home):
             [q] = held["questions"]
             assert q["question"] == "Which Alex is this: Alex Chen or Alex Rivera?"
             node = held["node_ids"][0]
-            assert f"node {node}: Which Alex" in await call(s, "brain_prepare")
+            assert f"node {node} (\"Alex approved the new invoice layout.\"): Which Alex" in await call(s, "brain_prepare")
             gone = await call(s, "brain_recall", query="approved the new invoice layout")
             assert node not in [i["id"] for i in gone["items"]]
             missing = await call(s, "brain_digest", intent="clarify", target_node=node)
             assert "needs content" in missing["error"]
             done = await call(s, "brain_digest", intent="clarify", target_node=node, content="Alex Rivera")
             assert done["state"] == "answered" and done["node_id"] == node
-            again = await call(s, "brain_digest", intent="clarify", target_node=node, content="Alex Chen")
-            assert "no open question about node" in again["error"]
+            assert f"node {node} (\"Alex approved the new invoice layout.\")" not in await call(s, "brain_prepare")
+            missing_node = await call(s, "brain_digest", intent="clarify", target_node=9999, content="Alex Chen")
+            assert "no open question about node 9999" in missing_node["error"]
+            both = await call(s, "brain_digest", intent="clarify", target_node=node, content="x", skip=True)
+            assert "not both" in both["error"]
             found = await call(s, "brain_recall", query="Rivera invoice layout")
             item = next(i for i in found["items"] if i["id"] == node)
             assert item["content"] == "Alex approved the new invoice layout."

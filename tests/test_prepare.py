@@ -63,7 +63,7 @@ def test_prepare_mentions_questions_still_holding_a_memory(tmp_path):
         m.digest("Alex reviewed the other project's list.", scope="project:b")
         text = m.prepare(scopes=["project:a"])["text"]
         assert "## Open questions" in text and "Which Alex is this: Alex Chen or Alex Rivera?" in text
-        assert sum(f"- node {n}:" in text for n in held) == 3 and "and 2 more (`tidemind clarify`" in text
+        assert sum(f"- node {n} (" in text for n in held) == 3 and "and 2 more (`tidemind clarify`" in text
         assert "other project" not in text
     past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=5)
     with Memory.open(tmp_path / "old", clock=StepClock(past)) as m:   # asked 5 days ago: the hold lapsed

@@ -134,6 +134,8 @@ def _fmt_questions(r: dict) -> str:
                   f"  \"{unit[:160]}{'…' if len(unit) > 160 else ''}\"", f"  {q['question']}"]
         if q["options"] and q["state"] == "open":
             lines.append("  e.g. " + " | ".join(q["options"]))
+        if q.get("answer"):
+            lines.append(f"  answered: {q['answer']}")
     return "\n".join(lines)
 
 
@@ -148,11 +150,13 @@ def cmd_clarify(args):
         if args.id is None:
             raise InvalidInput(f"clarify {args.action} needs the question's id (see `tidemind clarify`)")
         if args.action == "skip":
-            r = m.clarify_skip(args.id)
+            r = m.clarify_skip(args.id, by_node=args.node)
         else:
             if not args.answer:
                 raise InvalidInput('clarify answer needs the answer text: tidemind clarify answer ID "..."')
-            r = m.clarify_answer(args.id, _read_text(" ".join(args.answer)))
+            r = m.clarify_answer(args.id, _read_text(" ".join(args.answer)), by_node=args.node)
+            for w in r["warnings"]:
+                print(f"warning: {w}", file=sys.stderr)
         _emit(args, r, lambda r: r["done"])
 
 
@@ -540,6 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("answer", nargs="*", help="answer: the text (or - for stdin)")
     s.add_argument("--scope", action="append")
     s.add_argument("--all", action="store_true", help="list answered, skipped and closed questions too")
+    s.add_argument("--node", action="store_true", help="answer/skip: ID is the memory's node id, not the question's")
     s = add("show", cmd_show, "one node with its versions, tags, links and derived fields")
     s.add_argument("id")
     s.add_argument("--scope", action="append")

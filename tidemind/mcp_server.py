@@ -41,10 +41,12 @@ intent:
   memory; re-storing an old, corrected claim is flagged for review, never merged.
 - "archive": hide `target_node` from every read (reversible by a person).
 - "forget": erase `target_node`'s text everywhere (irreversible; use when the user asks to forget).
-- "clarify": answer the question a stored memory is waiting on (`target_node`): `content` is the
-  user's answer in their words (e.g. "Alex Rivera", "Friday 11 December"); it is kept beside the
-  memory, which is never rewritten, and the memory becomes searchable with it. `skip: true`
-  instead leaves the memory as written and searchable now.
+- "clarify": answer the question a stored memory is waiting on (`target_node`: the memory's
+  node id): `content` is the user's answer; when they mean one of the suggested options, pass
+  that option's words (e.g. "Alex Rivera", "Friday 11 December 2026 (2026-12-11)"). It is kept
+  beside the memory, which is never rewritten, and the memory becomes searchable with it.
+  Answering again replaces a wrong answer. `skip: true` instead leaves the memory as written
+  and searchable now.
 
 A store result may hold `questions`: a memory whose words are genuinely ambiguous ("next Friday"
 written on a Wednesday, "Alex" when two are known) waits out of search, for a while, with one
@@ -140,6 +142,8 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
         if target_node is None:
             raise ToolError(f"intent {intent!r} needs target_node: the id of the memory to {intent}")
         if intent == "clarify":
+            if skip and content.strip():
+                raise ToolError("give either content (the user's answer) or skip: true, not both")
             if skip:
                 r = call(memory.clarify_skip, target_node, by_node=True)
             elif not content.strip():

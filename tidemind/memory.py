@@ -706,8 +706,11 @@ class Memory:
         if row["status"] == "forgotten":
             return f"node {node_id} was forgotten"
         if row["status"] == "live" and row["held_until"] and row["held_until"] > to_iso(system_clock()):
-            return (f"node {node_id} awaits an answer to a clarifying question (`tidemind clarify`); it is out of"
-                    f" search until answered, skipped or {row['held_until'][:16].replace('T', ' ')} UTC")
+            q = clarifications.open_for_node(self.conn, node_id)
+            asked = f" ({q['question']})" if q else ""
+            return (f"node {node_id} waits for the answer to a question{asked}; it is out of search until it is"
+                    f" answered or skipped (brain_digest intent \"clarify\" with target_node {node_id}, or"
+                    f" `tidemind clarify`), or until {row['held_until'][:16].replace('T', ' ')} UTC")
         if moment and moment.active:
             return f"node {node_id} was not recorded or not valid at that time"
         return f"node {node_id} was corrected; the current version is node {row['superseded_by']}"

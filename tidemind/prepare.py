@@ -33,6 +33,12 @@ def _about(text: str) -> bool:
     return any(word in low for word in _ABOUT_WORDS) and bool(_ABOUT.search(text))
 
 
+def _excerpt(text: str, chars: int = 90) -> str:
+    """The start of a held memory, so a question can be put to the person with its context."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= chars else flat[: chars - 1] + "…"
+
+
 def _line(node: dict) -> str:
     first = " ".join(node["content"].split())
     if len(first) > LINE_CHARS:
@@ -82,7 +88,8 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
     # and repeating a stale question at every session start would turn notes into an interrogation
     now = to_iso(system_clock())
     questions = clarifications.listing(conn, scopes, "open", OPEN_QUESTIONS_SHOWN, holding_at=now)
-    waiting = [f"- node {q['node_id']}: {' '.join(q['question'].split())[:LINE_CHARS]}" for q in questions]
+    waiting = [f"- node {q['node_id']} (\"{_excerpt(q['content'])}\"): {' '.join(q['question'].split())[:LINE_CHARS]}"
+               for q in questions]
     if waiting:
         more = clarifications.count_open(conn, scopes, holding_at=now) - len(waiting)
         if more > 0:

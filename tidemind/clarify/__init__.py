@@ -18,6 +18,7 @@ Settings (`[clarify]` in config.toml or "clarify" in config.json):
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -123,7 +124,10 @@ class ScopeLexicon:
         return list(dict.fromkeys(strong + weak))
 
     def expansions(self, acronym: str) -> list[str]:
-        return self._lookup("acronym", acronym)
+        """What an acronym stands for here; once a person has answered what it means in this
+        scope, that answer wins (asking again at every mention would be an interrogation)."""
+        answered = self._lookup("answered_acronym", acronym)
+        return answered[:1] if answered else self._lookup("acronym", acronym)
 
 
 def index_unit(conn, node_id: int, scope: str, text: str) -> None:
@@ -186,7 +190,7 @@ def after_forget(m: "Memory", forgotten: int, dependents: Sequence[int], reading
     forgotten unit's words lose them (a name or acronym question's text and options; an
     "ACRONYM = expansion" anchor line; the earlier versions of the anchors go too, since they
     held the same words). Date anchors and date questions never quote another unit."""
-    copied = {f"{word} = {reading}" for kind, word, reading in readings if kind == "acronym"}
+    copied = {f"{word} = {reading}" for kind, word, reading in readings if kind in ("acronym", "answered_acronym")}
     for node_id in dependents:
         clarifications.withdraw_quotes(m.conn, node_id, readings, now, text)
         current = derived.for_node(m.conn, node_id).get("anchors")
@@ -226,24 +230,48 @@ def read_without_asking(m: "Memory", *, node_id: int, scope: str, text: str, anc
     _read_unit(m, lexicon, node_id, scope, text, 0, len(text), writer_day(anchor, written, rules), [], now)
 
 
-def _question(m: "Memory", ref: int, by_node: bool) -> dict:
-    """The open question for `ref` (a question id, or a node id when `by_node`) in a writable scope."""
+def _question(m: "Memory", ref: int, by_node: bool, reanswer: bool = False) -> dict:
+    """The open question for `ref` (a question id, or a node id when `by_node`) in a writable
+    scope; with `reanswer`, an answered one too (a person putting a wrong answer right)."""
     if isinstance(ref, bool) or not isinstance(ref, int) or ref <= 0:
         raise InvalidInput(f"{'node' if by_node else 'question'} must be a positive whole number, got {ref!r}")
     q = clarifications.open_for_node(m.conn, ref) if by_node else clarifications.get(m.conn, ref)
+    if q is None and by_node and reanswer:
+        q = clarifications.last_for_node(m.conn, ref, "answered")
     if q is None or (m.writable is not None and q["scope"] not in m.writable):
-        what = f"open question about node {ref}" if by_node else f"question {ref}"
-        raise NotFound(f"no {what} in a scope writable here (list them with `tidemind clarify`)")
-    if q["state"] != "open":
-        raise Conflict(f"question {q['id']} is already {q['state']}")
+        what = f"question about node {ref}" if by_node else f"question {ref}"
+        raise NotFound(f"no open {what} in a scope writable here (open ones are listed by brain_prepare and"
+                       " `tidemind clarify`)")
+    if q["state"] != "open" and not (reanswer and q["state"] == "answered"):
+        raise Conflict(f"question {q['id']} (about node {q['node_id']}) is {q['state']}"
+                       + ("" if q["state"] != "answered" else
+                          f", read as {q['term']}: {clarifications.latest_answer(m.conn, q['id'])}"))
     node = nodes.get_any(m.conn, q["node_id"])
     if node is None or node["status"] != "live":
         raise Conflict(f"question {q['id']} is about node {q['node_id']}, which is {node and node['status']}")
     return q
 
 
+def _matching_option(q: dict, answer: str) -> str | None:
+    """The one suggested option an answer means: the option itself, or the only option whose
+    distinctive words it contains ("Rivera", "11 December", "pull request")."""
+    low = answer.lower()
+    hits = []
+    for option in q["options"]:
+        if option.lower() in low or low in option.lower():
+            hits.append(option)
+            continue
+        words = [w for w in re.findall(r"[^\W_]+", option.lower()) if w not in q["term"].lower().split()
+                 and w not in ("weekend", "of", *detect.WEEKDAYS)]
+        if words and all(re.search(rf"\b{re.escape(w)}\b", low) for w in words[:2]):
+            hits.append(option)
+    return hits[0] if len(set(hits)) == 1 else None
+
+
 def answer(m: "Memory", ref: int, text, by_node: bool = False) -> dict:
-    """Append the person's answer to the clarified layer; the unit becomes searchable with it."""
+    """Append the person's answer to the clarified layer; the unit becomes searchable with it.
+    Answering an answered question again appends a new answer that replaces the earlier one in
+    search (the earlier row stays: the layer is append-only)."""
     body, warnings = m._clean_content(text)
     if len(body) > MAX_ANSWER_CHARS:
         raise InvalidInput(f"an answer is at most {MAX_ANSWER_CHARS} characters (this one is {len(body):,});"
@@ -251,15 +279,35 @@ def answer(m: "Memory", ref: int, text, by_node: bool = False) -> dict:
     body = " ".join(body.split())
     now = m.now()
     with immediate(m.conn):
-        q = _question(m, ref, by_node)
+        q = _question(m, ref, by_node, reanswer=True)
+        again = q["state"] == "answered"
+        meant = _matching_option(q, body)
+        if q["options"] and meant is None:
+            warnings.append(f"the answer matches none of the suggestions ({', '.join(q['options'])}); it is kept as"
+                            " written. Answer again to change it.")
         clarified_id = clarifications.append(m.conn, node_id=q["node_id"], question_id=q["id"], term=q["term"],
                                              answer=body, actor=m.actor, at=now)
-        clarifications.close(m.conn, q["id"], "answered", now)
+        if not again:
+            clarifications.close(m.conn, q["id"], "answered", now)
+        if meant and q["kind"] == "date":              # "Friday 11 December" finds it by its date too
+            _add_anchor(m, q["node_id"], f"{q['term']} = {meant}", now)
+        if q["kind"] == "acronym":                     # what it means in this scope, from now on
+            clarifications.index_readings(m.conn, q["node_id"], q["scope"],
+                                          [("answered_acronym", q["term"], (meant or body).lower())])
         vectors.enqueue(m.conn, q["node_id"], now)      # the vector reads the clarification too
         audit.record(m.conn, at=now, actor=m.actor, action="clarify_answer", node_id=q["node_id"],
                      question_id=q["id"], clarified_id=clarified_id)
+    done = (f"node {q['node_id']} is searchable, read as {q['term']}: {body}" if not again else
+            f"node {q['node_id']} is now read as {q['term']}: {body} (the earlier answer stays in its history)")
     return {"question_id": q["id"], "node_id": q["node_id"], "state": "answered", "clarified": f"{q['term']}: {body}",
-            "warnings": warnings, "done": f"node {q['node_id']} is searchable, read as {q['term']}: {body}"}
+            "warnings": warnings, "done": done}
+
+
+def _add_anchor(m: "Memory", node_id: int, line: str, now: str) -> None:
+    current = derived.for_node(m.conn, node_id).get("anchors")
+    lines = current["value"].splitlines() if current else []
+    if line not in lines:
+        derived.put(m.conn, node_id, "anchors", "\n".join([*lines, line]), GENERATOR, now)
 
 
 def skip(m: "Memory", ref: int, by_node: bool = False) -> dict:
@@ -280,4 +328,5 @@ def listing(m: "Memory", scopes: Sequence[str], state: str | None = "open", limi
     out = clarifications.listing(m.conn, scopes, state, limit)
     for q in out:
         q["held"] = q["state"] == "open" and q["hold_until"] > now
+        q["answer"] = clarifications.latest_answer(m.conn, q["id"]) if q["state"] == "answered" else None
     return out

@@ -229,7 +229,8 @@ def _resolve(out: Findings, kind: str, m: re.Match, term: str, key: str, anchor:
         out.anchors.append(_dated(term, anchor + dt.timedelta(days=offset)))
     elif kind == "relative":
         which, unit_word = m.group(1).lower(), m.group(2).lower()
-        _relative(out, term, which, unit_word, anchor, past)
+        contrast = which == "next" and re.search(rf"\bthis\s+{unit_word}\b", m.string, re.I) is not None
+        _relative(out, term, which, unit_word, anchor, past, contrast)
     elif kind in ("ahead", "ago"):
         n, unit_word = _number(m.group(1)), m.group(2).lower()
         sign = 1 if kind == "ahead" else -1
@@ -248,7 +249,10 @@ def _resolve(out: Findings, kind: str, m: re.Match, term: str, key: str, anchor:
         out.anchors.append(_dated(term, day))
 
 
-def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.date, past: bool = False) -> None:
+def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.date, past: bool = False,
+              contrast: bool = False) -> None:
+    """`contrast`: the unit also says "this <same word>" ("freeze this Friday, release next
+    Friday"), so "next" is the one after: nothing to ask."""
     if unit_word in WEEKDAYS:
         target = WEEKDAYS.index(unit_word)
         ahead = (target - anchor.weekday()) % 7
@@ -260,6 +264,8 @@ def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.d
             out.anchors.append(_dated(term, anchor + dt.timedelta(days=ahead or 7)))
         elif which in ("last", "past"):
             out.anchors.append(_dated(term, anchor - dt.timedelta(days=(anchor.weekday() - target) % 7 or 7)))
+        elif contrast and which == "next":      # "this Friday ... next Friday": the one after this week's
+            out.anchors.append(_dated(term, anchor + dt.timedelta(days=(ahead or 7) + (7 if ahead else 0))))
         elif ahead and anchor.weekday() < target and anchor.weekday() < 5:
             # "next Friday" on a Wednesday: this week's Friday or the one after
             near, far = anchor + dt.timedelta(days=ahead), anchor + dt.timedelta(days=ahead + 7)
@@ -275,7 +281,7 @@ def _relative(out: Findings, term: str, which: str, unit_word: str, anchor: dt.d
         out.anchors.append(_week(term, monday + dt.timedelta(weeks=step)))
     elif unit_word == "weekend":
         saturday = monday + dt.timedelta(days=5)
-        if which == "next" and anchor.weekday() < 4:
+        if which == "next" and anchor.weekday() < 4 and not contrast:
             near, far = saturday, saturday + dt.timedelta(days=7)
             out.ambiguities.append(Ambiguity(
                 "date", term, f"Which weekend is \"{term}\" (written on {_day(anchor)}): the one starting "

@@ -85,11 +85,12 @@ def _after(text: str, word: str) -> set[str]:
 def _name_qualifiers(word: str, read: _Read, query_words: set[str]) -> set[str]:
     found = {q for q in _after(read.content, word) if _is_name(q)}
     for term, answer in read.answers:       # "Alex" answered "Alex Rivera" (or just "Rivera")
-        if term.lower() == word.lower():
-            rest = answer.split()
-            rest = rest[1:] if rest and rest[0].lower() == word.lower() else rest
-            if rest and _is_name(rest[0].strip(".,;:!?")):
-                found.add(rest[0].strip(".,;:!?"))
+        if term.lower() == word.lower():    # the first name-like word that is not the term itself
+            names = [w.strip(".,;:!?'") for w in answer.replace("’", "'").split()]
+            names = [w.removesuffix("'s") for w in names if w.lower() != word.lower()]
+            first = next((w for w in names if _is_name(w)), None)
+            if first:
+                found.add(first)
         else:
             found |= {q for q in _after(answer, word) if _is_name(q)}
     return {f"{word.capitalize()} {q}" for q in found if q.lower() not in STOPWORDS and q.lower() not in query_words

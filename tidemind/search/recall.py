@@ -66,8 +66,8 @@ class RecallRequest:
     choose: str | None = None     # the follow-up to a divergent answer: one group's choice
 
 
-def _where(req: RecallRequest) -> tuple[str, list]:
-    pred, params = visible("n", req.scopes, req.as_of)
+def _where(req: RecallRequest, awaiting: bool = False) -> tuple[str, list]:
+    pred, params = visible("n", req.scopes, req.as_of, awaiting=awaiting)
     if req.tags:
         frag, extra = tag_store.filter_sql("n", req.tags)
         pred, params = f"{pred} AND {frag}", params + extra
@@ -208,10 +208,15 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         scores[node_id] = fused[node_id] + fusion.prior(age, row["heat"])
     arms = {"fts": len(lexical), "vector": len(semantic)}
     if best < ABSTAIN_BELOW or not scores:
+        message = ("I don't have a stored memory about this (nothing matched well enough to answer; no sources,"
+                   " nothing padded in).")
+        waiting = _waiting_matches(conn, req) if req.use_lexical and not (req.as_of and req.as_of.active) else []
+        if waiting:     # ids only: their words stay out of search until the question is settled
+            message += (f" {len(waiting)} matching memor{'y waits' if len(waiting) == 1 else 'ies wait'} for the"
+                        f" answer to a question (node {', '.join(map(str, waiting))}): answer it with brain_digest"
+                        " intent \"clarify\", or `tidemind clarify`.")
         return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms, "grounded_by": [],
-                "clarify": None, "chosen": None,
-                "message": "I don't have a stored memory about this (nothing matched well enough to answer; no"
-                           " sources, nothing padded in)."}
+                "clarify": None, "chosen": None, "waiting": waiting, "message": message}
     direct = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
     via: dict[int, str] = {}
     if req.expand:
@@ -228,7 +233,12 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     found = diverge.divergences(req.query, items, grounded)
     clarify = found[0] if found else None
     chosen = None
-    if req.choose is not None:
+    note = ""
+    if req.choose is not None and not found:
+        # a choice kept through a conversation meets a query whose memories agree: nothing to drop
+        note = f" (nothing to choose for {req.choose!r}: these memories do not diverge)"
+        items = items[:wanted]
+    elif req.choose is not None:
         chosen, others = diverge.choose(found, req.choose)
         items = [i for i in items if i["id"] not in others and not _came_with(i, others)][:wanted]
         grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
@@ -236,12 +246,26 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     message = (f"{len(items)} memories; grounded by " + ", ".join(f"#{i}" for i in grounded) if grounded else
                f"{len(items)} memories, none of which answers this by itself (context of a weaker match)")
     if clarify:
-        message = (f"{len(items)} memories about different things; ask before answering: {clarify['question']}"
-                   " (then recall again with choose=<one of the choices>)")
+        message = (f"{len(items)} memories; those that answer are about {len(clarify['groups'])} different things,"
+                   f" so ask before answering: {clarify['question']} (then recall again with choose=<one of the"
+                   " choices>)")
     elif chosen:
         message += f" (for {chosen['choice']})"
+    message += note
     return {"items": items, "abstained": False, "arms": arms, "best_evidence": round(best, 3), "grounded_by": grounded,
             "clarify": clarify, "chosen": chosen and chosen["choice"], "message": message}
+
+
+def _waiting_matches(conn, req: RecallRequest, limit: int = 5) -> list[int]:
+    """Ids of units held with a clarifying question that the query's words match, so an
+    abstention can say a memory exists but waits (only on the abstaining path: a second FTS
+    query). Same scopes, filters and lifecycle as the read, the hold inverted."""
+    terms, _ = query_terms(conn, req.query, req.scopes, prune=False)
+    expression = fts.match_expression(terms)
+    if expression is None:
+        return []
+    where, params = _where(req, awaiting=True)
+    return [i for i, _ in fts.search(conn, expression, where, params, limit)]
 
 
 def _came_with(item: dict, seeds: set[int]) -> bool:

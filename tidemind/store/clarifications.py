@@ -104,6 +104,12 @@ def get(conn: apsw.Connection, question_id: int) -> dict | None:
     return found[0] if found else None
 
 
+def last_for_node(conn: apsw.Connection, node_id: int, state: str) -> dict | None:
+    found = _decode(rows(conn, f"SELECT {QUESTION_COLUMNS} FROM questions q WHERE q.node_id = ? AND q.state = ?"
+                               " ORDER BY q.id DESC LIMIT 1", (node_id, state)))
+    return found[0] if found else None
+
+
 def open_for_node(conn: apsw.Connection, node_id: int) -> dict | None:
     found = _decode(rows(conn, f"SELECT {QUESTION_COLUMNS} FROM questions q WHERE q.node_id = ? AND q.state = 'open'"
                                " ORDER BY q.id LIMIT 1", (node_id,)))
@@ -168,8 +174,18 @@ def append(conn: apsw.Connection, *, node_id: int, question_id: int | None, term
 
 
 def _mirror_text(conn: apsw.Connection, node_id: int) -> str:
+    """The searchable copy: each question's latest answer (a person may answer again to put a
+    wrong answer right; the earlier row stays in the layer, which is append-only)."""
     return "\n".join(f"{term}: {answer}" for term, answer in conn.execute(
-        "SELECT term, answer FROM clarified WHERE node_id = ? ORDER BY id", (node_id,)))
+        "SELECT term, answer FROM clarified c WHERE node_id = ? AND (question_id IS NULL OR id = (SELECT max(id)"
+        " FROM clarified d WHERE d.question_id = c.question_id)) ORDER BY id", (node_id,)))
+
+
+def latest_answer(conn: apsw.Connection, question_id: int) -> str | None:
+    for (answer,) in conn.execute("SELECT answer FROM clarified WHERE question_id = ? ORDER BY id DESC LIMIT 1",
+                                  (question_id,)):
+        return answer
+    return None
 
 
 def mirror_mismatches(conn: apsw.Connection) -> list[int]:

@@ -35,7 +35,8 @@ def unheld(alias: str, now: str | None = None) -> tuple[str, list]:
     return f"({alias}.held_until IS NULL OR {alias}.held_until <= ?)", [now or to_iso(system_clock())]
 
 
-def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: str | None = None) -> tuple[str, list]:
+def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: str | None = None,
+            awaiting: bool = False) -> tuple[str, list]:
     """SQL fragment (no leading AND) and its parameters for nodes aliased `alias`."""
     if not scopes:
         raise ScopeDenied("no readable scope given")
@@ -53,6 +54,8 @@ def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: s
         clauses.append(f"{a}.valid_from <= ? AND ({a}.valid_to IS NULL OR {a}.valid_to > ?)")
         params += [as_of.valid, as_of.valid]
     hold, hold_params = unheld(a, now)
-    clauses.append(hold)
+    # `awaiting`: the same predicate for the units a hold keeps out, so an abstention can say
+    # that one exists (by id, never by its words)
+    clauses.append(f"NOT {hold}" if awaiting else hold)
     params += hold_params
     return " AND ".join(clauses), params

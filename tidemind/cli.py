@@ -35,8 +35,9 @@ def _memory(args):
 
 
 def _fmt_digest(r: dict) -> str:
-    lines = [f"{r['done']} in scope {r.get('scope', '?')}: node(s) {', '.join(map(str, r['node_ids']))}"
-             f" (capture {r['capture_id']})"]
+    stored, _, held = r["done"].partition("; ")
+    lines = [f"{stored} in scope {r.get('scope', '?')}: node(s) {', '.join(map(str, r['node_ids']))}"
+             f" (capture {r['capture_id']})" + (f"\n{held}" if held else "")]
     lines += [f"warning: {w}" for w in r["warnings"]]
     for q in r.get("questions", []):
         lines.append(f"question {q['question_id']} (node {q['node_id']}): {q['question']}")

@@ -794,3 +794,13 @@ def test_free_words_answers_still_join_their_group(live):
     live.embed_pending()
     groups = {g["choice"]: g["ids"] for g in live.recall("who booked the venue Alex")["clarify"]["groups"]}
     assert groups == {"Alex Rivera": [r["node_ids"][0]], "Alex Chen": [other]}
+
+
+def test_a_list_after_a_lead_in_is_split_so_one_question_holds_one_item(live):
+    """Found by review: "Standup notes:" and a list was one unit, all of it held for one date."""
+    r = live.digest("Standup notes:\n- Sam said the search PR is merged.\n- The demo moves to next Friday.\n"
+                    "- Offsite planning starts in January.", valid_at=WEDNESDAY)
+    assert len(r["node_ids"]) == 3
+    [q] = r["questions"]
+    assert q["node_id"] == r["node_ids"][1]
+    assert r["node_ids"][0] in _ids(live.recall("search PR merged"))      # the rest stays searchable

@@ -3,8 +3,9 @@
 The capture keeps the whole text; each unit is an exact slice of it (`text[start:end]`), so
 every unit's bytes can be found verbatim in what was said and `forget` can redact one unit of a
 capture by position. We split only on clear structure — blank-line separated paragraphs, or the
-items of a block that starts as a top-level list — never inside a code fence, and a lead-in line
-ending in ':' stays with what it introduces. Short inputs and anything ambiguous stay one unit.
+items of a block that starts as a top-level list (or as one lead-in line ending in ':' and then
+a list) — never inside a code fence, and a lead-in line ending in ':' stays with what it
+introduces. Short inputs and anything ambiguous stay one unit.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def _blocks(text: str) -> list[tuple[int, int]]:
     """(start, end) offsets of top-level blocks: paragraphs and list items, code fences kept whole."""
     blocks: list[tuple[int, int]] = []
     start: int | None = None
-    block_is_list = False
+    block_is_list = lead_in = False
     fence: str | None = None          # the opening marker of the fence we are in
     pos = 0
     for line in text.splitlines(keepends=True):
@@ -35,9 +36,13 @@ def _blocks(text: str) -> list[tuple[int, int]]:
                 start = None
         elif start is None:
             start, block_is_list = pos, is_item
+            lead_in = not is_item and line.rstrip().endswith(":") and not in_fence and not m
         elif is_item and block_is_list:
             blocks.append((start, pos))
             start = pos
+        elif is_item and lead_in and text[start:pos].count("\n") == 1:
+            # "Standup notes:" then a list: the lead-in stays with the first item, the items split
+            block_is_list = True
         if opens_or_closes:
             fence = None if in_fence else m.group(1)
         pos += len(line)

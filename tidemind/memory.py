@@ -195,7 +195,7 @@ class Memory:
             raise RuntimeError("store_unit must run inside the caller's transaction")
         scope = self._write_scope(scope)
         body, warnings = self._clean_content(content)
-        clarify.policy(self.settings)              # a bad [clarify] setting refuses before anything is written
+        rules = clarify.policy(self.settings)      # a bad [clarify] setting refuses before anything is written
         capture_id = self._capture(body, scope, now, source_tool, None)
         node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=0, content=body,
                                content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
@@ -205,7 +205,7 @@ class Memory:
             # a date-only source (a journal's day) is stored at midnight UTC: that day, as is; a
             # timed one is read in the person's time zone
             day_only = valid_from.endswith("T00:00:00.000000Z")
-            clarify.read_without_asking(self, node_id=node_id, scope=scope, text=body, anchor=valid_from, now=now,
+            clarify.read_without_asking(self, rules, node_id=node_id, scope=scope, text=body, anchor=valid_from, now=now,
                                         written=valid_from[:10] if day_only else None)
         else:               # a file's time is not when its words were written: names only
             clarify.index_unit(self.conn, node_id, scope, body)
@@ -265,7 +265,7 @@ class Memory:
                 session: str | None = None) -> dict:
         """Replace a node's text by a new version; the old version is kept, superseded."""
         body, warnings = self._clean_content(content)
-        clarify.policy(self.settings)              # a bad [clarify] setting refuses before anything is written
+        rules = clarify.policy(self.settings)      # a bad [clarify] setting refuses before anything is written
         now = self.now()
         with immediate(self.conn):
             old = self._live_node(node_id, "correct")
@@ -281,7 +281,7 @@ class Memory:
                                   reason="correct", actor=self.actor, lineage_of=old["id"])
             nodes.supersede(self.conn, old["id"], new_id, now)
             clarifications.close_for_node(self.conn, old["id"], now)   # the new words are read afresh
-            clarify.read_without_asking(self, node_id=new_id, scope=old["scope"], text=body,
+            clarify.read_without_asking(self, rules, node_id=new_id, scope=old["scope"], text=body,
                                         anchor=parse_iso(valid_at) if valid_at else now, now=now, written=valid_at)
             vectors.drop_from_index(self.conn, old["id"])
             vectors.enqueue(self.conn, new_id, now)
@@ -356,7 +356,7 @@ class Memory:
                 derived.delete_for_node(self.conn, t["id"])
                 dependents, words = clarifications.quoted_by_others(self.conn, t["id"])
                 clarifications.scrub_node(self.conn, t["id"])
-                clarify.after_forget(self, t["id"], dependents, words, now, t["content"])
+                clarify.after_forget(self, dependents, words, now, t["content"])
                 vectors.drop(self.conn, t["id"])
                 review.scrub_node(self.conn, t["id"])
                 syntheses.withdraw_citing(self.conn, t["id"])
@@ -705,7 +705,7 @@ class Memory:
             return f"node {node_id} is archived (hidden); `tidemind unarchive {node_id}` restores it"
         if row["status"] == "forgotten":
             return f"node {node_id} was forgotten"
-        if row["status"] == "live" and row["held_until"] and row["held_until"] > to_iso(system_clock()):
+        if row["status"] == "live" and nodes.held_among(self.conn, [node_id]):
             q = clarifications.open_for_node(self.conn, node_id)
             asked = f" ({q['question']})" if q else ""
             return (f"node {node_id} waits for the answer to a question{asked}; it is out of search until it is"

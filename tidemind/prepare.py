@@ -52,10 +52,8 @@ def _servable(conn, members: list[int], scopes: Sequence[str]) -> bool:
     if not members:          # a lesson from repeated tool failures cites review items, not nodes
         return True
     rows = [nodes.get_any(conn, m) for m in members]
-    now = to_iso(system_clock())
-    return all(r is not None and r["scope"] in scopes and r["status"] in ("live", "superseded")
-               and (r["held_until"] is None or r["held_until"] <= now) for r in rows) \
-        and any(r["status"] == "live" for r in rows)
+    return all(r is not None and r["scope"] in scopes and r["status"] in ("live", "superseded") for r in rows) \
+        and any(r["status"] == "live" for r in rows) and not nodes.held_among(conn, members)
 
 
 def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: str | None = None,

@@ -40,3 +40,9 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Words that can carry evidence: no stopwords, no single characters (digits kept)."""
     return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+def has_phrase(text: str, phrase: str, ignore_case: bool = False) -> bool:
+    """`phrase` in `text` as whole words ("Sun" is not in "Sunday", "Lee" is in "Maya Lee")."""
+    return bool(phrase) and re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text,
+                                      re.IGNORECASE if ignore_case else 0) is not None

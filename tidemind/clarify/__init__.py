@@ -184,8 +184,8 @@ def on_capture(m: "Memory", *, capture_id: int, scope: str, body: str, units: Se
     return asked
 
 
-def after_forget(m: "Memory", forgotten: int, dependents: Sequence[int], readings: Sequence[tuple[str, str, str]],
-                 now: str, text: str = "") -> None:
+def after_forget(m: "Memory", dependents: Sequence[int], readings: Sequence[tuple[str, str, str]], now: str,
+                 text: str = "") -> None:
     """Inside forget's transaction: other units' questions and anchors that copied the
     forgotten unit's words lose them (a name or acronym question's text and options; an
     "ACRONYM = expansion" anchor line; the earlier versions of the anchors go too, since they
@@ -219,13 +219,12 @@ def _read_unit(m: "Memory", lexicon: ScopeLexicon, node_id: int, scope: str, bod
     return dates, refs
 
 
-def read_without_asking(m: "Memory", *, node_id: int, scope: str, text: str, anchor: str, now: str,
-                        written: str | None = None) -> None:
+def read_without_asking(m: "Memory", rules: Policy, *, node_id: int, scope: str, text: str, anchor: str,
+                        now: str, written: str | None = None) -> None:
     """Anchors only (its own dates, known expansions), never a question: for a correction
     (holding it back would serve neither it nor the version it replaced) and for an imported
     note whose source dates it (a journal page's day, a `date:` in its frontmatter); a vault
     import that asked would become an interrogation."""
-    rules = policy(m.settings)
     lexicon = ScopeLexicon(m.conn, scope, None)
     _read_unit(m, lexicon, node_id, scope, text, 0, len(text), writer_day(anchor, written, rules), [], now)
 

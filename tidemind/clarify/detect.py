@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..text import STOPWORDS
+from ..text import STOPWORDS, has_phrase
 
 
 class Lexicon(Protocol):
@@ -486,7 +486,7 @@ def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit:
     low_capture = capture.lower()
     for name in _bare_names(unit)[:limit]:
         seconds = lexicon.names(name.lower())
-        if len(seconds) < 2 or any(_has_words(capture, s) for s in seconds):
+        if len(seconds) < 2 or any(has_phrase(capture, s) for s in seconds):
             continue
         options = [f"{name} {s}" for s in seconds[:4]]
         out.ambiguities.append(Ambiguity("referent", name, f"Which {name} is this: {_or(options)}?", options))
@@ -499,7 +499,7 @@ def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit:
                                              people[:4]))
     for acronym in list(dict.fromkeys(_ACRONYM.findall(unit)))[:limit]:
         expansions = lexicon.expansions(acronym)
-        if any(_has_words(low_capture, e) for e in expansions):
+        if any(has_phrase(low_capture, e) for e in expansions):
             continue
         if len(expansions) == 1:
             out.anchors.append(f"{acronym} = {expansions[0]}")
@@ -508,11 +508,6 @@ def references(unit: str, capture: str, preceding: str, lexicon: Lexicon, limit:
             out.ambiguities.append(Ambiguity("acronym", acronym, f"What does {acronym} stand for here: {_or(options)}?",
                                              options))
     return out
-
-
-def _has_words(text: str, phrase: str) -> bool:
-    """`phrase` in `text` as whole words ("Sun" is not in "Sunday")."""
-    return re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text) is not None
 
 
 def _or(options: list[str]) -> str:

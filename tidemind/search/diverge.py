@@ -121,12 +121,6 @@ def _phrase_qualifiers(phrase: tuple[str, str], read: _Read, query_words: set[st
     return out
 
 
-def candidate_groups(query: str, items: Sequence[dict], grounded: Sequence[int]) -> dict | None:
-    """One question and its groups when the grounding memories diverge; None otherwise."""
-    found = divergences(query, items, grounded)
-    return found[0] if found else None
-
-
 def divergences(query: str, items: Sequence[dict], grounded: Sequence[int]) -> list[dict]:
     """Every query word (or two-word phrase) that splits the grounding memories, first the one
     asked about."""

@@ -67,7 +67,7 @@ class RecallRequest:
 
 
 def _where(req: RecallRequest, awaiting: bool = False) -> tuple[str, list]:
-    pred, params = visible("n", req.scopes, req.as_of, awaiting=awaiting)
+    pred, params = visible("n", req.scopes, req.as_of, held="only" if awaiting else "hide")
     if req.tags:
         frag, extra = tag_store.filter_sql("n", req.tags)
         pred, params = f"{pred} AND {frag}", params + extra

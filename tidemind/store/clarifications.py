@@ -11,13 +11,13 @@ compares it with the time of the read), so a forgotten question never buries a m
 from __future__ import annotations
 
 import json
-import re
 from typing import Sequence
 
 import apsw
 
 from . import fts
 from .connection import rows, scalar
+from ..text import has_phrase
 from .visibility import visible
 
 DDL = """
@@ -60,7 +60,7 @@ END;
 REFERENTS_DDL = """
 CREATE TABLE referents(
   scope TEXT NOT NULL,
-  kind TEXT NOT NULL,                     -- 'name' | 'acronym'
+  kind TEXT NOT NULL,                     -- 'person' | 'name' (weaker) | 'acronym' | 'answered_acronym'
   word TEXT NOT NULL,                     -- folded: 'alex', 'CR'
   reading TEXT NOT NULL,                  -- 'Chen', 'change request'
   node_id INTEGER NOT NULL REFERENCES nodes(id),
@@ -121,24 +121,24 @@ def listing(conn: apsw.Connection, scopes: Sequence[str], state: str | None = "o
     """Questions about live units in `scopes` (the unit may still be held: that is the point),
     newest first, each with the unit's text so the person sees what is asked about.
     `holding_at`: only open questions whose hold has not lapsed at that time."""
-    marks = ",".join("?" * len(scopes))
-    where, args = "", []
+    pred, args = visible("n", scopes, held="include")      # held units too: that is the point
+    where = ""
     if state:
-        where, args = " AND q.state = ?", [state]
+        where, args = " AND q.state = ?", [*args, state]
     if holding_at:
-        where, args = where + " AND q.state = 'open' AND q.hold_until > ?", args + [holding_at]
+        where, args = where + " AND q.state = 'open' AND q.hold_until > ?", [*args, holding_at]
     return _decode(rows(conn, f"""
         SELECT {QUESTION_COLUMNS}, n.content, n.recorded_at, n.valid_from FROM questions q
         JOIN nodes n ON n.id = q.node_id
-        WHERE q.scope IN ({marks}) AND n.scope = q.scope AND n.status = 'live'{where}
-        ORDER BY q.id DESC LIMIT ?""", [*scopes, *args, limit]))
+        WHERE {pred}{where}
+        ORDER BY q.id DESC LIMIT ?""", [*args, limit]))
 
 
 def count_open(conn: apsw.Connection, scopes: Sequence[str], holding_at: str | None = None) -> int:
-    marks = ",".join("?" * len(scopes))
-    lapse, args = (" AND q.hold_until > ?", [holding_at]) if holding_at else ("", [])
+    pred, args = visible("n", scopes, held="include")
+    lapse, extra = (" AND q.hold_until > ?", [holding_at]) if holding_at else ("", [])
     return scalar(conn, f"SELECT count(*) FROM questions q JOIN nodes n ON n.id = q.node_id WHERE q.state = 'open'"
-                        f" AND q.scope IN ({marks}) AND n.status = 'live'{lapse}", [*scopes, *args])
+                        f" AND {pred}{lapse}", [*args, *extra])
 
 
 def count_by_state(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
@@ -252,11 +252,6 @@ def quoted_by_others(conn: apsw.Connection, source_node_id: int) -> tuple[list[i
     return dependents, readings
 
 
-def quotes(text: str, phrase: str) -> bool:
-    """Whether `text` holds `phrase` as whole words ("Sun" is not in "Sunday")."""
-    return bool(phrase) and re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text, re.IGNORECASE) is not None
-
-
 def withdraw_quotes(conn: apsw.Connection, node_id: int, readings: Sequence[tuple[str, str, str]], at: str,
                     forgotten_text: str = "") -> int:
     """Forget reached another unit's question: a name or acronym question whose options quote
@@ -269,8 +264,8 @@ def withdraw_quotes(conn: apsw.Connection, node_id: int, readings: Sequence[tupl
         if q["kind"] not in ("referent", "acronym"):
             continue
         text = " ".join([q["question"], *q["options"]])
-        if any(quotes(text, phrase) for phrase in phrases) or \
-                (forgotten_text and any(quotes(forgotten_text, option) for option in q["options"])):
+        if any(has_phrase(text, phrase, ignore_case=True) for phrase in phrases) or \
+                (forgotten_text and any(has_phrase(forgotten_text, option, ignore_case=True) for option in q["options"])):
             conn.execute("UPDATE questions SET question = '(withdrawn: it quoted a forgotten memory)', options = '[]'"
                          " WHERE id = ?", (q["id"],))
             if q["state"] == "open":

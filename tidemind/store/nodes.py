@@ -105,6 +105,16 @@ def unforgotten_texts(conn: apsw.Connection) -> list[tuple[int, str, str]]:
     return list(conn.execute("SELECT id, scope, content FROM nodes WHERE status != 'forgotten' ORDER BY id"))
 
 
+def held_among(conn: apsw.Connection, node_ids: Sequence[int]) -> set[int]:
+    """The ids a clarifying question holds out of search right now (the hold rule of `visible`)."""
+    if not node_ids:
+        return set()
+    hold, params = unheld("nodes")
+    marks = ",".join("?" * len(node_ids))
+    return {i for (i,) in conn.execute(f"SELECT id FROM nodes WHERE id IN ({marks}) AND NOT {hold}",
+                                       [*node_ids, *params])}
+
+
 def live_among(conn: apsw.Connection, node_ids: Sequence[int]) -> set[int]:
     """The ids whose status is live (write paths; reads use `visible`)."""
     if not node_ids:

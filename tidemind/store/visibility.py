@@ -35,9 +35,16 @@ def unheld(alias: str, now: str | None = None) -> tuple[str, list]:
     return f"({alias}.held_until IS NULL OR {alias}.held_until <= ?)", [now or to_iso(system_clock())]
 
 
+HELD = ("hide", "only", "include")
+
+
 def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: str | None = None,
-            awaiting: bool = False) -> tuple[str, list]:
-    """SQL fragment (no leading AND) and its parameters for nodes aliased `alias`."""
+            held: str = "hide") -> tuple[str, list]:
+    """SQL fragment (no leading AND) and its parameters for nodes aliased `alias`. `held`: every
+    read hides units awaiting clarification ("hide"); an abstention names the ones that match
+    ("only", by id, never by their words), and the list of questions shows them ("include")."""
+    if held not in HELD:
+        raise ValueError(held)
     if not scopes:
         raise ScopeDenied("no readable scope given")
     a = alias
@@ -53,9 +60,8 @@ def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: s
     if as_of is not None and as_of.valid:
         clauses.append(f"{a}.valid_from <= ? AND ({a}.valid_to IS NULL OR {a}.valid_to > ?)")
         params += [as_of.valid, as_of.valid]
-    hold, hold_params = unheld(a, now)
-    # `awaiting`: the same predicate for the units a hold keeps out, so an abstention can say
-    # that one exists (by id, never by its words)
-    clauses.append(f"NOT {hold}" if awaiting else hold)
-    params += hold_params
+    if held != "include":
+        hold, hold_params = unheld(a, now)
+        clauses.append(f"NOT {hold}" if held == "only" else hold)
+        params += hold_params
     return " AND ".join(clauses), params

@@ -161,9 +161,16 @@ def cmd_clarify(args):
         _emit(args, r, lambda r: r["done"])
 
 
+def _id_arg(text: str) -> int:
+    """The CLI reads ids as text; the core takes whole numbers only (never text or booleans)."""
+    if not text.strip().isascii() or not text.strip().isdigit():
+        raise InvalidInput(f"an id is a whole number, got {text!r}")
+    return int(text)
+
+
 def cmd_show(args):
     with _memory(args) as m:
-        _emit(args, m.show(args.id, scopes=args.scope, as_of=args.as_of, clock=args.clock), _fmt_show)
+        _emit(args, m.show(_id_arg(args.id), scopes=args.scope, as_of=args.as_of, clock=args.clock), _fmt_show)
 
 
 def cmd_correct(args):

@@ -16,7 +16,7 @@ from .importers import store as _import_schema  # noqa: F401  (registers the imp
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
 from . import clarify, secrets, text, units
 from .config import Settings, load_settings
-from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy
+from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy, check_id
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
@@ -252,7 +252,7 @@ class Memory:
         return list(hits.values())
 
     def _live_node(self, node_id: int, verb: str) -> dict:
-        row = nodes.get_any(self.conn, _node_id(node_id))
+        row = nodes.get_any(self.conn, check_id(node_id))
         if row is None or (self.writable is not None and row["scope"] not in self.writable):
             raise NotFound(f"no node {node_id} in a scope writable here")
         if row["status"] == "superseded":
@@ -337,7 +337,7 @@ class Memory:
         """Erase the text of the node and every version of it, everywhere; keep hash tombstones."""
         now = self.now()
         with immediate(self.conn):
-            row = nodes.get_any(self.conn, _node_id(node_id))
+            row = nodes.get_any(self.conn, check_id(node_id))
             if row is None or (self.writable is not None and row["scope"] not in self.writable):
                 raise NotFound(f"no node {node_id} in a scope writable here")
             lineage = nodes.lineage_ids(self.conn, row["id"]) or [row["id"]]
@@ -476,7 +476,7 @@ class Memory:
 
     def show(self, node_id, *, scopes: Sequence[str] | None = None, as_of: str | None = None,
              clock: str = "both") -> dict:
-        node_id = _node_id(node_id)
+        node_id = check_id(node_id)
         read = self.read_scopes(scopes, all_scopes=True)
         moment = self._as_of(as_of, clock)
         found = nodes.get_visible(self.conn, [node_id], read, moment)
@@ -513,7 +513,7 @@ class Memory:
     def clarified(self, node_id: int) -> list[dict]:
         """The clarified layer of a visible node: the person's answers, oldest first."""
         self.show(node_id)
-        return clarifications.for_node(self.conn, _node_id(node_id))
+        return clarifications.for_node(self.conn, check_id(node_id))
 
     def propose_lessons(self, lessons: list[dict], session: str | None = None) -> list[int]:
         """File heuristic findings (corrections, repeated failures) as `proposed_lesson` review items in
@@ -540,7 +540,7 @@ class Memory:
 
     def review_show(self, item_id: int, scopes: Sequence[str] | None = None) -> dict:
         read = self.read_scopes(scopes, all_scopes=True)
-        item = review.get(self.conn, _node_id(item_id), read)
+        item = review.get(self.conn, check_id(item_id, "review item"), read)
         if item is None:
             raise NotFound(f"no review item {item_id} in scope(s) {', '.join(read)}")
         named = [i for i in (item["node_id"], item["other_node_id"]) if i]
@@ -555,7 +555,7 @@ class Memory:
             raise InvalidInput("decision must be approved, rejected or open")
         now = self.now()
         with immediate(self.conn):
-            item = review.get(self.conn, _node_id(item_id), self.read_scopes(None, all_scopes=True))
+            item = review.get(self.conn, check_id(item_id, "review item"), self.read_scopes(None, all_scopes=True))
             if item is None:
                 raise NotFound(f"no review item {item_id}")
             review.decide(self.conn, item["id"], decision, now, self.actor)
@@ -629,7 +629,7 @@ class Memory:
             raise InvalidInput("a link can be confirmed, rejected or reopened")
         now = self.now()
         with immediate(self.conn):
-            link = links.get(self.conn, _node_id(link_id))
+            link = links.get(self.conn, check_id(link_id, "link"))
             ends = [link["source_id"], link["target_id"]] if link else []
             if link is None or len(nodes.get_visible(self.conn, ends, self.read_scopes(None, all_scopes=True))) != 2:
                 raise NotFound(f"no link {link_id} between memories visible here")
@@ -833,16 +833,3 @@ class Memory:
         if unembedded:
             notes.append(f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)")
         return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes}
-
-
-_MAX_ID = 2**63 - 1
-
-
-def _node_id(value) -> int:
-    try:
-        node_id = int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput(f"node id must be a number, got {value!r}") from None
-    if not 0 < node_id <= _MAX_ID:
-        raise InvalidInput(f"node id out of range: {value}")
-    return node_id

@@ -222,3 +222,35 @@ def test_logseq_properties(tmp_path):
     check()
     assert m.doctor()["ok"]
     m.close()
+
+
+def test_ids_are_whole_numbers_never_booleans_or_text(tmp_path):
+    """JSON `true` was coerced to node 1 and `forget` erased it for good; "1" was coerced too.
+    Every id argument of every tool and of the core refuses both, and nothing changes."""
+    home = tmp_path / "home"
+    server = build_server(str(home), ["project:a"])
+    m = server.memory
+    first = m.digest("the lighthouse keeper logs every ship", scope="project:a")["node_ids"][0]
+    assert first == 1
+    before = fingerprint(m, home)
+    calls = [("brain_digest", {"intent": intent, "target_node": bad, "content": "x"})
+             for intent in ("forget", "archive", "correct", "clarify") for bad in (True, "1", 1.0, "true")]
+    calls += [("brain_recall", {key: bad}) for key in ("node_id", "from_node") for bad in (True, "1", 1.5)]
+    for tool, arguments in calls:
+        try:
+            result = asyncio.run(server.call_tool(tool, arguments))
+        except ToolError as exc:
+            assert str(exc) and "\n" not in str(exc)                  # one line the model can act on
+        else:
+            assert result.is_error, (tool, arguments)
+        assert fingerprint(m, home) == before, (tool, arguments)
+    for verb in ("forget", "archive", "unarchive", "show"):
+        for bad in (True, "1", 1.0):
+            try:
+                getattr(m, verb)(bad)
+            except TideMindError as exc:
+                assert "whole number" in str(exc)
+            else:
+                raise AssertionError(f"{verb}({bad!r}) was accepted")
+    assert m.show(first)["content"] == "the lighthouse keeper logs every ship"
+    assert fingerprint(m, home) == before

@@ -684,6 +684,14 @@ class Memory:
         """Changes whenever another connection commits: a cheap way for a window to notice."""
         return scalar(self.conn, "PRAGMA data_version")
 
+    def change_mark(self) -> tuple:
+        """What a person could see change: the newest audit row (every mutation writes one) and
+        the newest finished task run. Comparable across connections, unlike `data_version`, and
+        untouched by a search's own bookkeeping."""
+        from .store import task_runs
+
+        return audit.latest_id(self.conn), task_runs.latest_finish(self.conn)
+
     def task_state(self) -> dict:
         from .store import task_runs
 

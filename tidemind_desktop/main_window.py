@@ -100,7 +100,11 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.show_rejected)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.graph_view.node_opened.connect(self.open_node)
-        self._version = None
+        # live refresh compares like with like: this connection's data_version (did anyone commit?),
+        # then the store's change mark (did anything a person sees change?). The worker's
+        # data_version is another connection's counter and never equals this one's.
+        self._seen_version = None
+        self._seen_mark = None
         self._reader: Memory | None = None      # the worker thread's own connection
         self._refreshing = False
         self.graph_pending = False
@@ -342,7 +346,7 @@ class MainWindow(QMainWindow):
             except TideMindError:
                 shown = []
             details[pseudo] = {**row, "nodes": shown}
-        return {"version": memory.data_version(), "stats": memory.stats(), "runs": memory.task_state(),
+        return {"mark": memory.change_mark(), "stats": memory.stats(), "runs": memory.task_state(),
                 "review": (items, details), "questions": memory.clarify_questions(limit=200),
                 "tasks": [t.name for t in ordered_tasks()]}
 
@@ -365,28 +369,35 @@ class MainWindow(QMainWindow):
         self.review_view.load(*data["review"])
         self.review_view.questions.load(data["questions"])
         self.metabolism_panel.load(data["tasks"], runs)
-        self._version = data["version"]
+        self._seen_mark = data["mark"]
 
     def refresh_review(self):
         self._apply(self._gather(self.memory))
 
     def refresh_all(self):
         """After the person's own action: refresh at once (the change was just made here)."""
+        self._seen_version = self.memory.data_version()
         self._apply(self._gather(self.memory))
 
     def poll(self):
         """Another process (an agent, the daemon) committed: gather on the worker thread, apply on
-        the UI thread, keeping the selection."""
+        the UI thread, keeping the tab, the focus and the selection."""
+        if self._refreshing:
+            return
         try:
             version = self.memory.data_version()
+            if version == self._seen_version:
+                return                      # nobody committed since the last look: no query at all
+            self._seen_version = version
+            if self.memory.change_mark() == self._seen_mark:
+                return                      # a commit that changed nothing shown (a search's hit counts)
         except Exception:            # the store went away (closed, deleted): stop polling, keep the window
             self.timer.stop()
             self.message.setText("The store is no longer reachable; reopen TideMind.")
             return
-        if version != self._version and not self._refreshing:
-            self._refreshing = True
-            with_decided = self.review_view.show_decided.isChecked()
-            self._submit(lambda reader: self._gather(reader, with_decided), self._applied_from_poll)
+        self._refreshing = True
+        with_decided = self.review_view.show_decided.isChecked()
+        self._submit(lambda reader: self._gather(reader, with_decided), self._applied_from_poll)
 
     def _applied_from_poll(self, data: dict):
         self._refreshing = False
@@ -394,8 +405,12 @@ class MainWindow(QMainWindow):
         self.task_pending = False
         self.last_task_report: dict | None = None
         self._apply(data)
-        if self.node_view.node_id is not None:
-            self.open_node(self.node_view.node_id)
+        if self.node_view.node_id is not None:           # in place: never switch the person's tab
+            payload = self._node_payload(self.memory, self.node_view.node_id)
+            if "error" in payload:
+                self.node_view.show_message(payload["error"])
+            else:
+                self.node_view.show_node(payload["node"], payload["tags"])
 
     def closeEvent(self, event):
         self.timer.stop()
@@ -412,7 +427,8 @@ class MainWindow(QMainWindow):
         except TideMindError as exc:
             self.message.setText(str(exc))
         self.open_node(node_id)
-        self._version = self.memory.data_version()
+        self._seen_version = self.memory.data_version()
+        self._seen_mark = self.memory.change_mark()
 
     def answer_question(self, question_id: int, answer: str):
         try:

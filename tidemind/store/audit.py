@@ -33,6 +33,12 @@ def record(conn: apsw.Connection, *, at: str, actor: str, action: str, node_id: 
                  (at, actor, action, node_id, capture_id, json.dumps(details, sort_keys=True)))
 
 
+def latest_id(conn: apsw.Connection) -> int:
+    """The newest audit row: every mutation writes one, so a window can tell real changes from a
+    search's bookkeeping (hit counts and heat, which write no audit row)."""
+    return conn.execute("SELECT coalesce(max(id), 0) FROM audit_log").fetchone()[0]
+
+
 # detail keys whose values can be made from a memory's words (tag names, titles, notes' tags)
 TEXT_KEYS = frozenset({"tag", "tags", "title", "name", "names", "text", "reason"})
 

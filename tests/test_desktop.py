@@ -186,10 +186,24 @@ def test_graph_draws_pending_dashed_and_never_a_rejected_link(window, mem, qtbot
     assert drawn == {a, b, c}
 
 
-def test_forget_from_the_ui_erases(window, mem):
+def test_forget_from_the_ui_erases(window, mem, qtbot):
+    """The dialog named no memory and Yes was its default; the erased title stayed in the results."""
+    from PySide6.QtWidgets import QMessageBox
+
     nid = mem.digest("Zorblax secret to be forgotten from the desktop")["node_ids"][0]
+    mem.embed_pending()
+    window.query.setText("zorblax secret")
+    window.search()
+    qtbot.waitUntil(lambda: window.results.count() == 1, timeout=3000)
+    window.results.setCurrentRow(0)
+    qtbot.waitUntil(lambda: window.node_view.node_id == nid, timeout=3000)
+    box = window.forget_dialog(nid)
+    assert box.defaultButton() is box.button(QMessageBox.Cancel)
+    assert f"#{nid}" in box.text() and "Zorblax secret" in box.text()
     window.forget_node(nid)
     assert mem.conn.execute("SELECT status, content FROM nodes WHERE id=?", (nid,)).fetchone() == ("forgotten", "")
+    assert window.results.count() == 0                             # the erased title left the list at once
+    assert window.node_view.node_id != nid
 
 
 def test_import_and_metabolism_panels(window, mem, qtbot):
@@ -206,6 +220,12 @@ def test_import_and_metabolism_panels(window, mem, qtbot):
     assert rows["embed"] == "ok" and "annotate" in rows
     bad = window.import_folder("obsidian", "/nonexistent/vault")
     assert bad is None and "not a folder" in window.import_panel.report.text()
+    before = mem.stats()["nodes"]
+    for empty in ("", "   ", "relative/vault", "."):                 # never the working directory
+        assert window.import_folder("obsidian", empty) is None
+        assert "nothing was imported" in window.import_panel.report.text() or \
+            "Choose the vault" in window.import_panel.report.text()
+    assert mem.stats()["nodes"] == before
 
 
 def test_confirm_chip_pending_link_review_restore_and_rejected_toggle(window, mem, qtbot):

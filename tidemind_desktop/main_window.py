@@ -2,6 +2,8 @@
 memory view, the review queue, and a status bar; it notices changes made by other processes."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow,
                                QPushButton, QSplitter, QStatusBar, QTabWidget, QVBoxLayout, QWidget)
@@ -239,13 +241,38 @@ class MainWindow(QMainWindow):
                 self._run(lambda: self.memory.tag_add(node_id, name), node_id)
         elif verb == "archive":
             self._run(lambda: self.memory.archive(node_id), None)
+            self._drop_rows([node_id])
         elif verb == "forget":
-            answer = QMessageBox.question(self, "Forget this memory?",
-                                          "Forgetting erases the text of this memory and of every earlier version"
-                                          " from the store, its indexes and the stream files. Only a hash remains."
-                                          " This cannot be undone.")
-            if answer == QMessageBox.Yes:
+            if self.forget_dialog(node_id).exec() == QMessageBox.Yes:
                 self.forget_node(node_id)
+
+    def forget_dialog(self, node_id: int):
+        """Names the memory it erases, and Cancel is the default: Enter must never erase."""
+        from PySide6.QtWidgets import QMessageBox
+
+        try:
+            title = title_of(self.memory.show(node_id))
+        except TideMindError:
+            title = ""
+        box = QMessageBox(QMessageBox.Warning, f"Forget memory #{node_id}?",
+                          f"Forget memory #{node_id}: “{title[:120]}”?\n\nForgetting erases the text of this memory and"
+                          " of every earlier version from the store, its indexes and the stream files. Only a hash"
+                          " remains. This cannot be undone.", QMessageBox.Yes | QMessageBox.Cancel, self)
+        box.button(QMessageBox.Yes).setText("Forget")
+        box.setDefaultButton(QMessageBox.Cancel)
+        box.setEscapeButton(QMessageBox.Cancel)
+        return box
+
+    def _drop_rows(self, node_ids) -> None:
+        """A forgotten or archived memory leaves every list at once (its title is its words)."""
+        gone = set(node_ids)
+        for row in reversed(range(self.results.count())):
+            if self.results.item(row).data(256) in gone:
+                self.results.takeItem(row)
+        if self.node_view.node_id in gone:
+            self.node_view.show_message(self.message.text())
+        if gone & self.graph_view.node_ids:
+            self.graph_view.clear_graph()
 
     def _run(self, fn, reopen: int | None):
         try:
@@ -281,7 +308,13 @@ class MainWindow(QMainWindow):
         return r["node_ids"][0]
 
     def forget_node(self, node_id: int):
-        self._run(lambda: self.memory.forget(node_id), None)
+        try:
+            r = self.memory.forget(node_id)
+            self.message.setText(r["done"])
+            self._drop_rows(r["node_ids"])
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+        self.refresh_all()
 
     def import_folder(self, source: str, folder: str) -> dict | None:
         from tidemind.importers.engine import sync
@@ -291,8 +324,15 @@ class MainWindow(QMainWindow):
             # meanwhile would start another one on the same connection
             self.import_panel.report.setText(f"importing… {done:,} / {total:,} units")
 
+        # an empty box once imported the working directory (from a launcher: the home folder)
+        path = Path(folder.strip()).expanduser() if folder.strip() else None
+        if path is None or not path.is_absolute() or not path.is_dir():
+            self.import_panel.report.setText(
+                "Choose the vault or graph folder first (Browse…)." if path is None else
+                f"{folder.strip()} is not a folder (give its full path, or use Browse…); nothing was imported.")
+            return None
         try:
-            r = sync(self.memory, source, folder, progress=progress)
+            r = sync(self.memory, source, path, progress=progress)
         except TideMindError as exc:
             self.import_panel.report.setText(str(exc))
             return None

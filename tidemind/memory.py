@@ -340,8 +340,7 @@ class Memory:
             row = nodes.get_any(self.conn, check_id(node_id))
             if row is None or (self.writable is not None and row["scope"] not in self.writable):
                 raise NotFound(f"no node {node_id} in a scope writable here")
-            lineage = nodes.lineage_ids(self.conn, row["id"]) or [row["id"]]
-            targets = [nodes.get_any(self.conn, i) for i in lineage]
+            targets = [nodes.get_any(self.conn, i) for i in nodes.family_ids(self.conn, row["id"])]
             targets = [t for t in targets if t["status"] != "forgotten"]
             if not targets:
                 raise Conflict(f"node {node_id} is already forgotten")

@@ -160,6 +160,23 @@ def lineage_ids(conn: apsw.Connection, node_id: int) -> list[int]:
         (node_id,))]
 
 
+def family_ids(conn: apsw.Connection, node_id: int) -> list[int]:
+    """Every node that carries an earlier form of this memory's words: its correction lineage,
+    the nodes merged into any of them, and their lineages in turn (a merge supersedes the older
+    node by the newer without sharing a lineage). Forget erases all of them."""
+    family: set[int] = set()
+    frontier = [node_id]
+    while frontier:
+        found = set()
+        for member in frontier:
+            found.update(lineage_ids(conn, member) or [member])
+        marks = ",".join("?" * len(found))
+        found.update(r[0] for r in conn.execute(f"SELECT id FROM nodes WHERE superseded_by IN ({marks})", list(found)))
+        frontier = sorted(found - family)
+        family |= found
+    return sorted(family)
+
+
 def of_capture(conn: apsw.Connection, capture_id: int) -> list[dict]:
     return rows(conn, "SELECT id, status, capture_start, capture_end FROM nodes WHERE capture_id=? ORDER BY unit_index",
                 (capture_id,))

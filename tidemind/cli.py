@@ -61,9 +61,10 @@ def _fmt_item(item: dict, width: int = 100) -> str:
 def _fmt_recall(r: dict) -> str:
     searched = f"(searched scope{'s' if len(r['scopes']) > 1 else ''}: {', '.join(r['scopes'])};" \
                " --scope S or --all-scopes to widen)"
+    degraded = f"(degraded: {r['degraded']})\n" if r.get("degraded") else ""
     if r["abstained"]:
-        return f"(abstained) {r['message']}\n{searched}"
-    lines = [_fmt_item(i) for i in r["items"]]
+        return f"{degraded}(abstained) {r['message']}\n{searched}"
+    lines = ([degraded.strip()] if degraded else []) + [_fmt_item(i) for i in r["items"]]
     if r.get("clarify"):
         c = r["clarify"]
         lines.append(f"\n{c['question']}")

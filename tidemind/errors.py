@@ -27,6 +27,11 @@ class StoreBusy(TideMindError):
     """The database stayed locked by another writer past the busy timeout."""
 
 
+class ProviderUnavailable(TideMindError):
+    """A model service (Ollama, Anthropic) is away or failing: callers that can do without it
+    degrade (recall answers from full-text search and says so) instead of failing."""
+
+
 class Conflict(TideMindError):
     """The requested change does not fit the node's current state (e.g. correcting an archived node)."""
 

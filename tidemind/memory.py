@@ -6,6 +6,7 @@ row, the stream file) and leaves SQL to the store modules. It imports no CLI, MC
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -16,7 +17,7 @@ from .importers import store as _import_schema  # noqa: F401  (registers the imp
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
 from . import clarify, secrets, text, units
 from .config import Settings, load_settings
-from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy, check_id
+from .errors import Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StoreBusy, check_id
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
@@ -440,10 +441,17 @@ class Memory:
         req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),
                             as_of=moment, now=self.now(), use_vectors=use_vectors, use_lexical=use_lexical,
                             choose=choose)
+        embedder, unavailable = None, None
         if use_vectors:
-            result = hybrid_recall(self.conn, self.embedder, req, side=self._recall_side())
+            try:
+                embedder = self.embedder
+            except ProviderUnavailable as exc:      # e.g. its client library is missing: words still answer
+                unavailable = f"semantic search unavailable ({exc}); answered from full-text search alone"
+        if embedder is not None:
+            result = hybrid_recall(self.conn, embedder, req, side=self._recall_side())
         else:
-            result = hybrid_recall(self.conn, None, req)
+            result = hybrid_recall(self.conn, None, replace(req, use_vectors=False))
+            result["degraded"] = unavailable
         result["scopes"] = read
         if record:
             self._record_hits([i["id"] for i in result["items"]], req.now)

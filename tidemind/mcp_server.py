@@ -17,6 +17,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, Strict, ValidationError
 
 from .config import load_settings
+from . import limits
 from .errors import MAX_ID, TideMindError
 from .memory import Memory
 from .scopes import derive_scopes
@@ -97,6 +98,13 @@ corrections. Call once at the start of a session. Read-only; at most 9,800 chara
 
 # Strict: JSON `true` or "12" is refused, never coerced (`true` once became node 1 and was forgotten)
 NodeId = Annotated[int, Strict(), Field(ge=1, le=MAX_ID)]
+# the core checks the same bounds (tidemind.limits); the schema tells the model before it calls
+Query = Annotated[str, Field(max_length=limits.MAX_QUERY_CHARS)]
+TagFilters = Annotated[list[Annotated[str, Field(max_length=limits.MAX_TAG_CHARS)]],
+                       Field(max_length=limits.MAX_TAG_FILTERS)]
+Source = Annotated[dict[str, Annotated[str, Field(max_length=limits.MAX_SOURCE_CHARS)]], Field(max_length=8)]
+Limit = Annotated[int, Strict(), Field(ge=1, le=100)]
+Choice = Annotated[str, Field(max_length=limits.MAX_CHOICE_CHARS)]
 
 
 def _narrow(allowed: list[str], scope: str | list[str] | None) -> list[str] | None:
@@ -148,8 +156,8 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
         open_world_hint=False))
     def brain_digest(content: str = "", intent: Literal["store", "correct", "archive", "forget", "clarify"] = "store",
                      target_node: NodeId | None = None, scope: str | None = None,
-                     source: dict[str, str] | None = None, valid_at: str | None = None,
-                     skip: bool = False) -> dict[str, Any]:
+                     source: Source | None = None, valid_at: str | None = None,
+                     skip: Annotated[bool, Strict()] = False) -> dict[str, Any]:
         source = source or {}
         if skip and intent != "clarify":
             raise ToolError('skip is only for intent "clarify"')
@@ -187,10 +195,10 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     @server.tool(description=RECALL_DOC, annotations=ToolAnnotations(
         title="Search memory", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
         open_world_hint=False))
-    def brain_recall(query: str | None = None, node_id: NodeId | None = None, from_node: NodeId | None = None,
-                     scope: str | list[str] | None = None, tags: list[str] | None = None, limit: int = 8,
+    def brain_recall(query: Query | None = None, node_id: NodeId | None = None, from_node: NodeId | None = None,
+                     scope: str | list[str] | None = None, tags: TagFilters | None = None, limit: Limit = 8,
                      mode: Literal["detail", "index", "taste", "clarify"] = "detail", as_of: str | None = None,
-                     clock: Literal["both", "valid", "recorded"] = "both", choose: str | None = None) -> dict[str, Any]:
+                     clock: Literal["both", "valid", "recorded"] = "both", choose: Choice | None = None) -> dict[str, Any]:
         given = [x is not None for x in (query, node_id, from_node)]
         if sum(given) != 1:
             raise ToolError("give exactly one of query, node_id or from_node")
@@ -223,7 +231,8 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     @server.tool(description=PREPARE_DOC, annotations=ToolAnnotations(
         title="Session context", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
         open_world_hint=False))
-    def brain_prepare(hint: str | None = None, budget_chars: int = 9000) -> str:
+    def brain_prepare(hint: Query | None = None,
+                      budget_chars: Annotated[int, Strict(), Field(ge=200, le=50_000)] = 9000) -> str:
         return call(memory.prepare, hint, budget_chars)["text"]
 
     server.memory = memory          # for tests and the bench

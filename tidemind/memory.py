@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
-from . import clarify, secrets, text, units
+from . import clarify, limits, secrets, text, units
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StoreBusy, check_id
 from .scopes import check_scope
@@ -146,6 +146,7 @@ class Memory:
                source_tool: str | None = None, session: str | None = None) -> dict:
         """Store text verbatim (secrets masked), split into units; returns ids and warnings."""
         scope = self._write_scope(scope)
+        source_tool, session = limits.check_source("tool", source_tool), limits.check_source("session", session)
         body, warnings = self._clean_content(content)
         valid_from = parse_iso(valid_at) if valid_at else None
         pieces = units.split_units(body)
@@ -265,6 +266,7 @@ class Memory:
     def correct(self, node_id: int, content, *, valid_at: str | None = None, source_tool: str | None = None,
                 session: str | None = None) -> dict:
         """Replace a node's text by a new version; the old version is kept, superseded."""
+        source_tool, session = limits.check_source("tool", source_tool), limits.check_source("session", session)
         body, warnings = self._clean_content(content)
         rules = clarify.policy(self.settings)      # a bad [clarify] setting refuses before anything is written
         now = self.now()
@@ -430,12 +432,13 @@ class Memory:
                use_lexical: bool = True, record: bool = True, choose: str | None = None) -> dict:
         """Hybrid recall. When the grounding memories are about different things the answer
         carries `clarify` (one question, candidate groups); `choose` answers for one group."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInput("recall needs a query (or use `show ID` for one node)")
-        if choose is not None and (not isinstance(choose, str) or not choose.strip()):
+        query = limits.check_query(query)
+        tags_filter = limits.check_tags(tags_filter)
+        if choose is not None and (not isinstance(choose, str) or not choose.strip()
+                                   or len(choose) > limits.MAX_CHOICE_CHARS):
             raise InvalidInput("choose must be one of the choices a divergent answer offered")
-        if not 1 <= int(limit) <= 100:
-            raise InvalidInput("limit must be between 1 and 100")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+            raise InvalidInput("limit must be a whole number between 1 and 100")
         read = self.read_scopes(scopes, all_scopes)
         moment = self._as_of(as_of, clock)
         req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),

@@ -134,14 +134,26 @@ def recent_rejections(conn: apsw.Connection, node_id: int, limit: int) -> list[s
     return list(dict.fromkeys(names))
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _nocase(name: str) -> str:
+    """The key SQLite's NOCASE collation compares (ASCII letters folded only), so two filters it
+    treats as one name are counted once."""
+    return name.translate(_ASCII_LOWER)
+
+
 def filter_sql(alias: str, names: Sequence[str]) -> tuple[str, list]:
-    """Nodes carrying every one of `names` with a served status (applied before ranking)."""
-    parts, params = [], []
-    for name in names:
-        parts.append(f"EXISTS (SELECT 1 FROM node_tags nt JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id = {alias}.id"
-                     f" AND t.name = ? AND nt.status IN ('proposed','confirmed'))")
-        params.append(name)
-    return " AND ".join(parts), params
+    """Nodes carrying every one of `names` with a served status (applied before ranking). One
+    counted subquery whatever the number of names (one EXISTS per name made SQLite refuse the
+    statement at ~1,000 names: "Expression tree is too large")."""
+    wanted = sorted({_nocase(n): n for n in names}.values())
+    if not wanted:
+        return "1", []
+    marks = ",".join("?" * len(wanted))
+    return (f"(SELECT count(DISTINCT nt.tag_id) FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
+            f" WHERE nt.node_id = {alias}.id AND t.name IN ({marks}) AND nt.status IN ('proposed','confirmed')) = ?",
+            [*wanted, len(wanted)])
 
 
 def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:

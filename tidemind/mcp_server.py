@@ -130,7 +130,7 @@ class _Server(MCPServer):
             if not isinstance(exc.__cause__, ValidationError):
                 raise
             problems = [f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                        f" (got {json.dumps(e.get('input'), default=str, ensure_ascii=False)[:40]})"
+                        f" (got {json.dumps(e.get('input'), default=str)[:40]})"
                         for e in exc.__cause__.errors(include_url=False)]
             raise ToolError(f"invalid arguments for {name}: " + "; ".join(problems)) from None
 
@@ -291,4 +291,8 @@ def _index(item: dict) -> dict:
 
 
 def serve(home: str | None, scopes: list[str] | None) -> None:
-    build_server(home, scopes).run()
+    import anyio
+
+    from . import mcp_stdio
+
+    anyio.run(mcp_stdio.run, build_server(home, scopes))

@@ -6,6 +6,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from tidemind import __version__
 from tidemind.memory import Memory
 from tidemind.store import immediate, links
 
@@ -236,7 +237,8 @@ def _raw_session(home):
 
     send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
-    assert reply()["id"] == 1
+    hello = reply()
+    assert hello["id"] == 1 and hello["result"]["serverInfo"] == {"name": "tidemind", "version": __version__}
     send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     return proc, send, reply
 

@@ -17,7 +17,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, Strict, ValidationError
 
 from .config import load_settings
-from . import limits
+from . import __version__, limits
 from .errors import MAX_ID, TideMindError
 from .memory import Memory
 from .scopes import derive_scopes
@@ -141,7 +141,7 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     fixed = derive_scopes(scopes, settings, cwd)
     memory = Memory(settings, actor="mcp", readable_scopes=fixed, writable_scopes=fixed)
     lock = threading.Lock()          # tools run in worker threads; one connection serves them in turn
-    server = _Server("tidemind", instructions=INSTRUCTIONS)
+    server = _Server("tidemind", version=__version__, instructions=INSTRUCTIONS)
     embedder = BackgroundEmbedder(memory, lock)
 
     def call(fn, *args, **kwargs):

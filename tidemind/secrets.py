@@ -8,7 +8,7 @@ Where a pattern has a group named `secret`, only that group is replaced (the key
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Any, Callable
 
 # names that say "this value is a credential": DB_PASSWORD, MY_API_KEY, aws_secret_access_key...
 _NAME = (r"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|secret(?:[_-]?(?:access[_-]?)?key)?|client[_-]?secret"
@@ -69,3 +69,22 @@ def mask(text: str) -> tuple[str, list[str]]:
         if hit and kind not in found:
             found.append(kind)
     return text, found
+
+
+def mask_tree(value: Any) -> tuple[Any, list[str]]:
+    """Mask every string inside a JSON-like value (dict values, list items, nested); keys and
+    non-strings are kept. For stores that keep structured text (review payloads, audit details)."""
+    found: list[str] = []
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            masked, kinds = mask(v)
+            found.extend(k for k in kinds if k not in found)
+            return masked
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value), found

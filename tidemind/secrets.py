@@ -406,6 +406,16 @@ def mask(text: str) -> tuple[str, list[str]]:
     return text, kinds
 
 
+def require_masked(text: str, where: str) -> str:
+    """For the tables whose callers compute hashes and spans over the text they hand in (captures,
+    nodes): the store cannot mask for them, so it refuses what a caller forgot to mask."""
+    found = _spans(text)
+    if found:
+        kinds = ", ".join(dict.fromkeys(kind for _, _, kind in found))
+        raise ValueError(f"unmasked text ({kinds}) reached {where}: pass it through secrets.mask first")
+    return text
+
+
 def mask_tree(value: Any) -> tuple[Any, list[str]]:
     """Mask every string inside a JSON-like value (dict values, list items, nested); keys and
     non-strings are kept. For stores that keep structured text (review payloads, audit details)."""

@@ -7,8 +7,12 @@
 - properties (hypothesis): masking is idempotent and keeps every byte outside what it masked;
   64 KB of adversarial text (a generated unit repeated: `a_`, `a=`, `://a:`, `-----BEGIN`,
   base64 runs...) masks in well under a second of CPU (it took 53 s for 40 KB of `a_` before);
-- entry points: the stop hook's lessons, review payloads and syntheses, through the real hook,
-  CLI and Memory API, searched in what TideMind serves and in the bytes under the store's home.
+- entry points: the stop hook's lessons (review payloads, the syntheses made from them, an older
+  store's leaked rows), corrections, imports (body, headings, frontmatter tags, link targets),
+  clarification answers, a person's tags, workstream notes, and model output (titles, tags, link
+  reasons, a provider's error), through the real hook, CLI, Memory API and a stub model server;
+  searched in what TideMind serves and in the bytes of every file under the store's home. The
+  captures and nodes tables refuse text a caller forgot to mask.
 
 Examples per property: 60 in CI, 600 with TIDEMIND_SOAK=1.
 """
@@ -379,3 +383,131 @@ def test_64_kb_of_adversarial_text_masks_in_well_under_a_second(pieces):
     started = time.process_time()
     secrets.mask(text)
     assert time.process_time() - started < 1.0, repr(unit)
+
+
+# -- every way text enters ---------------------------------------------------------------------------
+KEYS = {
+    "correct": "ghp_" + "C0rr" * 9,
+    "heading": "glpat-" + "H3adingT0kenAbCdEfGh",
+    "body": "sk-ant-api03-" + "B0dy" * 10,
+    "tag": "ghp_" + "T4gs" * 9,
+    "link": "hf_" + "L1nkTaRgEtAbCdEfGhIjKlMnOpQrSt",
+    "frontmatter": "npm_" + "Fr0ntMaTtErAbCdEfGhIjKlMnOpQrStUvWxY",
+    "answer": "Zq9!xw7LkAnswer",
+    "person_tag": "ghp_" + "P3rs" * 9,
+    "note": "sk-ant-api03-" + "N0te" * 10,
+    "dismiss": "sk-ant-api03-" + "D1sm" * 10,
+}
+
+
+def test_correction_import_answers_tags_and_notes_are_masked(home, tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "ops.md").write_text(
+        f"---\ntags: [deploy, {KEYS['frontmatter']}]\n---\n# Deploy\nThe deploy uses {KEYS['body']}.\n\n"
+        f"## Token {KEYS['heading']}\nRotate it monthly; see [[{KEYS['link']}]].\n", encoding="utf-8")
+    with Memory.open(home) as m:
+        first = m.digest("The deploy key lives in the team vault.", scope="personal")["node_ids"][0]
+        corrected = m.correct(first, f"The deploy key is {KEYS['correct']} until Friday's rotation.")
+        assert "masked github token before storing" in corrected["warnings"]
+        m.digest("Alex Chen owns the billing service and its on-call rota.", scope="personal")
+        m.digest("Alex Rivera designs the mobile app screens.", scope="personal")
+        held = m.digest("Alex said the venue for the team dinner is booked.", scope="personal")
+        [q] = held["questions"]
+        answered = m.clarify_answer(q["question_id"], f"Alex Rivera, password: {KEYS['answer']}")
+        assert "masked assigned secret before storing" in answered["warnings"]
+        assert m.clarified(held["node_ids"][0])[-1]["answer"] == "Alex Rivera, password: [REDACTED:assigned_secret]"
+        fixed = corrected["node_ids"][0]
+        m.tag_add(fixed, KEYS["person_tag"])
+        assert [t["name"] for t in m.tags_of(fixed)] == ["[REDACTED:github_token]"]
+        from tidemind.workstreams import Workstreams
+        Workstreams(m).mint("deploy-bot", scope="personal", note=f"token {KEYS['note']}")
+        Workstreams(m).mark_note("deploy-bot", f"was {KEYS['dismiss']}", scope="personal")
+    imported = cli_json(home, "import", "obsidian", str(vault), "--scope", "vault:ops")
+    assert imported["created"] == 2
+    cli_json(home, "import", "obsidian", str(vault), "--scope", "vault:ops")      # a re-sync finds it unchanged
+    with Memory.open(home) as m:
+        assert m.stats(["vault:ops"])["nodes"]["live"] == 2
+        texts = [m.show(i)["content"] for i in m.recall("deploy rotate", scopes=["vault:ops"])["grounded_by"]]
+        assert any("[REDACTED:anthropic_key]" in t for t in texts), texts
+    for name, secret in KEYS.items():
+        assert _on_disk(home, secret) == [], name
+
+
+def test_model_output_is_masked_where_it_is_stored(mem, home):
+    """A model's title, tags and link reasons, and a provider's error text, are stored masked."""
+    import threading
+
+    from tidemind.llm.providers import AnthropicLLM
+    from tidemind.metabolism.scheduler import run_due
+
+    from ..conftest import JSONStub, serving
+
+    leaked = {"title": "sk-ant-api03-" + "T1tl" * 10, "tag": "ghp_" + "M0dl" * 9, "reason": "AKIA" + "REASONKEY0123456",
+              "error": "sk-ant-api03-" + "Err0" * 10}
+    answers = [json.dumps({"title": f"Staging {leaked['title']}", "tags": ["staging", leaked["tag"]], "kind": "fact"}),
+               json.dumps({"verdict": "confirm", "relation": "related", "reason": f"both use {leaked['reason']}"})]
+    lock, calls = threading.Lock(), []
+
+    class Model(JSONStub):
+        def do_POST(self):
+            with lock:
+                calls.append(self.path)
+                failing = len(calls) == 1
+            if failing:          # the first call fails, echoing the key back as real APIs sometimes do
+                body = json.dumps({"type": "error", "error": {"type": "authentication_error",
+                                                              "message": f"invalid x-api-key {leaked['error']}"}})
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+                return
+            super().do_POST()
+
+        def reply(self, path, body):
+            prompt = json.dumps(body)
+            text = answers[1] if "verdict" in prompt else answers[0]
+            return {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+                    "usage": {"input_tokens": 11, "output_tokens": 7}}
+
+    for text in ("The staging database runs PostgreSQL 16 on port 5433 behind PgBouncer.",
+                 "The staging database uses port 5433; PgBouncer pools the connections.",
+                 "Staging PostgreSQL backups run nightly and are restored weekly to verify them."):
+        mem.digest(text, session="s1")
+    mem.embed_pending()
+    with serving(Model) as url:
+        llm = AnthropicLLM("stub-model", api_key="test", base_url=url)
+        for _ in range(2):
+            run_due(mem, force=True, llm=llm)
+    titles = [v for (v,) in mem.conn.execute("SELECT value FROM derived WHERE field = 'title'")]
+    reasons = [r for (r,) in mem.conn.execute("SELECT reason FROM links WHERE reason LIKE '%: both use %'")]
+    errors = [r for (r,) in mem.conn.execute("SELECT reason FROM llm_calls WHERE status = 'error'")]
+    # the model was heard: its answers are there, masked
+    assert "Staging [REDACTED:anthropic_key]" in titles, titles
+    assert "[REDACTED:github_token]" in {t["name"] for n in mem.conn.execute("SELECT id FROM nodes")
+                                          for t in mem.tags_of(n[0])}
+    assert reasons and all(r.endswith(": related: both use [REDACTED:aws_access_key]") for r in reasons), reasons
+    assert errors and all("[REDACTED:anthropic_key]" in e for e in errors), errors
+    for name, secret in leaked.items():
+        assert _on_disk(home, secret) == [], name
+
+
+def test_the_tables_for_authored_text_refuse_text_a_caller_forgot_to_mask(mem):
+    """captures and nodes cannot mask for their caller (it computed hashes and spans over the
+    text); they refuse, so a new write path that forgets fails loudly and writes nothing."""
+    from tidemind.store import immediate, nodes
+
+    raw = "deploy with " + "ghp_" + "F0rg" * 9
+    before = mem.stats()
+    with pytest.raises(ValueError, match="unmasked text \\(github_token\\) reached the captures table"):
+        with immediate(mem.conn):
+            captures.insert(mem.conn, content=raw, content_hash="h", scope="personal", source_tool=None, session=None,
+                            recorded_at=mem.now(), stream_file="x.md", stream_key="k")
+    with pytest.raises(ValueError, match="reached the nodes table"):
+        with immediate(mem.conn):
+            nodes.insert(mem.conn, capture_id=None, unit_index=0, content=raw, content_hash="h", norm_hash="h",
+                         scope="personal", source_tool=None, session=None, recorded_at=mem.now(), valid_from=mem.now())
+    assert mem.stats() == before

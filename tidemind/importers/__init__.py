@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
+from .. import secrets
+
 
 @dataclass
 class Ref:
@@ -35,7 +37,9 @@ class Unit:
 
     @property
     def key(self) -> str:
-        return f"{self.path}#{self.anchor}"
+        """The unit's identity, stored in the import tables: a heading is the note's words, so it
+        is masked like them (the same heading gives the same key at every sync)."""
+        return f"{self.path}#{secrets.mask(self.anchor)[0]}"
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from .. import secrets
 
 from ..store.connection import rows
 from ..store.migrations import register
@@ -128,6 +129,7 @@ def drop_unit(conn, source, root, key) -> None:
 
 def change(conn, batch_id: int, action: str, *, unit_key=None, old_key=None, old_node_id=None, new_node_id=None,
            old_hash=None, **detail) -> None:
+    detail, _ = secrets.mask_tree(detail)       # tag names and link targets, from the note's words
     conn.execute("INSERT INTO import_changes(batch_id, action, unit_key, old_key, old_node_id, new_node_id, old_hash,"
                  " detail) VALUES(?,?,?,?,?,?,?,?)", (batch_id, action, unit_key, old_key, old_node_id, new_node_id,
                                                       old_hash, json.dumps(detail, sort_keys=True)))
@@ -163,6 +165,7 @@ def set_batch_status(conn, batch_id: int, status: str) -> None:
 
 
 def add_dangling(conn, batch_id, source, root, key, target) -> None:
+    target, _ = secrets.mask(target)            # a link's text, as the note wrote it
     conn.execute("INSERT INTO import_dangling(batch_id, source, root, unit_key, target) VALUES(?,?,?,?,?)",
                  (batch_id, source, root, key, target))
 

@@ -9,6 +9,7 @@ import json
 
 import apsw
 
+from .. import secrets
 from .connection import rows
 
 DDL = """
@@ -29,6 +30,7 @@ def record(conn: apsw.Connection, *, at: str, actor: str, action: str, node_id: 
            capture_id: int | None = None, **details) -> None:
     if not conn.in_transaction:
         raise RuntimeError("audit.record must run inside the mutation's transaction")
+    details, _ = secrets.mask_tree(details)     # tag names, notes, titles: made from people's words
     conn.execute("INSERT INTO audit_log(at, actor, action, node_id, capture_id, details) VALUES(?,?,?,?,?,?)",
                  (at, actor, action, node_id, capture_id, json.dumps(details, sort_keys=True)))
 

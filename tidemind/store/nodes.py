@@ -9,6 +9,7 @@ from typing import Sequence
 
 import apsw
 
+from .. import secrets
 from . import fts
 from .connection import rows, scalar
 from .visibility import AsOf, unheld, visible
@@ -63,6 +64,7 @@ def insert(conn: apsw.Connection, *, capture_id: int | None, unit_index: int, co
            norm_hash: str, scope: str, source_tool: str | None, session: str | None, recorded_at: str,
            valid_from: str, kind: str = "memory", reason: str = "digest", actor: str = "cli",
            lineage_of: int | None = None, span: tuple[int, int] | None = None) -> int:
+    secrets.require_masked(content, "the nodes table")
     start, end = span if span is not None else (0, len(content))
     conn.execute(
         "INSERT INTO nodes(capture_id, unit_index, capture_start, capture_end, content, content_hash, norm_hash, scope,"

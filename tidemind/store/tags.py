@@ -9,6 +9,8 @@ from typing import Sequence
 
 import apsw
 
+from .. import secrets
+
 from .connection import rows
 from .visibility import visible
 
@@ -42,6 +44,9 @@ SERVED = ("proposed", "confirmed")   # statuses a tag filter matches; rejected o
 
 
 def tag_id(conn: apsw.Connection, name: str) -> int:
+    """The tag's row, made on first use. A name comes from a person, a note's frontmatter or a
+    model: masked, so a tag never holds a key."""
+    name, _ = secrets.mask(name)
     conn.execute("INSERT INTO tags(name) VALUES(?) ON CONFLICT(name) DO NOTHING", (name,))
     return next(iter(conn.execute("SELECT id FROM tags WHERE name=?", (name,))))[0]
 

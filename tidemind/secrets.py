@@ -416,6 +416,11 @@ def require_masked(text: str, where: str) -> str:
     return text
 
 
+def mask_optional(text: str | None) -> str | None:
+    """`mask` for a field that may be absent (a session id, a note, a reason)."""
+    return None if text is None else mask(text)[0]
+
+
 def mask_tree(value: Any) -> tuple[Any, list[str]]:
     """Mask every string inside a JSON-like value (dict values, list items, nested); keys and
     non-strings are kept. For stores that keep structured text (review payloads, audit details)."""

@@ -511,3 +511,40 @@ def test_the_tables_for_authored_text_refuse_text_a_caller_forgot_to_mask(mem):
             nodes.insert(mem.conn, capture_id=None, unit_index=0, content=raw, content_hash="h", norm_hash="h",
                          scope="personal", source_tool=None, session=None, recorded_at=mem.now(), valid_from=mem.now())
     assert mem.stats() == before
+
+
+def test_a_24_kb_adversarial_digest_over_mcp_does_not_hold_the_server(home):
+    """Found by the adversarial review: masking 24 KB over MCP held the server's lock for 20.6 s
+    while a recall waited. Now both answer within seconds (generous for a shared machine; the
+    digest itself takes ~0.05 s here)."""
+    import asyncio
+
+    from ..test_mcp import call, session_for
+
+    async def main():
+        async with session_for(home, "project:mcp") as s:
+            await call(s, "brain_digest", content="The release train leaves every Tuesday.")
+            timings = {}
+            for unit in ("a_", "eyJ-", "://a:", "password: "):
+                started = time.monotonic()
+                stored, found = await asyncio.gather(
+                    call(s, "brain_digest", content=(unit * 24_000)[:24_000]),
+                    call(s, "brain_recall", query="release train"))
+                timings[unit] = time.monotonic() - started
+                assert stored["node_ids"] and found["items"], (stored, found)
+            return timings
+
+    timings = asyncio.run(main())
+    assert max(timings.values()) < 5.0, timings
+
+
+def test_a_digests_source_is_masked_too(mem, home):
+    """The host names the tool and the session; whatever it put there is stored masked, and the
+    same session still groups its memories (masking is deterministic)."""
+    session = "Bearer " + "S3ss10nT0kenAbCdEfGhIjKl"
+    first = mem.digest("We chose Postgres for the ledger.", source_tool="claude-code", session=session)
+    mem.digest("The ledger keeps cents as integers.", source_tool="claude-code", session=session)
+    shown = mem.show(first["node_ids"][0])
+    assert shown["source"]["session"] == "Bearer [REDACTED:bearer_token]", shown["source"]
+    assert mem.conn.execute("SELECT count(DISTINCT session) FROM nodes").fetchone()[0] == 1
+    assert _on_disk(home, "S3ss10nT0ken") == []

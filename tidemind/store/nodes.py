@@ -65,6 +65,7 @@ def insert(conn: apsw.Connection, *, capture_id: int | None, unit_index: int, co
            valid_from: str, kind: str = "memory", reason: str = "digest", actor: str = "cli",
            lineage_of: int | None = None, span: tuple[int, int] | None = None) -> int:
     secrets.require_masked(content, "the nodes table")
+    source_tool, session = secrets.mask_optional(source_tool), secrets.mask_optional(session)   # as captures
     start, end = span if span is not None else (0, len(content))
     conn.execute(
         "INSERT INTO nodes(capture_id, unit_index, capture_start, capture_end, content, content_hash, norm_hash, scope,"

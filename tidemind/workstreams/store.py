@@ -20,7 +20,6 @@ import apsw
 import numpy as np
 
 from .. import secrets
-
 from ..store import migrations
 from ..store.connection import rows
 
@@ -99,11 +98,6 @@ migrations.register("workstreams", [("0001_codebook_compositions", DDL), ("0002_
 
 # -- codebook ---------------------------------------------------------------------------------
 
-def _masked(note: str | None) -> str | None:
-    """A note is a person's words (why a name was dismissed) or a path: masked like any text."""
-    return None if note is None else secrets.mask(note)[0]
-
-
 def slug_row(conn: apsw.Connection, scope: str, slug: str) -> dict | None:
     found = rows(conn, "SELECT * FROM ws_slugs WHERE scope=? AND slug=?", (scope, slug))
     return found[0] if found else None
@@ -111,7 +105,7 @@ def slug_row(conn: apsw.Connection, scope: str, slug: str) -> dict | None:
 
 def put_slug(conn: apsw.Connection, scope: str, slug: str, *, dim: int, seed: str, at: str, by: str,
              has_note: bool = False, note: str | None = None) -> None:
-    note = _masked(note)
+    note = secrets.mask_optional(note)          # a person's words, or a path
     conn.execute("INSERT INTO ws_slugs(scope, slug, has_note, note, status, dim, seed, created_at, created_by)"
                  " VALUES(?,?,?,?, 'active', ?,?,?,?) ON CONFLICT(scope, slug) DO UPDATE SET status='active',"
                  " has_note=max(has_note, excluded.has_note), note=coalesce(excluded.note, note)",
@@ -123,7 +117,7 @@ def set_status(conn: apsw.Connection, scope: str, slug: str, status: str) -> Non
 
 
 def mark_note(conn: apsw.Connection, scope: str, slug: str, note: str) -> None:
-    note = _masked(note)
+    note = secrets.mask_optional(note)
     conn.execute("UPDATE ws_slugs SET has_note=1, note=? WHERE scope=? AND slug=?", (note, scope, slug))
 
 
@@ -254,7 +248,7 @@ def decisions(conn: apsw.Connection, scope: str) -> dict[str, dict]:
 def put_decision(conn: apsw.Connection, scope: str, name: str, status: str, note: str | None, days: int, mass: float,
                  at: str, by: str) -> None:
     """Record a decision; the one it replaces is kept inside it, so undo restores it."""
-    note = _masked(note)
+    note = secrets.mask_optional(note)          # why a name was dismissed, in a person's words
     before = decisions(conn, scope).get(name)
     previous = json.dumps({k: v for k, v in before.items() if k not in ("scope", "name")}) if before else None
     conn.execute("INSERT OR REPLACE INTO ws_decisions(scope, name, status, note, days_at, mass_at, decided_at,"

@@ -303,6 +303,10 @@ LOOKALIKES = [
     "token=None, password: ********, API_KEY=<your key here>, password = \"\"",
     '"password": {"type": "string", "minLength": 12}',
     "max_tokens=4096 and PASSWORD_MIN_LENGTH=12",
+    'llm = AnthropicLLM("stub-model", api_key="test")',
+    "def check(sig: 'Signature') -> None: np.add(a, b, sig='ii->i'); ROOT_KEY = '__root__'",
+    '<assemblyIdentity name="Microsoft.VC90.CRT" publicKeyToken="1fc8b3b9a1e18e3b"/>',
+    "style = {Token: '#dcdccc'}",
     "primary_key=customer_id and sort_key=created_at",
     'description: "the API key for the billing service"',
     # hashes, ids and data

@@ -128,7 +128,9 @@ def _shapes(text: str) -> Iterator[tuple[Span, int]]:
         checked = "body" if "body" in pattern.groupindex else group
         for m in pattern.finditer(text):
             value = m.group(group)
-            if value.startswith("[REDACTED:") or (check is not None and not check(m.group(checked))):
+            # a match that takes in a marker would mask the marker's own words ("-u [REDACTED:x]"
+            # read as user "[REDACTED" and password "x]")
+            if "[REDACTED:" in m.group(0) or (check is not None and not check(m.group(checked))):
                 continue
             if kind == "password_option" and "user" in pattern.groupindex and \
                     m.group("user").isdigit() and value.isdigit():

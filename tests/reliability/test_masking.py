@@ -25,7 +25,7 @@ import re
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tidemind import secrets
@@ -368,6 +368,7 @@ def _matches_with_masks(original: str, masked: str) -> bool:
 
 @PROPERTY
 @given(st.lists(st.one_of(st.sampled_from(ATOMS), st.sampled_from(SAMPLES), st.text(max_size=12)), max_size=30))
+@example(pieces=["-u ", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"])     # a second round read the marker as user:pass
 def test_masking_is_idempotent_and_keeps_every_other_byte(pieces):
     text = "".join(pieces)
     masked, kinds = secrets.mask(text)

@@ -19,10 +19,11 @@ def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int]
     tag_map = tags.for_nodes(conn, ids)
     link_map = links.for_nodes(conn, ids, scopes, as_of)
     open_reviews = review.open_for_nodes(conn, ids)
+    derived_map = derived.for_nodes(conn, ids)
     items = []
     for node_id in ids:
         row = found[node_id]
-        der = derived.for_node(conn, node_id)
+        der = derived_map[node_id]
         flags = []
         if row["status"] == "superseded" and row["superseded_by"]:
             flags.append(f"superseded_by:{row['superseded_by']}")

@@ -1,51 +1,64 @@
-"""What each retrieval choice does, measured on one half of the development set.
+"""What each part of recall does, measured on parts nobody tuned on.
 
-    python tests/eval/ablation.py [tune|test]      # default: tune
+    python tests/eval/ablation.py [--data DIR]
 
-Builds the development set (make_devset.py), loads it once through the normal digest path, then
-runs the hybrid recall under each configuration below (module constants set for the run and
-restored after) and prints recall@10, MRR, abstention on never-stored questions and answers on
-the others. The first row is the shipped configuration; every other row changes one thing.
-Plain FTS5 BM25 is the baseline row at the bottom.
+Loads the real development conversations (../shared/eval/conversations-dev) and the synthetic
+set (make_devset.py) through the normal digest path, then runs the shipped hybrid recall under
+each configuration below (module constants and weights set for the run and restored after) on
+the HELD-OUT conversations (fit_recall.HELD_OUT) and the synthetic set's "test" half, and prints
+a Markdown table: recall@10 and MRR on both, abstention on the synthetic set's never-stored
+questions and answers on its others. The first row is the shipped configuration; every other
+row changes one thing. Plain FTS5 BM25 is the baseline row at the bottom.
 """
 from __future__ import annotations
 
+import argparse
+import importlib
 import importlib.util
 import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from tidemind.evaluate import ARMS, load, run_arm
+from tidemind.evaluate import _jsonl, load, run_arm
 from tidemind.memory import Memory
 
-RECALL = importlib.import_module("tidemind.search.recall")
-FUSION = importlib.import_module("tidemind.search.fusion")
+sys.path.insert(0, str(Path(__file__).parent))
+from fit_recall import DEFAULT_DATA, HELD_OUT, synthetic_set  # noqa: E402
 
-CONFIGS: list[tuple[str, dict]] = [
-    ("shipped", {}),
-    ("session neighbours as context only (before)", {"NEIGHBOUR_REACH": 1, "SUBSTANTIVE_WORDS": 10**6,
-                                                     "NEIGHBOUR_FACTOR": 0.35}),
-    ("neighbour reach 1 (no skipping chatter)", {"NEIGHBOUR_REACH": 1}),
-    ("neighbour factor 0.7", {"NEIGHBOUR_FACTOR": 0.7}),
-    ("no neighbour or link expansion", {"EXPAND_SEEDS": 0}),
-    ("item evidence 0.2", {"ITEM_EVIDENCE": 0.2}),
-    ("no relative evidence cut", {"RELATIVE_EVIDENCE": 0.0}),
-    ("abstain below 0.5", {"ABSTAIN_BELOW": 0.5}),
-    ("abstain below 0.3", {"ABSTAIN_BELOW": 0.3}),
-    ("cosine evidence 0.25-0.55", {"COS_FLOOR": 0.25, "COS_FULL": 0.55}),
-    ("vector weight 0.5 in RRF", {"fusion.ARM_WEIGHTS": {"fts": 1.0, "vector": 0.5}}),
-    ("vector weight 1.5 in RRF", {"fusion.ARM_WEIGHTS": {"fts": 1.0, "vector": 1.5}}),
-    ("RRF k = 20", {"fusion.K": 20}),
-    ("no recency/heat prior", {"fusion.PRIOR_MAX": 0.0}),
+RECALL = importlib.import_module("tidemind.search.recall")
+LEXICAL = importlib.import_module("tidemind.search.lexical")
+SCORING = importlib.import_module("tidemind.search.scoring")
+
+
+def weights(**changes) -> dict:
+    return {"scoring.WEIGHTS": {**SCORING.WEIGHTS, **changes}}
+
+
+CONFIGS: list[tuple[str, dict, dict]] = [
+    ("shipped", {}, {}),
+    ("no vector arm (FTS arm alone)", {}, {"use_vectors": False}),
+    ("no FTS arm (vector arm alone)", {}, {"use_lexical": False}),
+    ("no context: a turn scored alone (prev, asked, prev2, next = 0)", weights(prev=0, asked=0, prev2=0, next=0), {}),
+    ("no session features (sess, sess3, scos = 0)", weights(sess=0, sess3=0, scos=0), {}),
+    ("no speaker feature", weights(spk=0), {}),
+    ("no date feature", weights(when=0), {}),
+    ("no cosine features (cos, scos = 0)", weights(cos=0, scos=0), {}),
+    ("FTS5's own bm25 (whole-table IDF, b = 0.75) instead of rescoring", {"recall.RESCORE": False}, {}),
+    ("rescoring with b = 0.75", {"lexical.B": 0.75}, {}),
+    ("no grounding check (IDF-weighted coverage)", {"recall.GROUNDED_BELOW": 0.0}, {}),
+    ("item evidence 0.3 and relative cut 0.5 (the gate before)", {"recall.ITEM_EVIDENCE": 0.3,
+                                                                   "recall.RELATIVE_EVIDENCE": 0.5}, {}),
 ]
+MODULES = {"recall": RECALL, "lexical": LEXICAL, "scoring": SCORING}
 
 
 @contextmanager
 def configured(changes: dict):
     saved = []
     for key, value in changes.items():
-        module, name = (FUSION, key.split(".", 1)[1]) if key.startswith("fusion.") else (RECALL, key)
+        owner, name = key.split(".", 1)
+        module = MODULES[owner]
         saved.append((module, name, getattr(module, name)))
         setattr(module, name, value)
     try:
@@ -55,23 +68,30 @@ def configured(changes: dict):
             setattr(module, name, value)
 
 
-def main(split: str = "tune") -> None:
-    spec = importlib.util.spec_from_file_location("make_devset", Path(__file__).with_name("make_devset.py"))
-    devset = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(devset)
-    memories, queries = devset.build()
-    queries = [q for q in queries if q["split"] == split]
-    with Memory.open(tempfile.mkdtemp(prefix="tidemind-ablation-")) as m:
-        owner = load(m, memories)
-        print(f"{len(memories)} memories, {len(queries)} queries ({split} half)\n")
-        print("| configuration | R@10 | MRR | abstains (never stored) | answers (stored) |\n|---|---|---|---|---|")
-        rows = [(name, changes, ARMS["hybrid"]) for name, changes in CONFIGS] + [("plain FTS5 BM25", {}, None)]
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    args = ap.parse_args()
+    memories, queries = _jsonl(f"{args.data}/memories.jsonl"), _jsonl(f"{args.data}/queries.jsonl")
+    held = [q for q in queries if q["scope"] in HELD_OUT]
+    synthetic_memories, synthetic_queries = synthetic_set()
+    synthetic_test = [q for q in synthetic_queries if q["split"] == "test"]
+    with Memory.open(tempfile.mkdtemp(prefix="tidemind-ablation-")) as real, \
+            Memory.open(tempfile.mkdtemp(prefix="tidemind-ablation-")) as synthetic:
+        real_owner, synthetic_owner = load(real, memories), load(synthetic, synthetic_memories)
+        print(f"held-out conversations {', '.join(HELD_OUT)}: {len(held)} questions; synthetic test half:"
+              f" {len(synthetic_test)} questions\n")
+        print("| configuration | conversations R@10 | MRR | synthetic R@10 | MRR | abstains (never stored)"
+              " | answers (stored) |\n|---|---|---|---|---|---|---|")
+        rows = [(name, changes, {"use_vectors": True, "use_lexical": True, **options})
+                for name, changes, options in CONFIGS] + [("plain FTS5 BM25", {}, None)]
         for name, changes, options in rows:
             with configured(changes):
-                o = run_arm(m, owner, queries, options)["overall"]
-            print(f"| {name} | {o['recall@10']:.3f} | {o['mrr']:.3f} | {o['abstain_when_nothing_stored']:.2f}"
-                  f" | {o['answer_when_stored']:.2f} |", flush=True)
+                c = run_arm(real, real_owner, held, options)["overall"]
+                s = run_arm(synthetic, synthetic_owner, synthetic_test, options)["overall"]
+            print(f"| {name} | {c['recall@10']:.3f} | {c['mrr']:.3f} | {s['recall@10']:.3f} | {s['mrr']:.3f}"
+                  f" | {s['abstain_when_nothing_stored']:.2f} | {s['answer_when_stored']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tune")
+    main()

@@ -183,3 +183,15 @@ def choose(found: list[dict], choice: str) -> tuple[dict, set[int]]:
             break
     choices = [g["choice"] for d in found for g in d["groups"]]
     raise InvalidInput(f"choose one of: {', '.join(choices)} (got {choice!r})")
+
+
+def about_another(item: dict, chosen: dict, found: list[dict]) -> bool:
+    """Whether a served item names another group's choice and not the chosen one ("Alex Chen
+    likes green tea" once the person said they mean Alex Rivera): it leaves with that group."""
+    from ..text import has_phrase
+
+    divergence = next((d for d in found if chosen in d["groups"]), None)
+    if divergence is None or has_phrase(item["content"], chosen["choice"], ignore_case=True):
+        return False
+    return any(has_phrase(item["content"], g["choice"], ignore_case=True)
+               for g in divergence["groups"] if g is not chosen)

@@ -3,22 +3,30 @@
 1. Both arms search under the same WHERE: the one visibility predicate plus the caller's
    filters (tags, source), inside SQL and before any LIMIT, so a narrow filter never loses
    matches and nothing archived, superseded (outside as-of) or out of scope can appear.
-2. FTS arm: BM25 over quoted tokens. Vector arm: scoped bit-KNN in sqlite-vec reranked by exact
-   cosine; for filtered or as-of queries whose candidate set is small, an exact scan instead.
-3. Weighted reciprocal-rank fusion plus tiny recency/heat priors (`fusion`).
-4. Evidence gate: each direct hit gets an evidence score in [0, 1], the better of lexical
-   coverage (share of the query's content words it contains) and calibrated cosine. Hits below
-   ITEM_EVIDENCE, or below RELATIVE_EVIDENCE of the best hit's evidence, are dropped rather than
-   padding the answer; if nothing reaches ABSTAIN_BELOW, recall abstains with a plain message.
-6. Divergence (`diverge`): when the grounding memories qualify a query word differently (two
+2. FTS arm: BM25 over quoted tokens (and, when the query names a date, once more within that
+   stretch of valid time). Vector arm: scoped bit-KNN in sqlite-vec reranked by exact cosine; for
+   filtered or as-of queries whose candidate set is small, an exact scan instead.
+3. The pool: both arms' hits, and the turns right after the best lexical hits (the answer to a
+   question is the next turn, in other words).
+4. Scoring (`scoring`): each candidate is scored with its context: its own BM25, the turns
+   before and after it, its session's best hits, whether the person who said it is named, whether
+   its valid day fits a date the query names, and the vector arm's cosine, weighted by weights
+   fitted on the development conversations. Tiny recency/heat priors break ties (`fusion`).
+5. Evidence gate: each candidate gets an evidence score in [0, 1], the better of lexical
+   coverage (share of the query's content words it contains, or CONTEXT_EVIDENCE of the turn it
+   answers) and calibrated cosine. Candidates below ITEM_EVIDENCE, or below RELATIVE_EVIDENCE of
+   the best one, are dropped rather than padding the answer; if nothing reaches ABSTAIN_BELOW,
+   recall abstains with a plain message.
+6. Links: nodes one confirmed link away from the top hits join below their seed's score
+   (pending links are never walked). The turns around a served item that are not served
+   themselves are listed as its `context`.
+7. Divergence (`diverge`): when the grounding memories qualify a query word differently (two
    "Alex"es, two staging databases), the answer carries one question with the candidate groups
    (`clarify`); `choose` answers for one group.
-5. Context: sibling units of a hit's capture and the adjacent digests of its session join below
-   their seed's score when they carry some evidence of their own, else are listed as the seed's `context`;
-   nodes one confirmed link away join below their seed's score (pending links are never walked).
 """
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Sequence
 
@@ -30,23 +38,29 @@ if TYPE_CHECKING:
 from .. import views
 from ..errors import ProviderUnavailable
 from ..store import AsOf, fts, links, nodes, review, tags as tag_store, vectors, visible
-from ..text import STOPWORDS, content_words
+from ..text import STOPWORDS, content_words, words
 from ..timeutil import from_iso
-from . import diverge, fusion
+from . import diverge, fusion, scoring, when
+from .lexical import Lexical
 
-FTS_CANDIDATES = 60
+FTS_CANDIDATES = 100
+RESCORE = True                # BM25 within the scopes read (`lexical`), not FTS5's whole-table bm25()
+DATED_CANDIDATES = 40
 VEC_CANDIDATES = 48
 SCAN_LIMIT = 20_000
 COS_FLOOR, COS_FULL = 0.20, 0.50
-ITEM_EVIDENCE = 0.30
+ITEM_EVIDENCE = 0.15
 ABSTAIN_BELOW = 0.4
-RELATIVE_EVIDENCE = 0.5
-NEIGHBOUR_FACTOR = 0.95
-NEIGHBOUR_MIN_EVIDENCE = 0.15
-NEIGHBOUR_REACH = 3
-SUBSTANTIVE_WORDS = 4
+GROUNDED_BELOW = 0.2         # and some memory must hold a fifth of the query's weight in distinctive words
+RELATIVE_EVIDENCE = 0.0
+EVIDENCE_SHORTLIST = 30       # at least this many of the best-scored candidates get their evidence read
+CONTEXT_EVIDENCE = 0.9        # a turn answering a matching question carries most of its evidence
+CONTEXT_SEEDS = 30            # the best lexical hits whose neighbouring turns join the pool
+VECTOR_SEEDS = 10             # and the best vector hits
+CONTEXT_REACH = 3             # far enough to step over a "thanks" between a question and its answer
+SUBSTANTIVE_WORDS = 4         # fewer content words and no match of its own: chatter, listed as context only
 LINK_FACTOR = 0.5
-EXPAND_SEEDS = 5
+LINK_SEEDS = 5
 COMMON_TERM_SHARE = 0.08
 PRUNE_MIN_DOCS = 2000
 COMMON_WINDOW = 20_000
@@ -147,23 +161,79 @@ def vector_arm(conn: apsw.Connection, embedder, req: RecallRequest, where: str, 
     return vectors.rerank(conn, query, ids, where, params, embedder.name)[:VEC_CANDIDATES]
 
 
-def _query_stems(conn: apsw.Connection, query: str) -> set[str]:
-    """Porter stems (the FTS tokenizer's own) of the query's content words."""
-    return {s for w in content_words(query) for s in fts.stems(conn, w)}
-
-
-def _coverage(conn: apsw.Connection, query_stems: set[str], text: str) -> float:
-    """The share of the query's content words found in `text`. (Weighting words by IDF was
-    measured on the development set: +0.01 MRR, no recall gain; not worth a second lookup.)"""
-    if not query_stems:
-        return 0.0
-    return len(query_stems & set(fts.stems(conn, text))) / len(query_stems)
-
-
 def _cos_evidence(cos: float | None) -> float:
     if cos is None:
         return 0.0
     return float(min(1.0, max(0.0, (cos - COS_FLOOR) / (COS_FULL - COS_FLOOR))))
+
+
+@dataclass
+class Gathered:
+    """A query's candidates before ranking: their features (for `scoring`) and their evidence."""
+    pool: scoring.Pool
+    features: dict[int, dict[str, float]]
+    ranked: dict[int, float]           # the score with the shipped weights
+    evidence: dict[int, float]         # with the turn it answers: what gates an item
+    own: dict[int, float]              # its own words only: what grounds an answer
+    grounding: float                   # the best IDF-weighted coverage of the query: is it answered at all
+    arms: dict[str, int]
+    where: str
+    params: list
+    degraded: str | None
+
+
+def gather(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | None = None,
+           everything: bool = False) -> Gathered:
+    """Both arms, the pool around their hits, each candidate's features and score, and the
+    evidence of those that may be served (of every candidate with `everything`: for fitting)."""
+    where, params = _where(req)
+    degraded = None
+    try:
+        query = embed_query(embedder, req) if req.use_vectors else None
+    except ProviderUnavailable as exc:         # the model service is away: answer from the text, say so
+        query, degraded = None, f"semantic search unavailable ({exc}); answered from full-text search alone"
+    dated = when.window(req.query)
+    if side is not None and query is not None:
+        executor, other = side
+        pending = executor.submit(vector_arm, other, embedder, req, where, params, query)
+        lexical = _lexical(conn, req, where, params, dated)
+        semantic = pending.result()
+    else:
+        lexical = _lexical(conn, req, where, params, dated)
+        semantic = vector_arm(conn, embedder, req, where, params, query) if query is not None else []
+    # (embedder is only touched when use_vectors is set; callers may pass None otherwise)
+    pool = _pool(conn, req, lexical, semantic, where, params)
+    terms, _ = query_terms(conn, req.query, req.scopes, prune=False)
+    words_in = Lexical(conn, req.query, terms, req.scopes)
+    # FTS5 found them; they are scored within the scopes read (see `lexical`)
+    if RESCORE:
+        pool.lexical = {i: score for i in pool.lexical if (score := words_in.bm25(pool.rows[i])) > 0}
+    features = scoring.compute(pool, set(words(req.query)), dated)
+    ranked = scoring.score(features)
+    if everything:
+        shortlist = set(pool.candidates)
+    else:           # evidence is read where it can matter: what may be served, and the best of each arm
+        shortlist = set(scoring.rank(ranked)[:max(3 * req.limit, EVIDENCE_SHORTLIST)])
+        shortlist |= set(sorted(pool.lexical, key=lambda i: -pool.lexical[i])[:10])
+        shortlist |= set(sorted(pool.cosine, key=lambda i: -pool.cosine[i])[:10])
+    own: dict[int, float] = {}
+
+    # a memory whose valid day fits the date a question names answers its date words by its time
+    dated_words = words_in.stems_of(dated.said) if dated else frozenset()
+    also = lambda i: dated_words if dated_words and features[i]["when"] >= 1.0 else frozenset()
+
+    def own_evidence(i: int) -> float:
+        if i not in own:
+            own[i] = max(words_in.coverage(pool.rows[i], also(i)), _cos_evidence(pool.cosine.get(i)))
+        return own[i]
+
+    # a turn's evidence counts the turn it answers: "I went to Woodhaven" after "Where did you go?"
+    evidence = {i: max(own_evidence(i), CONTEXT_EVIDENCE * max((own_evidence(b) for b in pool.before.get(i, [])[:1]),
+                                                               default=0.0))
+                for i in shortlist}
+    grounding = max((words_in.weighted_coverage(pool.rows[i], also(i)) for i in shortlist), default=0.0)
+    return Gathered(pool, features, ranked, evidence, own, grounding, {"fts": len(lexical), "vector": len(semantic)},
+                    where, params, degraded)
 
 
 def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | None = None) -> dict:
@@ -174,45 +244,21 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     wanted = req.limit
     if req.choose is not None:       # room for the chosen group once the others leave
         req = replace(req, limit=req.limit * 2)
-    where, params = _where(req)
-    degraded = None
-    try:
-        query = embed_query(embedder, req) if req.use_vectors else None
-    except ProviderUnavailable as exc:         # the model service is away: answer from the text, say so
-        query, degraded = None, f"semantic search unavailable ({exc}); answered from full-text search alone"
-    if side is not None and query is not None:
-        executor, other = side
-        pending = executor.submit(vector_arm, other, embedder, req, where, params, query)
-        lexical = fts_arm(conn, req, where, params) if req.use_lexical else []
-        semantic = pending.result()
-    else:
-        lexical = fts_arm(conn, req, where, params) if req.use_lexical else []
-        semantic = vector_arm(conn, embedder, req, where, params, query) if query is not None else []
-    # (embedder is only touched when use_vectors is set; callers may pass None otherwise)
-    fused = fusion.rrf({"fts": [i for i, _ in lexical], "vector": [i for i, _ in semantic]})
-    cosines = dict(semantic)
-    pool = sorted(fused, key=lambda i: (-fused[i], i))[: max(req.limit * 3, 24)]
-    found = nodes.get_visible(conn, pool, req.scopes, req.as_of)   # re-checked: defence in depth
-    query_stems = _query_stems(conn, req.query)
-    now = from_iso(req.now) if req.now else None
-    scores: dict[int, float] = {}
-    evidence: dict[int, float] = {}
-    for node_id in pool:
-        row = found.get(node_id)
-        if row is None:
-            continue
-        evidence[node_id] = max(_coverage(conn, query_stems, " ".join((row["content"], row["derived_text"], row["clarified_text"]))),
-                                _cos_evidence(cosines.get(node_id)))
+    g = gather(conn, embedder, req, side)
+    found, evidence, ranked, pool, lexical = g.pool.rows, g.evidence, g.ranked, g.pool, g.pool.lexical
+    where, params, degraded = g.where, g.params, g.degraded
     best = max(evidence.values(), default=0.0)
     keep_from = max(ITEM_EVIDENCE, RELATIVE_EVIDENCE * best)   # a strong answer is not padded with weak ones
+    now = from_iso(req.now) if req.now else None
+    scores: dict[int, float] = {}
     for node_id, ev in evidence.items():
         if ev < keep_from:
             continue
         row = found[node_id]
         age = (now - from_iso(row["recorded_at"])).total_seconds() / 86400 if now else 0.0
-        scores[node_id] = fused[node_id] + fusion.prior(age, row["heat"])
-    arms = {"fts": len(lexical), "vector": len(semantic)}
-    if best < ABSTAIN_BELOW or not scores:
+        scores[node_id] = ranked[node_id] + fusion.prior(age, row["heat"])
+    arms = g.arms
+    if best < ABSTAIN_BELOW or g.grounding < GROUNDED_BELOW or not scores:
         message = ("I don't have a stored memory about this (nothing matched well enough to answer; no sources,"
                    " nothing padded in).")
         waiting = _waiting_matches(conn, req) if req.use_lexical and not (req.as_of and req.as_of.active) else []
@@ -222,19 +268,23 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
                         " intent \"clarify\", or `tidemind clarify`.")
         return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms, "grounded_by": [],
                 "clarify": None, "chosen": None, "waiting": waiting, "message": message, "degraded": degraded}
-    direct = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
     via: dict[int, str] = {}
     if req.expand:
-        _expand(conn, req, direct, scores, via, found, where, params, evidence)
+        _follow_links(conn, req, scores, via, found, where, params)
     order = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
+    for node_id in order:
+        if node_id not in lexical and node_id not in pool.cosine and node_id not in via:
+            seed = _seed_of(node_id, pool, lexical)          # it came in beside a hit
+            via[node_id] = f"{_relation(found, node_id, seed)}:{seed}"
     order = _with_contradictions(conn, req, order, scores, via, found, where, params, evidence)
+    nearby = scoring.context_of(order, pool)
     items = views.describe(conn, found, order, req.scopes, req.as_of, scores, via)
     for item in items:
         item["evidence"] = round(evidence.get(item["id"], 0.0), 3)
-        item["context"] = found[item["id"]].get("context", [])
+        item["context"] = [{"id": c, "via": _relation(found, item["id"], c)} for c in nearby.get(item["id"], [])]
     # what grounds the answer: served items whose own evidence reaches the answering bar (the
     # others are there as context: a neighbouring turn, a linked memory, a contradiction's partner)
-    grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
+    grounded = [i["id"] for i in items if g.own.get(i["id"], 0.0) >= ABSTAIN_BELOW]
     found = diverge.divergences(req.query, items, grounded)
     clarify = found[0] if found else None
     chosen = None
@@ -245,8 +295,9 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         items = items[:wanted]
     elif req.choose is not None:
         chosen, others = diverge.choose(found, req.choose)
-        items = [i for i in items if i["id"] not in others and not _came_with(i, others)][:wanted]
-        grounded = [i["id"] for i in items if i["evidence"] >= ABSTAIN_BELOW]
+        items = [i for i in items if i["id"] not in others and not _came_with(i, others)
+                 and not diverge.about_another(i, chosen, found)][:wanted]
+        grounded = [i["id"] for i in items if g.own.get(i["id"], 0.0) >= ABSTAIN_BELOW]
         clarify = None
     message = (f"{len(items)} memories; grounded by " + ", ".join(f"#{i}" for i in grounded) if grounded else
                f"{len(items)} memories, none of which answers this by itself (context of a weaker match)")
@@ -339,66 +390,106 @@ def _with_contradictions(conn, req, order, scores, via, found, where, params, ev
     return out
 
 
-def _expand(conn, req, direct, scores, via, found, where, params, evidence) -> None:
-    """Neighbours (same capture, nearby in session) and confirmed-link targets of the top hits.
+def _lexical(conn: apsw.Connection, req: RecallRequest, where: str, params: list,
+             dated: "when.Window | None") -> dict[int, float]:
+    """BM25 of the FTS hits (higher is better). A query naming a date also searches that stretch
+    of valid time, so a memory of that day competes even when older words outrank it elsewhere."""
+    if not req.use_lexical:
+        return {}
+    hits = {i: -s for i, s in fts_arm(conn, req, where, params)}
+    if dated is not None and not (dated.kind == "month" and dated.year is None):     # (a month of any year: no stretch)
+        start, end = dated.bounds()
+        terms, _ = query_terms(conn, req.query, req.scopes, prune=False)
+        expression = fts.match_expression(terms)
+        if expression:
+            window_where = f"{where} AND n.valid_from >= ? AND n.valid_from < ?"
+            window_params = [*params, start.isoformat(), (end + dt.timedelta(days=1)).isoformat()]
+            for i, s in fts.search(conn, expression, window_where, window_params, DATED_CANDIDATES):
+                hits[i] = max(hits.get(i, 0.0), -s)
+    return hits
 
-    Agents write a conversation turn by turn, so the answer to a question is often the next
-    turn and does not repeat the question's words. In each direction of the session, the nearest
-    substantive turn (one with evidence of its own, or at least SUBSTANTIVE_WORDS content words)
-    joins as an item just below its seed, the turn after above the turn before; chatter before
-    it ("thanks", "running the tests") is listed in the seed's `context`, and so is anything
-    beyond it. The units of the seed's own capture are treated the same way (one each side
-    joins, so a long note cannot flood the answer). Nodes one confirmed link away join below
-    their seed's score. Pending links are never walked.
-    """
-    seeds = direct[:EXPAND_SEEDS]
+
+def _pool(conn: apsw.Connection, req: RecallRequest, lexical: dict[int, float], semantic: list[tuple[int, float]],
+          where: str, params: list) -> scoring.Pool:
+    """Every candidate with its row and its place among its neighbours: the hits of both arms, and
+    the turns around the best lexical hits (an answer rarely repeats its question). Neighbours obey
+    the predicate and the caller's filters like the hits; a filtered-out turn takes no place in the
+    line, and chatter ("ok thanks": few words, no match of its own) is skipped over, so the answer
+    after it still follows its question. Chatter is listed as context, never ranked."""
+    cosine = dict(semantic)
+    seeds = sorted(lexical, key=lambda i: (-lexical[i], i))[:CONTEXT_SEEDS]
+    seeds += [i for i, _ in semantic[:VECTOR_SEEDS] if i not in lexical]        # a question found by meaning
+    relations = nodes.neighbours(conn, seeds, req.scopes, req.as_of, reach=CONTEXT_REACH) if req.expand else []
+    around: dict[int, dict[int, int]] = {}
+    for seed, other, why, offset in relations:
+        # within a capture its own units are the nearest turns; across captures, the session's
+        if why == "capture" or offset not in around.setdefault(seed, {}):
+            around.setdefault(seed, {})[offset] = other
+    wanted = list(set(lexical) | set(cosine) | {o for by in around.values() for o in by.values()})
+    if wanted:               # the filters (tags, source) and the predicate, for the neighbours too
+        marks = ",".join("?" * len(wanted))
+        wanted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                             [*wanted, *params])]
+    rows = nodes.get_visible(conn, wanted, req.scopes, req.as_of)   # re-checked: defence in depth
+    hits = {i for i in (*lexical, *cosine) if i in rows}
+    sizes: dict[int, int] = {}
+
+    def substantive(i: int) -> bool:
+        if i in hits:
+            return True
+        if i not in sizes:
+            sizes[i] = len(content_words(rows[i]["content"]))
+        return sizes[i] >= SUBSTANTIVE_WORDS
+    before: dict[int, list[int]] = {}
+    after: dict[int, list[int]] = {}
+    nearest: dict[int, list[int]] = {}
+    candidates = set(hits)
+    for seed, by_offset in around.items():
+        if seed not in rows:
+            continue
+        line = [by_offset[o] for o in sorted(by_offset) if o < 0] + [seed] + [by_offset[o] for o in sorted(by_offset) if o > 0]
+        line = [i for i in line if i in rows]
+        at = line.index(seed)
+        nearest.setdefault(seed, [i for i in (line[at - 1] if at else None, line[at + 1] if at + 1 < len(line) else None)
+                                  if i is not None])
+        line = [i for i in line if substantive(i)]
+        candidates.update(line)
+        for k, node_id in enumerate(line):
+            if k > 0 and node_id not in before:
+                before[node_id] = [line[k - 1]] + ([line[k - 2]] if k > 1 else [])
+            if k + 1 < len(line) and node_id not in after:
+                after[node_id] = [line[k + 1]]
+    return scoring.Pool(lexical={i: s for i, s in lexical.items() if i in rows},
+                        cosine={i: c for i, c in cosine.items() if i in rows}, rows=rows, candidates=candidates,
+                        before=before, after=after, nearest=nearest)
+
+
+def _seed_of(node_id: int, pool: scoring.Pool, lexical: dict[int, float]) -> int:
+    near = pool.before.get(node_id, []) + pool.after.get(node_id, [])
+    hits = [i for i in near if i in lexical]
+    return max(hits, key=lambda i: lexical[i]) if hits else (near[0] if near else node_id)
+
+
+def _relation(found: dict[int, dict], a: int, b: int) -> str:
+    ra, rb = found.get(a, {}), found.get(b, {})
+    return "capture" if ra.get("capture_id") is not None and ra.get("capture_id") == rb.get("capture_id") else "session"
+
+
+def _follow_links(conn, req, scores, via, found, where, params) -> None:
+    """Nodes one confirmed link away from the top hits join below their seed's score (a link can
+    join a hit to another session). Pending links are never walked."""
+    seeds = sorted(scores, key=lambda i: (-scores[i], i))[:LINK_SEEDS]
     offers: dict[int, tuple[float, str]] = {}
-    context: dict[int, list[dict]] = {}
-    near = nodes.neighbours(conn, seeds, req.scopes, req.as_of, reach=NEIGHBOUR_REACH)
-    # the caller's filters (tags, source) first, so a filtered-out turn does not take a slot
-    candidates = list({other for _, other, _, _ in near})
-    if candidates:
-        marks = ",".join("?" * len(candidates))
-        passing = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
-                                              [*candidates, *params])]
-    else:
-        passing = []
-    rows = nodes.get_visible(conn, [i for i in passing if i not in found], req.scopes, req.as_of)
-    rows.update({i: found[i] for i in passing if i in found})
-    joined: set[tuple[int, str, int]] = set()
-    for seed, other, why, offset in near:
-        row = rows.get(other)
-        if row is None:
-            continue
-        direction = (seed, why, (offset > 0) - (offset < 0))
-        substantive = (evidence.get(other, 0.0) >= NEIGHBOUR_MIN_EVIDENCE
-                       or len(content_words(row["content"])) >= SUBSTANTIVE_WORDS)
-        if not substantive or direction in joined:
-            context.setdefault(seed, []).append({"id": other, "via": why})
-            continue
-        joined.add(direction)
-        # an answer follows its question: the turn after ranks above the turn before
-        score = NEIGHBOUR_FACTOR * scores[seed] * (NEIGHBOUR_FACTOR if offset < 0 else 1.0)
-        if score > offers.get(other, (0.0, ""))[0]:
-            offers[other] = (score, f"{why}:{seed}")
     for seed, other, strength in links.confirmed_neighbours(conn, seeds, req.scopes, req.as_of):
         score = LINK_FACTOR * scores[seed] * min(max(strength, 0.0), 1.0)
-        if score > offers.get(other, (0.0, ""))[0]:
+        if score > max(offers.get(other, (0.0, ""))[0], scores.get(other, 0.0)):
             offers[other] = (score, f"link:{seed}")
     fresh = [i for i in offers if i not in scores]
-    if fresh:
-        # expansion obeys the same predicate and filters as the arms: neighbours passed them
-        # above (`rows`); link targets are checked here
-        admit = {i: rows[i] for i in fresh if i in rows}
-        targets = [i for i in fresh if i not in rows]
-        if targets:
-            marks = ",".join("?" * len(targets))
-            admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
-                                                   [*targets, *params])]
-            admit.update(nodes.get_visible(conn, admitted, req.scopes, req.as_of))
-        for node_id, row in admit.items():
-            scores[node_id], via[node_id] = offers[node_id]
-            found[node_id] = row
-    for seed, entries in context.items():          # every entry came from `rows`: already admitted
-        unique = {c["id"]: c for c in reversed(entries)}   # first reason wins
-        found[seed]["context"] = sorted(unique.values(), key=lambda c: c["id"])
+    if fresh:       # link targets obey the same predicate and filters as the arms
+        marks = ",".join("?" * len(fresh))
+        admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
+                                               [*fresh, *params])]
+        found.update(nodes.get_visible(conn, admitted, req.scopes, req.as_of))
+    for node_id, (score, why) in offers.items():
+        if node_id in found:
+            scores[node_id], via[node_id] = score, why

@@ -43,6 +43,7 @@ CORE_MIGRATIONS = [
     ("0016_clarified_layer", clarifications.DDL),
     ("0017_tag_rejection_remembers_prior", tags.PRIOR_DDL),
     ("0018_mask_quoted_secrets", _mask_quoted_secrets),
+    ("0019_fts_token_totals", fts.count_tokens),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

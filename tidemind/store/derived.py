@@ -5,6 +5,8 @@ text. Searchable fields are mirrored into `nodes.derived_text` so FTS indexes th
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import apsw
 
 from .. import secrets
@@ -56,6 +58,18 @@ def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: 
 def for_node(conn: apsw.Connection, node_id: int) -> dict[str, dict]:
     return {r["field"]: {"value": r["value"], "generator": r["generator"], "created_at": r["created_at"]}
             for r in rows(conn, "SELECT field, value, generator, created_at FROM derived WHERE node_id=?", (node_id,))}
+
+
+def for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, dict[str, dict]]:
+    """`for_node` of many nodes in one query (recall describes twenty items at a time)."""
+    out: dict[int, dict[str, dict]] = {i: {} for i in node_ids}
+    if node_ids:
+        marks = ",".join("?" * len(node_ids))
+        for r in rows(conn, f"SELECT node_id, field, value, generator, created_at FROM derived WHERE node_id IN ({marks})",
+                      list(node_ids)):
+            out[r["node_id"]][r["field"]] = {"value": r["value"], "generator": r["generator"],
+                                             "created_at": r["created_at"]}
+    return out
 
 
 def drop_field(conn: apsw.Connection, node_id: int, field: str) -> None:

@@ -96,26 +96,59 @@ def stems(conn: apsw.Connection, text: str) -> list[str]:
     return [t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
 
 
+DOCUMENTS, TOKENS = 0, -1     # special rows of fts_terms: the scope's document count and its token total
+
+
 def _term_id(stem: str) -> int:
     value = int.from_bytes(hashlib.blake2b(stem.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
-    return value or 1   # 0 is the document counter
+    return value if value not in (DOCUMENTS, TOKENS) else 1
 
 
 def count_document(conn: apsw.Connection, scope: str, text: str, sign: int) -> None:
-    """Add (+1) or remove (-1) one document's terms from its scope's frequency table."""
-    ids = {_term_id(s) for s in stems(conn, text)}
+    """Add (+1) or remove (-1) one document's terms from its scope's frequency table, and its
+    length from the scope's token total (BM25's average document length, per scope)."""
+    terms = stems(conn, text)
+    ids = {_term_id(s) for s in terms}
+    changes = [(scope, i, max(sign, 0), sign) for i in ids | {DOCUMENTS}]
+    changes.append((scope, TOKENS, max(sign, 0) * len(terms), sign * len(terms)))
     conn.executemany("INSERT INTO fts_terms(scope, term_id, df) VALUES(?, ?, ?) ON CONFLICT(scope, term_id)"
-                     " DO UPDATE SET df = df + ?", [(scope, i, max(sign, 0), sign) for i in ids | {0}])
+                     " DO UPDATE SET df = df + ?", changes)
     if sign < 0:
         conn.executemany("DELETE FROM fts_terms WHERE scope = ? AND term_id = ? AND df <= 0",
-                         [(scope, i) for i in ids | {0}])
+                         [(scope, i) for i in ids | {DOCUMENTS, TOKENS}])
+
+
+def count_tokens(conn: apsw.Connection) -> None:
+    """Migration: the token totals for stores written before they were kept."""
+    conn.execute("DELETE FROM fts_terms WHERE term_id = ?", (TOKENS,))
+    totals: dict[str, int] = {}
+    for scope, content in conn.execute("SELECT scope, content FROM nodes WHERE status != 'forgotten'"):
+        totals[scope] = totals.get(scope, 0) + len(stems(conn, content))
+    conn.executemany("INSERT INTO fts_terms(scope, term_id, df) VALUES(?, ?, ?)",
+                     [(scope, TOKENS, n) for scope, n in totals.items() if n > 0])
+
+
+def scope_sizes(conn: apsw.Connection, scopes: Sequence[str]) -> tuple[int, int]:
+    """(documents, tokens) summed over `scopes`."""
+    marks = ",".join("?" * len(scopes))
+    found = dict(conn.execute(f"SELECT term_id, sum(df) FROM fts_terms WHERE term_id IN (?, ?) AND scope IN ({marks})"
+                              f" GROUP BY term_id", [DOCUMENTS, TOKENS, *scopes]))
+    return found.get(DOCUMENTS, 0), found.get(TOKENS, 0)
 
 
 def document_frequencies(conn: apsw.Connection, words: Sequence[str],
                          scopes: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
     """({word: df of its stem}, number of documents), summed over `scopes` (all when None)."""
-    by_word = {w: _term_id(st[0]) if (st := stems(conn, w)) else None for w in words}
-    ids = [i for i in by_word.values() if i is not None] + [0]
+    by_word = {w: st[0] if (st := stems(conn, w)) else None for w in words}
+    df, n_docs = stem_frequencies(conn, [s for s in by_word.values() if s is not None], scopes)
+    return {w: df.get(s, 0) if s is not None else 0 for w, s in by_word.items()}, n_docs
+
+
+def stem_frequencies(conn: apsw.Connection, stemmed: Sequence[str],
+                     scopes: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
+    """({stem: documents holding it}, number of documents), summed over `scopes` (all when None)."""
+    by_id = {_term_id(s): s for s in stemmed}
+    ids = [*by_id, DOCUMENTS]
     marks = ",".join("?" * len(ids))
     if scopes:
         in_scopes = f" AND scope IN ({','.join('?' * len(scopes))})"
@@ -124,11 +157,11 @@ def document_frequencies(conn: apsw.Connection, words: Sequence[str],
         in_scopes, args = "", ids
     found = dict(conn.execute(f"SELECT term_id, sum(df) FROM fts_terms WHERE term_id IN ({marks}){in_scopes}"
                               f" GROUP BY term_id", args))
-    return {w: found.get(i, 0) if i is not None else 0 for w, i in by_word.items()}, found.get(0, 0)
+    return {s: found.get(i, 0) for i, s in by_id.items()}, found.get(DOCUMENTS, 0)
 
 
 def counted_documents(conn: apsw.Connection) -> int:
-    for (n,) in conn.execute("SELECT coalesce(sum(df), 0) FROM fts_terms WHERE term_id = 0"):
+    for (n,) in conn.execute(f"SELECT coalesce(sum(df), 0) FROM fts_terms WHERE term_id = {DOCUMENTS}"):
         return n
     return 0
 

@@ -227,26 +227,26 @@ def neighbours(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[
     """(seed, neighbour, why, offset): the `reach` nearest visible sibling units of the seed's
     capture before (offset -1, -2, ... by unit order) and after it (1, 2, ...), then the `reach`
     nearest visible digests of its session (other captures) before and after it, nearest first.
-    Ids grow with time, so "before" is a smaller id of the same session.
+    Ids grow with time, so "before" is a smaller id of the same session. One statement for all
+    seeds (recall asks for the neighbours of thirty hits per query).
     """
     if not node_ids:
         return []
     pred, params = visible("m", scopes, as_of)
     marks = ",".join("?" * len(node_ids))
-    seeds = conn.execute(f"SELECT id, capture_id, unit_index, session FROM nodes WHERE id IN ({marks})",
-                         list(node_ids)).fetchall()
+    sides = [("capture", "m.capture_id = s.capture_id AND m.unit_index < s.unit_index", "m.unit_index", "DESC", -1),
+             ("capture", "m.capture_id = s.capture_id AND m.unit_index > s.unit_index", "m.unit_index", "ASC", 1),
+             ("session", "m.session = s.session AND m.id < s.id AND m.capture_id IS NOT s.capture_id", "m.id", "DESC", -1),
+             ("session", "m.session = s.session AND m.id > s.id AND m.capture_id IS NOT s.capture_id", "m.id", "ASC", 1)]
+    columns = ", ".join(f"(SELECT group_concat(id, ',' ORDER BY k {direction}) FROM (SELECT m.id, {key} AS k FROM nodes m"
+                        f" WHERE {cond} AND {pred} ORDER BY {key} {direction} LIMIT {int(reach)}))"
+                        for _, cond, key, direction, _ in sides)
+    sql = f"SELECT s.id, {columns} FROM nodes s WHERE s.id IN ({marks})"
     out: list[tuple[int, int, str, int]] = []
-    for seed, capture, unit, session in seeds:
-        for cmp, order, sign in (("<", "DESC", -1), (">", "ASC", 1)):
-            if capture is not None:
-                near = conn.execute(f"SELECT m.id FROM nodes m WHERE m.capture_id = ? AND m.unit_index {cmp} ?"
-                                    f" AND {pred} ORDER BY m.unit_index {order} LIMIT ?", [capture, unit, *params, reach])
-                out += [(seed, m, "capture", sign * d) for d, (m,) in enumerate(near, start=1)]
-            if session is not None:
-                near = conn.execute(f"SELECT m.id FROM nodes m WHERE m.session = ? AND m.id {cmp} ?"
-                                    f" AND m.capture_id IS NOT ? AND {pred} ORDER BY m.id {order} LIMIT ?",
-                                    [session, seed, capture, *params, reach])
-                out += [(seed, m, "session", sign * d) for d, (m,) in enumerate(near, start=1)]
+    for seed, *found in conn.execute(sql, [*params * len(sides), *node_ids]):
+        for (why, _, _, _, sign), ids in zip(sides, found):
+            if ids:
+                out += [(seed, int(m), why, sign * d) for d, m in enumerate(ids.split(","), start=1)]
     return out
 
 

@@ -1,0 +1,88 @@
+"""BM25 and word coverage of candidates, counted within the scopes read.
+
+FTS5 finds the candidates; its own bm25() weighs words by their frequency in the whole table,
+every scope together, and normalises length with b = 0.75. Both fit short conversational turns
+poorly: a person's name, frequent in their own conversation, looked rare next to everyone
+else's, and a long turn was pushed down for being long. So the candidates are scored again
+here with the scope's own document frequencies and average length (kept in `fts_terms`) and a
+gentler length normalisation (B, chosen on the tuning half of the development conversations).
+Each candidate is tokenised once, by FTS5's own tokenizer, for its score and its coverage.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import apsw
+
+from ..store import fts
+from ..text import content_words
+
+K1 = 1.2
+B = 0.3
+# authored words count fully; a person's clarification nearly so; a model's derived words half
+COLUMN_WEIGHTS = {"content": 1.0, "clarified_text": 0.75, "derived_text": 0.5}
+
+
+class Lexical:
+    def __init__(self, conn: apsw.Connection, query: str, terms: Sequence[str], scopes: Sequence[str]):
+        self.conn = conn
+        scored = {s for t in terms for s in fts.stems(conn, t)}
+        self.asked = {s for w in content_words(query) for s in fts.stems(conn, w)}
+        stems = sorted(scored | self.asked)
+        df, n_docs = fts.stem_frequencies(conn, stems, scopes) if stems else ({}, 0)
+        documents, tokens = fts.scope_sizes(conn, scopes)
+        self.average = tokens / documents if documents else 1.0
+        n = max(n_docs, 1)
+        idf = {w: math.log(1 + (n - df.get(w, 0) + 0.5) / (df.get(w, 0) + 0.5)) for w in stems}
+        self.idf = {w: idf[w] for w in scored}
+        # a word in nearly every memory has an IDF near 0; below 1 the ratio of two such tiny
+        # numbers would decide whether the answer counts as grounded at all
+        self.asked_weight = {w: max(idf[w], 1.0) for w in self.asked}
+        self._stems: dict[int, dict[str, list[str]]] = {}
+        self._present: dict[int, set[str]] = {}
+
+    def stems(self, row: dict) -> dict[str, list[str]]:
+        found = self._stems.get(row["id"])
+        if found is None:
+            found = self._stems[row["id"]] = {c: fts.stems(self.conn, row[c]) if row.get(c) else []
+                                              for c in COLUMN_WEIGHTS}
+        return found
+
+    def bm25(self, row: dict) -> float:
+        columns = self.stems(row)
+        length = len(columns["content"]) or 1
+        tf: dict[str, float] = {}
+        for column, weight in COLUMN_WEIGHTS.items():
+            for stem in columns[column]:
+                if stem in self.idf:
+                    tf[stem] = tf.get(stem, 0.0) + weight
+        norm = K1 * (1 - B + B * length / self.average)
+        return sum(self.idf[s] * f * (K1 + 1) / (f + norm) for s, f in tf.items())
+
+    def coverage(self, row: dict, also: frozenset[str] = frozenset()) -> float:
+        """The share of the query's content words found in any column (the evidence of one item);
+        `also`: stems the memory answers otherwise (the date words of a question its valid day fits)."""
+        if not self.asked_weight:
+            return 0.0
+        present = self.present(row)
+        return sum(1 for s in self.asked_weight if s in present or s in also) / len(self.asked_weight)
+
+    def weighted_coverage(self, row: dict, also: frozenset[str] = frozenset()) -> float:
+        """The same share with each word weighted by its IDF in the scopes read (whether the answer
+        is grounded at all): "what is the error budget for billing" is not answered by "no errors
+        so far" in a billing note, because "budget", the word that matters, is missing."""
+        total = sum(self.asked_weight.values())
+        if not total:
+            return 0.0
+        present = self.present(row)
+        return sum(w for s, w in self.asked_weight.items() if s in present or s in also) / total
+
+    def stems_of(self, text: str) -> frozenset[str]:
+        return frozenset(s for w in content_words(text) for s in fts.stems(self.conn, w))
+
+    def present(self, row: dict) -> set[str]:
+        found = self._present.get(row["id"])
+        if found is None:
+            found = self._present[row["id"]] = set().union(*self.stems(row).values())
+        return found

@@ -55,3 +55,16 @@ def test_logseq_edit_and_rollback(mem, graph):
     assert hits and "Adyen" in hits[0]["content"]
     rollback(mem, r["batch"])
     assert dump(mem) == before
+
+
+def test_a_page_name_or_alias_of_a_page_without_blocks_stays_dangling(mem, tmp_path):
+    """`KeyError: 'pages/Desktop.md'`: a link to a page that produced no units crashed the import."""
+    graph = tmp_path / "g"
+    (graph / "pages").mkdir(parents=True)
+    (graph / "pages" / "Desktop.md").write_text("alias:: Desk\n")
+    (graph / "pages" / "Empty.md").write_text("")
+    (graph / "pages" / "Other.md").write_text("- see [[Desktop]], [[Desk]] and [[Empty]]\n- a second block\n")
+    r = sync(mem, "logseq", graph, SCOPE)
+    assert r["created"] == 2
+    dangling = {t for (t,) in mem.conn.execute("SELECT target FROM import_dangling")}
+    assert {"Desktop", "Desk", "Empty"} <= dangling

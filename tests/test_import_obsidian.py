@@ -266,3 +266,21 @@ def test_rollback_after_forgetting_a_linked_unit_does_not_crash(tmp_path):
         assert isinstance(exc, TideMindError), exc
     assert m.doctor()["ok"]
     m.close()
+
+
+def test_a_link_to_a_note_without_units_stays_dangling_and_the_rest_imports(mem, tmp_path):
+    """A name or alias that resolves to a note which produced no unit (alias-only, empty,
+    whitespace-only) crashed the whole import with a KeyError and stored nothing."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "A.md").write_text("---\naliases: [Alpha]\n---\n")
+    (vault / "Empty.md").write_text("")
+    (vault / "Blank.md").write_text("  \n\t\n")
+    (vault / "B.md").write_text("see [[Alpha]], [[Empty]], [[Blank#Part]] and ![[A#^blk]]\n")
+    r = sync(mem, "obsidian", vault, SCOPE)
+    assert r["created"] == 1
+    b = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key LIKE 'B.md#%'").fetchone()[0]
+    assert mem.show(b, scopes=[SCOPE])["content"].startswith("see [[Alpha]]")
+    dangling = {t for (t,) in mem.conn.execute("SELECT target FROM import_dangling")}
+    assert {"Alpha", "Empty", "Blank#Part", "A#^blk"} <= dangling
+    assert not mem.conn.execute("SELECT count(*) FROM links").fetchone()[0]

@@ -61,9 +61,11 @@ class Resolver:
         if ref.block and not ref.target:          # a Logseq ((block ref)) names no page
             return self.blocks.get(ref.block)
         path = self.note(ref.target, here)
-        if path is None:
+        # a name or alias can belong to a note that produced no units (empty, whitespace or
+        # properties only): there is nothing to link to, so the link stays dangling
+        candidates = self.by_path.get(path) if path is not None else None
+        if not candidates:
             return None
-        candidates = self.by_path[path]
         if ref.block:
             return next((u for u in candidates if ref.block in u.block_ids or u.anchor == ref.block), None)
         if ref.heading:

@@ -284,3 +284,47 @@ def test_a_link_to_a_note_without_units_stays_dangling_and_the_rest_imports(mem,
     dangling = {t for (t,) in mem.conn.execute("SELECT target FROM import_dangling")}
     assert {"Alpha", "Empty", "Blank#Part", "A#^blk"} <= dangling
     assert not mem.conn.execute("SELECT count(*) FROM links").fetchone()[0]
+
+
+def _links_from(mem, key):
+    node = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key=?", (key,)).fetchone()[0]
+    keys = dict(mem.conn.execute("SELECT node_id, unit_key FROM import_units"))
+    return {(keys[t], rel) for t, rel in mem.conn.execute(
+        "SELECT target_id, relation FROM links WHERE source_id=? AND status='confirmed'", (node,))}
+
+
+def test_links_as_obsidian_documents_them(mem, vault):
+    """Written from Obsidian's help on internal links and embeds: same-note heading links,
+    aliases in tables (`\\|`), nested headings, block ids, embeds of notes, blocks and files."""
+    sync(mem, "obsidian", vault, SCOPE)
+    embed, links = "Help/Embed files.md#", "Help/Internal links.md#"
+    table = _links_from(mem, links + "Internal links")
+    assert (embed + "Embed files", "links-to") in table                       # [[Embed files\|embeds]]
+    assert (embed + "Embed an image in a note", "links-to") in table          # [[Note#Heading\|text]]
+    assert (embed + "Embed an image with a size", "links-to") in table        # [[Note#A#B]]: B under A
+    assert (links + "Link to a block in a note", "links-to") in table         # [[#Heading]] in the same note
+    assert (embed + "Embed an image in a note", "links-to") in _links_from(mem, embed + "Embed files")
+    embeds = _links_from(mem, embed + "Embed a note in another note")
+    assert embeds == {(links + "Internal links", "embeds"), (links + "Link to a block in a note", "embeds")}
+    assert (embed + "Embed files", "links-to") in _links_from(mem, links + "Link to a block in a note")   # alias
+    dangling = {(k, t): reason for k, t, reason in mem.conn.execute(
+        "SELECT unit_key, target, reason FROM import_dangling")}
+    assert dangling[(links + "Internal links", "Embed files#Embed a video")] == "missing heading"
+    assert dangling[(links + "Link to a block in a note", "Internal links#^no-such-block")] == "missing block"
+    assert dangling[(embed + "Embed an image in a note", "Engelbart.jpg")] == "attachment"
+    assert dangling[(embed + "Embed an image with a size", "Engelbart.jpg")] == "attachment"
+    assert dangling[(embed + "Embed an image with a size", "Missing diagram.png")] == "missing attachment"
+    assert dangling[(embed + "Embed a PDF in a note", "Document.pdf#page=3")] == "attachment"
+    assert dangling[("Runbook.md#Missing", "Nowhere")] == "missing note"
+    assert dangling[("Daily/2026-03-02.md#", "diagram.png")] == "missing attachment"
+    # a link to a heading names no tag: 'Embed', 'Link' are the person's headings, not their tags
+    names = {n for (n,) in mem.conn.execute("SELECT name FROM tags")}
+    assert not {"Embed", "Link", "Open"} & names and "help" in names
+
+
+def test_a_name_resolves_to_the_nearest_note_of_that_name(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    for lang in ("en", "fr"):                 # (the way back is the same pair: one link row holds it)
+        assert _links_from(mem, f"{lang}/Guide.md#") == {(f"{lang}/Start here.md#", "links-to")}
+    assert not mem.conn.execute("SELECT count(*) FROM import_dangling WHERE target IN ('Guide', 'Start here')"
+                                ).fetchone()[0]

@@ -14,12 +14,29 @@ from typing import Callable, Protocol
 
 @dataclass
 class Ref:
-    """A person's link from a unit: target note, optional heading or block id, alias, embed."""
-    target: str
-    heading: str | None = None
+    """A person's link from a unit: target note ('' for the same note, none for a Logseq
+    ((block ref))), the heading path within it (`[[Note#A#B]]`: B under A), a block id, the
+    alias shown, whether it embeds."""
+    target: str | None
+    headings: tuple[str, ...] = ()
     block: str | None = None
     alias: str | None = None
     embed: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The link as the person wrote it, for the dangling list."""
+        if self.target is None:
+            return f"(({self.block}))"
+        return self.target + "".join(f"#{h}" for h in self.headings) + (f"#^{self.block}" if self.block else "")
+
+    def as_json(self) -> dict:
+        return {"target": self.target, "headings": list(self.headings), "block": self.block, "embed": self.embed}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Ref":
+        return cls(target=data.get("target"), headings=tuple(data.get("headings") or ()), block=data.get("block"),
+                   embed=bool(data.get("embed")))
 
 
 @dataclass
@@ -32,6 +49,7 @@ class Unit:
     valid_from: str | None = None
     block_ids: list[str] = field(default_factory=list)
     properties: dict = field(default_factory=dict)
+    heading_path: list[str] = field(default_factory=list)    # the headings above the unit, then its own
 
     @property
     def key(self) -> str:
@@ -42,7 +60,10 @@ class Unit:
 class ParseResult:
     units: list[Unit]
     skipped: list[dict]             # {"path", "reason"}
-    aliases: dict[str, str] = field(default_factory=dict)    # alias (lower) -> path
+    names: dict[str, list[str]] = field(default_factory=dict)   # what else links call a note -> its path(s)
+    notes: list[str] = field(default_factory=list)             # every note read, with or without units
+    attachments: list[str] = field(default_factory=list)       # other files in the vault (images, PDFs...)
+    links_by: str = "path"          # 'path': Obsidian's path/name rules; 'name': Logseq's page names
 
 
 class Parser(Protocol):

@@ -17,6 +17,7 @@ from ..memory import Memory
 from ..store import audit, immediate, links, nodes, tags
 from ..text import sha256
 from . import ParseResult, Unit, get_parser
+from .resolve import Index
 from . import store
 
 
@@ -28,50 +29,20 @@ def unit_hash(unit: Unit) -> str:
     return sha256(unit.text + "\x00" + meta)
 
 
-class Resolver:
-    """Obsidian-style resolution: exact path, else the shortest path ending in the target, else
-    an alias; a heading or block anchor picks the unit within the note."""
-
-    def __init__(self, units: list[Unit], aliases: dict[str, str]):
-        self.by_path: dict[str, list[Unit]] = {}
-        for u in units:
-            self.by_path.setdefault(u.path, []).append(u)
-        self.stems = {}
-        for path in self.by_path:
-            stem = path[:-3] if path.lower().endswith(".md") else path
-            self.stems.setdefault(stem.casefold(), path)
-        self.aliases = aliases
-        self.blocks = {b: u for u in units for b in u.block_ids}
-
-    def note(self, target: str, here: str) -> str | None:
-        t = target.strip().casefold()
-        if not t:
-            return here
-        t = t[:-3] if t.endswith(".md") else t
-        if t in self.aliases and self.aliases[t] in self.by_path and "/" in t:   # a namespaced page name
-            return self.aliases[t]
-        if t in self.stems:
-            return self.stems[t]
-        matches = sorted((p for s, p in self.stems.items() if s.endswith("/" + t) or s == t), key=lambda p: (len(p), p))
-        if matches:
-            return matches[0]
-        return self.aliases.get(t)
-
-    def unit(self, ref, here: str) -> Unit | None:
-        if ref.block and not ref.target:          # a Logseq ((block ref)) names no page
-            return self.blocks.get(ref.block)
-        path = self.note(ref.target, here)
-        # a name or alias can belong to a note that produced no units (empty, whitespace or
-        # properties only): there is nothing to link to, so the link stays dangling
-        candidates = self.by_path.get(path) if path is not None else None
-        if not candidates:
-            return None
-        if ref.block:
-            return next((u for u in candidates if ref.block in u.block_ids or u.anchor == ref.block), None)
-        if ref.heading:
-            wanted = ref.heading.strip().casefold()
-            return next((u for u in candidates if u.anchor.casefold() == wanted), candidates[0])
-        return candidates[0]
+def build_index(result: ParseResult) -> Index:
+    index = Index(result.links_by)
+    for path in result.notes:
+        index.add_note(path)
+    for name, paths in result.names.items():
+        for path in paths:
+            index.add_note(path, [name])
+    for u in result.units:
+        index.add_unit(u.path, u.key, u.heading_path, u.block_ids)
+    for s in result.skipped:
+        index.skipped.add(s["path"])
+    for path in result.attachments:
+        index.add_attachment(path)
+    return index
 
 
 def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None, options: dict | None = None,
@@ -190,7 +161,7 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
         # units whose links were left dangling get another chance: their target may exist now
         recheck = {key: node_of[key] for key in store.dangling_keys(conn, source, root_key)
                    if key in current and key not in touched and key in node_of}
-        resolver = Resolver(result.units, result.aliases)
+        index = build_index(result)
         for key, node_id in [*touched.items(), *recheck.items()]:
             unit = current[key]
             if key in touched:
@@ -205,17 +176,17 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                                  before=before[0]["status"] if before else None)
             store.clear_dangling(conn, source, root_key, key)
             for ref in unit.refs:
-                target_unit = resolver.unit(ref, unit.path)
-                target = node_of.get(target_unit.key) if target_unit else None
+                found = index.resolve(ref, unit.path)
+                target = node_of.get(found.key) if found.key else None
                 if target is None:
-                    store.add_dangling(conn, batch, source, root_key, key, ref.target + (f"#{ref.heading}" if ref.heading
-                                       else f"#^{ref.block}" if ref.block else ""))
+                    store.add_dangling(conn, batch, source, root_key, key, ref.shown,
+                                       found.reason or "note not imported", ref.as_json())
                     continue
                 if target == node_id:
                     continue
                 link_id = links.add(conn, node_id, target, relation="embeds" if ref.embed else "links-to",
                                     status="confirmed", proposed_by=actor_source, at=now,
-                                    reason=f"[[{ref.target}]] in {unit.path}")
+                                    reason=f"[[{ref.shown}]] in {unit.path}")
                 if link_id:
                     store.change(conn, batch, "link", unit_key=key, new_node_id=node_id, link=link_id)
         report = {"batch": batch, **counts, "skipped": result.skipped, "warnings": warnings, "scope": scope}

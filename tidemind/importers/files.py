@@ -9,8 +9,10 @@ from typing import Iterator
 MAX_FILE_BYTES = 2_000_000
 
 
-def walk(root: Path, suffixes: tuple[str, ...], skip_dirs: set[str], skipped: list[dict]) -> Iterator[tuple[str, str]]:
-    """(relative posix path, text) for each readable file under root with one of the suffixes."""
+def walk(root: Path, suffixes: tuple[str, ...], skip_dirs: set[str], skipped: list[dict],
+         others: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(relative posix path, text) for each readable file under root with one of the suffixes;
+    the paths of the other files (attachments: images, PDFs) go to `others`, unread."""
     root = root.resolve()
     for folder, dirs, files in os.walk(root, followlinks=False):
         here = Path(folder)
@@ -28,7 +30,11 @@ def walk(root: Path, suffixes: tuple[str, ...], skip_dirs: set[str], skipped: li
         for name in sorted(files):
             path = here / name
             rel = path.relative_to(root).as_posix()
-            if not name.endswith(suffixes) or name.startswith("."):
+            if name.startswith("."):
+                continue
+            if not name.endswith(suffixes):
+                if others is not None:
+                    others.append(rel)
                 continue
             if path.is_symlink():
                 skipped.append({"path": rel, "reason": "symbolic link (not followed)"})

@@ -68,18 +68,19 @@ class LogseqParser:
     def parse(self, root: Path, options: dict) -> ParseResult:
         skipped: list[dict] = []
         units: list[Unit] = []
-        aliases: dict[str, str] = {}
+        names: dict[str, list[str]] = {}
+        notes: list[str] = []
         for rel, text in walk(root, (".md",), {"logseq", "bak", ".recycle", "assets"} | set(options.get("exclude", ())),
                               skipped):
             if not (rel.startswith("pages/") or rel.startswith("journals/")):
                 continue
+            notes.append(rel)
             head, blocks = _blocks(text)
             page_props = _properties(head)
-            name = page_props.get("title") or page_name(rel)
-            aliases.setdefault(name.casefold(), rel)
+            names.setdefault(page_props.get("title") or page_name(rel), []).append(rel)
             for alias in re.split(r",\s*", page_props.get("alias", "")):
                 if alias.strip():
-                    aliases.setdefault(alias.strip().strip("[]").casefold(), rel)
+                    names.setdefault(alias.strip().strip("[]"), []).append(rel)
             valid = None
             j = _JOURNAL.match(Path(rel).stem)
             if rel.startswith("journals/") and j:
@@ -103,12 +104,12 @@ class LogseqParser:
                         tags.append(tag)
                 tags += [t for t in (_clean_tag(x.strip("[] ")) for x in re.split(r",\s*", props.get("tags", ""))) if t]
                 refs = [Ref(target=t) for t in _PAGE_LINK.findall(re.sub(r"#\[\[[^\]]+\]\]", " ", prose))]
-                refs += [Ref(target="", block=b) for b in _BLOCK_REF.findall(prose)]
+                refs += [Ref(target=None, block=b) for b in _BLOCK_REF.findall(prose)]
                 units.append(Unit(path=rel, anchor=block_id or f"b{index}", text=block,
                                   tags=list(dict.fromkeys(tags)), refs=refs, valid_from=valid,
                                   block_ids=[block_id] if block_id else [],
                                   properties={k: v for k, v in {**page_props, **props}.items() if k != "id"}))
-        return ParseResult(units=units, skipped=skipped, aliases=aliases)
+        return ParseResult(units=units, skipped=skipped, names=names, notes=notes, links_by="name")
 
 
 register("logseq", LogseqParser)

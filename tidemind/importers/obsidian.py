@@ -1,6 +1,7 @@
 """Obsidian vaults: `.md` files, YAML frontmatter, heading sections as units, inline and nested
-`#tags` (never inside code or URLs), `[[wikilinks]]` with aliases, `#heading` and `#^block`
-targets and `![[embeds]]`.
+`#tags` (never inside code, URLs or links), `[[wikilinks]]` with aliases (`|`, or `\\|` inside a
+table), `#heading` targets (nested: `#A#B` is B under A; empty target: the same note), `#^block`
+targets, `![[embeds]]` of notes and of attachments.
 
 Frontmatter: `tags` (list or string), `aliases`, `created`/`date` → valid time. Malformed YAML
 does not stop the note: its body is imported and the file is reported.
@@ -18,8 +19,11 @@ from .files import walk
 
 SKIP_DIRS = {".obsidian", ".trash", ".git", "node_modules"}
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#^]*?)(?:#(\^?)([^\[\]|]*?))?(?:\|([^\[\]]*?))?\]\]")
+# CommonMark: a closing run of '#' counts only after a space ('## C#' is the heading 'C#')
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+_ALIAS_BAR = re.compile(r"\\?\|")          # '|', or '\|' where the link sits in a table cell
+_MD_LINK_TARGET = re.compile(r"\]\([^()\s]*\)")
 _TAG = re.compile(r"(?<![\w/&#\-])#([A-Za-z0-9_\-/\u00C0-\uFFFF]+)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://\S+|\bwww\.\S+", re.IGNORECASE)
@@ -37,11 +41,13 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     return text[text.index("\n") + 1: 3 + m.start() + 1], text[start:], start
 
 
-def _as_list(value) -> list[str]:
+def _as_list(value, separators: str = r"[,\s]+") -> list[str]:
+    """A frontmatter value as a list: tags split at commas and spaces, aliases (which may hold
+    spaces: 'My Alias') at commas only."""
     if value is None:
         return []
     if isinstance(value, str):
-        return [v.strip() for v in re.split(r"[,\s]+", value) if v.strip()]
+        return [v.strip() for v in re.split(separators, value) if v.strip()]
     if isinstance(value, (list, tuple)):
         return [str(v).strip() for v in value if v is not None and str(v).strip()]
     return [str(value)]
@@ -73,23 +79,38 @@ def prose_only(text: str) -> str:
     return "".join(out)
 
 
+def _blank(m: re.Match) -> str:
+    return " " * len(m.group(0))
+
+
 def inline_tags(text: str) -> list[str]:
-    return list(dict.fromkeys(t for t in (_clean_tag(m) for m in _TAG.findall(prose_only(text))) if t))
+    """`#tags` of the prose; a link's target is not a tag (`[[#Open sidebars]]` links to a heading,
+    `[see](#setup)` to an anchor)."""
+    prose = _MD_LINK_TARGET.sub(_blank, _WIKILINK.sub(_blank, prose_only(text)))
+    return list(dict.fromkeys(t for t in (_clean_tag(m) for m in _TAG.findall(prose)) if t))
+
+
+def parse_link(inner: str, embed: bool = False) -> Ref:
+    """The inside of `[[...]]`: target, then `#heading#subheading` or `#^block`, then `|alias`."""
+    bar = _ALIAS_BAR.search(inner)
+    alias = inner[bar.end():].strip() or None if bar else None
+    head = inner[:bar.start()] if bar else inner
+    target, _, anchor = head.partition("#")
+    if anchor.startswith("^"):
+        return Ref(target=target.strip(), block=anchor[1:].strip() or None, alias=alias, embed=embed)
+    headings = tuple(h.strip() for h in anchor.split("#") if h.strip())
+    return Ref(target=target.strip(), headings=headings, alias=alias, embed=embed)
 
 
 def wikilinks(text: str) -> list[Ref]:
-    refs = []
-    for embed, target, caret, anchor, alias in _WIKILINK.findall(prose_only(text)):
-        target = target.strip()
-        anchor = anchor.strip() if anchor else None
-        refs.append(Ref(target=target, heading=None if caret else anchor, block=anchor if caret else None,
-                        alias=alias.strip() or None if alias else None, embed=bool(embed)))
-    return refs
+    return [parse_link(inner, bool(bang)) for bang, inner in _WIKILINK.findall(prose_only(text))]
 
 
-def sections(body: str) -> list[tuple[str, str]]:
-    """(anchor, text) per heading section; text before the first heading has anchor ''."""
-    parts: list[tuple[str, list[str]]] = [("", [])]
+def sections(body: str) -> list[tuple[str, str, list[str]]]:
+    """(anchor, text, heading path) per heading section; text before the first heading has
+    anchor '' and an empty path; a section's path is the headings above it, then its own."""
+    parts: list[tuple[str, list[str], list[str]]] = [("", [], [])]
+    stack: list[tuple[int, str]] = []
     fence = None
     for line in body.splitlines(keepends=True):
         m = _FENCE.match(line)
@@ -100,12 +121,16 @@ def sections(body: str) -> list[tuple[str, str]]:
             fence = m.group(1)
         else:
             h = _HEADING.match(line.rstrip("\r\n"))
-            if h:
-                parts.append((h.group(2).strip(), []))
+            if h and h.group(2).strip():
+                level, title = len(h.group(1)), h.group(2).strip()
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, title))
+                parts.append((title, [], [t for _, t in stack]))
         parts[-1][1].append(line)
     out = []
     used: set[str] = set()
-    for anchor, lines in parts:
+    for anchor, lines, path in parts:
         text = "".join(lines)
         if not text.strip():
             continue
@@ -114,7 +139,7 @@ def sections(body: str) -> list[tuple[str, str]]:
             n += 1
             unique = f"{anchor} ({n})"
         used.add(unique)
-        out.append((unique, text))
+        out.append((unique, text, path))
     return out
 
 
@@ -124,9 +149,12 @@ class ObsidianParser:
     def parse(self, root: Path, options: dict) -> ParseResult:
         skipped: list[dict] = []
         units: list[Unit] = []
-        aliases: dict[str, str] = {}
+        names: dict[str, list[str]] = {}
+        notes: list[str] = []
+        attachments: list[str] = []
         skip = SKIP_DIRS | set(options.get("exclude", ()))
-        for rel, text in walk(root, (".md",), skip, skipped):
+        for rel, text in walk(root, (".md",), skip, skipped, attachments):
+            notes.append(rel)
             raw_meta, body, _ = split_frontmatter(text)
             meta: dict = {}
             if raw_meta is not None:
@@ -139,8 +167,8 @@ class ObsidianParser:
                     reason = str(exc).splitlines()[0][:160]
                     skipped.append({"path": rel, "reason": f"malformed frontmatter ({reason}); body imported"})
             note_tags = [t for t in (_clean_tag(x) for x in _as_list(meta.get("tags") or meta.get("tag"))) if t]
-            for alias in _as_list(meta.get("aliases") or meta.get("alias")):
-                aliases.setdefault(alias.casefold(), rel)
+            for alias in _as_list(meta.get("aliases") or meta.get("alias"), r","):
+                names.setdefault(alias, []).append(rel)
             valid = None
             for key in ("created", "date"):
                 if meta.get(key):
@@ -149,13 +177,14 @@ class ObsidianParser:
                         break
                     except Exception:
                         skipped.append({"path": rel, "reason": f"frontmatter {key} is not a date; ignored"})
-            for anchor, section in sections(body):
+            for anchor, section, path in sections(body):
                 units.append(Unit(path=rel, anchor=anchor, text=section,
                                   tags=list(dict.fromkeys(note_tags + inline_tags(section))),
                                   refs=wikilinks(section), valid_from=valid,
                                   block_ids=_BLOCK_ID.findall(prose_only(section)),
-                                  properties={k: str(v) for k, v in meta.items() if k not in ("tags", "aliases")}))
-        return ParseResult(units=units, skipped=skipped, aliases=aliases)
+                                  properties={k: str(v) for k, v in meta.items() if k not in ("tags", "aliases")},
+                                  heading_path=path))
+        return ParseResult(units=units, skipped=skipped, names=names, notes=notes, attachments=attachments)
 
 
 register("obsidian", ObsidianParser)

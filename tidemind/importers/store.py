@@ -50,7 +50,13 @@ CREATE TABLE import_dangling(
   target TEXT NOT NULL
 );
 """
-register("importers", [("0001_engine", DDL)])
+# why a link is dangling (see resolve.py) and the link itself, so a later sync can try it again
+DANGLING_REASONS_DDL = """
+ALTER TABLE import_dangling ADD COLUMN reason TEXT NOT NULL DEFAULT 'missing note';
+ALTER TABLE import_dangling ADD COLUMN ref TEXT NOT NULL DEFAULT '{}';
+CREATE INDEX import_dangling_unit ON import_dangling(source, root, unit_key);
+"""
+register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL)])
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
@@ -162,9 +168,19 @@ def set_batch_status(conn, batch_id: int, status: str) -> None:
     conn.execute("UPDATE import_batches SET status=? WHERE id=?", (status, batch_id))
 
 
-def add_dangling(conn, batch_id, source, root, key, target) -> None:
-    conn.execute("INSERT INTO import_dangling(batch_id, source, root, unit_key, target) VALUES(?,?,?,?,?)",
-                 (batch_id, source, root, key, target))
+def add_dangling(conn, batch_id, source, root, key, target, reason: str, ref: dict) -> None:
+    conn.execute("INSERT INTO import_dangling(batch_id, source, root, unit_key, target, reason, ref)"
+                 " VALUES(?,?,?,?,?,?,?)", (batch_id, source, root, key, target, reason,
+                                            json.dumps(ref, ensure_ascii=False, sort_keys=True)))
+
+
+def dangling(conn, source: str, root: str) -> list[dict]:
+    """The folder's dangling links: unit key, target as written, reason, the link (JSON)."""
+    found = rows(conn, "SELECT unit_key, target, reason, ref FROM import_dangling WHERE source=? AND root=?"
+                       " ORDER BY rowid", (source, root))
+    for r in found:
+        r["ref"] = json.loads(r["ref"])
+    return found
 
 
 def clear_dangling(conn, source, root, key) -> None:

@@ -21,7 +21,7 @@ def graph(tmp_path):
 
 def test_logseq_graph_imports_blocks_properties_and_refs(mem, graph):
     r = sync(mem, "logseq", graph, SCOPE)
-    assert r["created"] == 8 and r["skipped"] == []
+    assert r["created"] == 20 and r["skipped"] == []
     units = {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units")}
     first = mem.show(units["pages/Shop.md#b0"], scopes=[SCOPE])
     assert "Child detail" in first["content"]                       # children belong to their top-level block
@@ -68,3 +68,54 @@ def test_a_page_name_or_alias_of_a_page_without_blocks_stays_dangling(mem, tmp_p
     assert r["created"] == 2
     dangling = {t for (t,) in mem.conn.execute("SELECT target FROM import_dangling")}
     assert {"Desktop", "Desk", "Empty"} <= dangling
+
+
+def _key_links(mem):
+    """(source key, target key, relation) of the confirmed links between the current units."""
+    keys = dict(mem.conn.execute("SELECT node_id, unit_key FROM import_units"))
+    return {(keys[a], keys[b], rel) for a, b, rel in mem.conn.execute(
+        "SELECT source_id, target_id, relation FROM links WHERE status='confirmed'") if a in keys and b in keys}
+
+
+def test_logseq_as_its_documentation_describes_it(mem, graph):
+    """Pages with and without bullets, headings, tab and space indentation, page and block
+    properties, `id::` on a nested child, `((uuid))` refs, both embed macros, journal links by
+    date, priority markers and an org-mode page."""
+    sync(mem, "logseq", graph, SCOPE)
+    units = {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units")}
+    text = lambda key: mem.show(units[key], scopes=[SCOPE])["content"]
+    docs = sorted(k for k in units if k.startswith("pages/Logseq docs.md#"))
+    assert [text(k).splitlines()[0] for k in docs] == ["Welcome to the documentation graph.", "## Why Logseq",
+                                                      "## Install"]
+    assert "\t\t- it runs in the browser" in text(docs[2])                      # tab-indented children kept
+    assert "    - its child, four spaces in" in text("pages/Blocks.md#b2")      # space-indented children kept
+    links = _key_links(mem)
+    blocks_b0, journal = "pages/Blocks.md#b0", "journals/2024_01_05.md#b0"
+    assert ("pages/Blocks.md#b3", blocks_b0, "embeds") in links            # {{embed ((uuid))}} of a nested child
+    assert ("pages/Blocks.md#b4", docs[0], "embeds") in links              # {{embed [[title]]}}
+    assert ("pages/Blocks.md#b5", journal, "links-to") in links            # [[Jan 5th, 2024]] and its child's id
+    org = "pages/Org page.org#65a1b2c3-0000-4000-8000-00000000000c"       # :id: in a drawer is the block's name
+    assert (org, blocks_b0, "links-to") in links
+    assert ("pages/Org page.org#b1", blocks_b0, "links-to") in links
+    tags = lambda key: {t["name"] for t in mem.show(units[key], scopes=[SCOPE])["tags"]}
+    assert tags("pages/Blocks.md#b1") == set()                                 # [#A] is a priority, not a tag
+    assert tags(org) == {"org-tag"} and tags(docs[2]) == {"docs", "install"}
+    assert not mem.conn.execute("SELECT count(*) FROM import_dangling WHERE unit_key LIKE 'pages/Blocks.md%'"
+                                " OR unit_key LIKE 'pages/Org%'").fetchone()[0]
+
+
+def test_an_id_given_to_a_nested_child_keeps_the_blocks_identity(mem, graph):
+    """Logseq writes `id::` under a child the moment another block references it: the top-level
+    block is the same block, edited, not a new one (which archived it and lost its history)."""
+    sync(mem, "logseq", graph, SCOPE)
+    before = {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units")}
+    page = graph / "pages" / "Blocks.md"
+    page.write_text(page.read_text().replace("\t- Another child\n",
+                                             "\t- Another child\n\t  id:: 65a1b2c3-0000-4000-8000-0000000000ff\n"))
+    (graph / "pages" / "Citing.md").write_text("- cites ((65a1b2c3-0000-4000-8000-0000000000ff))\n")
+    r = sync(mem, "logseq", graph, SCOPE)
+    assert (r["updated"], r["created"], r["archived"]) == (1, 1, 0)
+    after = {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units")}
+    versions = mem.show(after["pages/Blocks.md#b0"], scopes=[SCOPE])["versions"]
+    assert [v["id"] for v in versions] == [before["pages/Blocks.md#b0"], after["pages/Blocks.md#b0"]]
+    assert ("pages/Citing.md#b0", "pages/Blocks.md#b0", "links-to") in _key_links(mem)

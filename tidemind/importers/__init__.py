@@ -64,6 +64,7 @@ class ParseResult:
     notes: list[str] = field(default_factory=list)             # every note read, with or without units
     attachments: list[str] = field(default_factory=list)       # other files in the vault (images, PDFs...)
     links_by: str = "path"          # 'path': Obsidian's path/name rules; 'name': Logseq's page names
+    meta: dict[str, dict] = field(default_factory=dict)       # path -> {"title", "aliases", "properties"}
 
 
 class Parser(Protocol):

@@ -119,3 +119,75 @@ def test_an_id_given_to_a_nested_child_keeps_the_blocks_identity(mem, graph):
     versions = mem.show(after["pages/Blocks.md#b0"], scopes=[SCOPE])["versions"]
     assert [v["id"] for v in versions] == [before["pages/Blocks.md#b0"], after["pages/Blocks.md#b0"]]
     assert ("pages/Citing.md#b0", "pages/Blocks.md#b0", "links-to") in _key_links(mem)
+
+
+def _page_nodes(mem, page):
+    """Node ids of a page's current units, in page order."""
+    return [n for n, in mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key LIKE ? AND status='live'"
+                                         " ORDER BY position", (f"{page}#%",))]
+
+
+def test_blocks_keep_their_identity_when_others_are_inserted_moved_or_edited(mem, graph):
+    """Matched by id:: first, then by text, then by place among the blocks left unmatched:
+    inserting one block at the top edits no other block (it reported 6 blocks as edited into
+    each other's text), moving blocks changes nothing, an edited block continues its own history."""
+    page = graph / "pages" / "Blocks.md"
+    sync(mem, "logseq", graph, SCOPE)
+    before = _page_nodes(mem, "pages/Blocks.md")
+    text = page.read_text()
+    page.write_text("- A new first block\n" + text)
+    r = sync(mem, "logseq", graph, SCOPE)
+    assert (r["created"], r["updated"], r["archived"]) == (1, 0, 0)
+    inserted = _page_nodes(mem, "pages/Blocks.md")
+    assert inserted[1:] == before
+
+    blocks = page.read_text().split("\n- ")                  # the last block first, the first last
+    page.write_text("- " + "\n- ".join([blocks[-1].rstrip("\n"), *blocks[1:-1], blocks[0][2:]]) + "\n")
+    r = sync(mem, "logseq", graph, SCOPE)
+    assert (r["created"], r["updated"], r["archived"]) == (0, 0, 0)
+    moved = _page_nodes(mem, "pages/Blocks.md")
+    assert moved != inserted and sorted(moved) == sorted(inserted)
+
+    edited = page.read_text().replace("A block indented with spaces", "A block indented with four spaces")
+    page.write_text(edited.replace("- Embed a page:", "- Inserted above an edit\n- Embed a page:"))
+    r = sync(mem, "logseq", graph, SCOPE)
+    assert (r["created"], r["updated"], r["archived"]) == (1, 1, 0)
+    nodes_now = _page_nodes(mem, "pages/Blocks.md")
+    new_version = next(n for n in nodes_now if "four spaces" in mem.show(n, scopes=[SCOPE])["content"])
+    history = mem.show(new_version, scopes=[SCOPE])["versions"]
+    assert [v["id"] for v in history][0] in before and "A block indented with spaces" in history[0]["content"]
+    assert set(before) - {history[0]["id"]} <= set(nodes_now)         # no other block was touched
+
+
+def test_a_block_given_its_own_id_continues_its_history_and_page_properties_refresh_in_place(mem, graph):
+    sync(mem, "logseq", graph, SCOPE)
+    before = {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units")}
+    before_dump = dump(mem)
+    page = graph / "pages" / "Blocks.md"
+    page.write_text(page.read_text().replace("- A block indented with spaces\n",
+                                             "- A block indented with spaces\n  id:: 65a1b2c3-0000-4000-8000-0000000000aa\n"))
+    shop = graph / "pages" / "Shop.md"
+    shop.write_text(shop.read_text().replace("tags:: project, [[backend]]", "tags:: project, [[backend]], shop"))
+    r = sync(mem, "logseq", graph, SCOPE)
+    assert (r["created"], r["updated"], r["archived"], r["refreshed"]) == (0, 1, 0, 4)
+    after = {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units")}
+    named = after["pages/Blocks.md#65a1b2c3-0000-4000-8000-0000000000aa"]
+    assert mem.show(named, scopes=[SCOPE])["versions"][0]["id"] == before["pages/Blocks.md#b2"]
+    assert "pages/Blocks.md#b2" not in after
+    shop_units = [k for k in before if k.startswith("pages/Shop.md")]
+    assert all(after[k] == before[k] for k in shop_units)           # no new versions: the words did not change
+    assert all("shop" in {t["name"] for t in mem.show(after[k], scopes=[SCOPE])["tags"]} for k in shop_units)
+    rollback(mem, r["batch"])
+    assert dump(mem) == before_dump
+    assert {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units")} == before
+
+
+def test_a_forgotten_block_stays_forgotten_when_blocks_move_around_it(mem, graph):
+    sync(mem, "logseq", graph, SCOPE)
+    node = next(n for n, c in mem.conn.execute("SELECT id, content FROM nodes") if "Another child" in c)
+    mem.forget(node)
+    page = graph / "pages" / "Blocks.md"
+    page.write_text("- Inserted first\n" + page.read_text())
+    r = sync(mem, "logseq", graph, SCOPE)
+    assert (r["created"], r["updated"]) == (1, 0)
+    assert not any("Another child" in c for (c,) in mem.conn.execute("SELECT content FROM nodes"))

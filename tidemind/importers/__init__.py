@@ -42,7 +42,8 @@ class Ref:
 @dataclass
 class Unit:
     path: str                       # posix path relative to the vault root
-    anchor: str                     # heading text, block id, or '' for a note's first unit
+    anchor: str | None              # its name in the note: heading text, `id::`, '' for a note's first
+                                    # unit; None when it has none (an outliner block without `id::`)
     text: str
     tags: list[str] = field(default_factory=list)
     refs: list[Ref] = field(default_factory=list)
@@ -50,10 +51,13 @@ class Unit:
     block_ids: list[str] = field(default_factory=list)
     properties: dict = field(default_factory=dict)
     heading_path: list[str] = field(default_factory=list)    # the headings above the unit, then its own
+    pairable: bool = False          # may continue a stored unit by its place among unmatched siblings
+    slot: str = ""                  # the anchor a new nameless unit takes when free ('b3': 4th part)
+    key: str = ""                   # '<path>#<anchor>'; the engine gives nameless units theirs
 
-    @property
-    def key(self) -> str:
-        return f"{self.path}#{self.anchor}"
+    def __post_init__(self):
+        if not self.key and self.anchor is not None:
+            self.key = f"{self.path}#{self.anchor}"
 
 
 @dataclass

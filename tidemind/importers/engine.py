@@ -17,6 +17,7 @@ from ..memory import Memory
 from ..store import audit, immediate, links, nodes, tags
 from ..text import sha256
 from . import ParseResult, Unit, get_parser
+from .identity import match, note_of
 from .resolve import Index
 from . import store
 
@@ -29,15 +30,20 @@ def unit_hash(unit: Unit) -> str:
     return sha256(unit.text + "\x00" + meta)
 
 
-def build_index(result: ParseResult) -> Index:
+def _same_words(node: dict, unit: Unit) -> bool:
+    return node["content_hash"] == sha256(unit.text) and (unit.valid_from is None or
+                                                          node["valid_from"] == unit.valid_from)
+
+
+def build_index(result: ParseResult, steps) -> Index:
     index = Index(result.links_by)
     for path in result.notes:
         index.add_note(path)
     for name, paths in result.names.items():
         for path in paths:
             index.add_note(path, [name])
-    for u in result.units:
-        index.add_unit(u.path, u.key, u.heading_path, u.block_ids)
+    for step in steps:
+        index.add_unit(step.unit.path, step.unit.key, step.unit.heading_path, step.unit.block_ids)
     for s in result.skipped:
         index.skipped.add(s["path"])
     for path in result.attachments:
@@ -57,7 +63,7 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
     result: ParseResult = parser.parse(folder, options or {})
     root_key = str(folder)
     actor_source = f"person:{source}"
-    counts = {"created": 0, "updated": 0, "unchanged": 0, "archived": 0, "moved": 0, "restored": 0}
+    counts = {"created": 0, "updated": 0, "unchanged": 0, "archived": 0, "moved": 0, "restored": 0, "refreshed": 0}
     warnings: list[str] = []
     conn = memory.conn
     now = memory.now()
@@ -68,54 +74,43 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
             raise InvalidInput(f"{folder} was imported into scope {', '.join(sorted(elsewhere))}; import it with that"
                                " --scope (a folder lives in one scope: its history must not cross scopes)")
         batch = store.new_batch(conn, source, root_key, scope, now)
-        current = {u.key: u for u in result.units}
         # sections a person forgot are kept under a hash of their key: recognised, never re-imported
         # while the note is unchanged; their rows go when the note does
         hidden = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
         known = {k: r for k, r in known.items() if k not in hidden}
-        forgotten_here = {k: hidden.pop(store.forgotten_key(k)) for k in current if store.forgotten_key(k) in hidden}
-        hidden_by_hash: dict[str, list[str]] = {}      # a forgotten section under a new path (renamed note)
-        for k, r in sorted(hidden.items()):
-            hidden_by_hash.setdefault(r["content_hash"], []).append(k)
-        hashes = {k: unit_hash(u) for k, u in current.items()}
-        vanished = {k: r for k, r in known.items() if k not in current and r["status"] == "live"}
-        by_hash: dict[str, list[str]] = {}
-        for k, r in sorted(vanished.items()):
-            by_hash.setdefault(r["content_hash"], []).append(k)
+        steps, vanished, hidden = match(result.units, [unit_hash(u) for u in result.units], known, hidden)
+        vanished = {k: r for k, r in vanished.items() if r["status"] == "live"}
+        current = {s.unit.key: s.unit for s in steps}
         touched: dict[str, int] = {}           # unit key -> node id whose tags and links to (re)write
-        for done, (key, unit) in enumerate(current.items(), start=1):
-            if progress is not None and (done % 250 == 0 or done == len(current)):
-                progress(done, len(current))
-            h = hashes[key]
-            if key in forgotten_here:
-                if forgotten_here[key]["content_hash"] == h:
+        refreshed: set[int] = set()            # ... of which these keep their node (and its links)
+        for done, step in enumerate(steps, start=1):
+            if progress is not None and (done % 250 == 0 or done == len(steps)):
+                progress(done, len(steps))
+            unit, key, h, row = step.unit, step.unit.key, step.hash, step.row
+            if step.hidden:
+                if store.units_by_key(conn, source, root_key, [step.hidden])[step.hidden]["content_hash"] == h:
+                    if step.hidden != store.forgotten_key(key):       # the forgotten unit moved: still forgotten
+                        store.rekey(conn, source, root_key, step.hidden, store.forgotten_key(key), batch)
                     counts["unchanged"] += 1
                     continue
-                store.drop_unit(conn, source, root_key, store.forgotten_key(key))   # edited since: new words
-            if key not in known and hidden_by_hash.get(h):          # the forgotten section moved: still forgotten
-                gone = hidden_by_hash[h].pop(0)
-                hidden.pop(gone)
-                store.rekey(conn, source, root_key, gone, store.forgotten_key(key), batch)
-                counts["unchanged"] += 1
-                continue
-            row = known.get(key)
-            if row is not None and row["status"] == "live" and row["content_hash"] == h:
-                counts["unchanged"] += 1
-                continue
-            if row is None and by_hash.get(h):                      # moved or renamed, same text
-                old_key = by_hash[h].pop(0)
-                vanished.pop(old_key)
-                moved = store.units(conn, source, root_key).get(old_key)
-                store.rekey(conn, source, root_key, old_key, key, batch)
-                store.change(conn, batch, "moved", unit_key=key, old_key=old_key)
-                if moved:      # the node's path changed: views keyed on paths (workstreams) must see it
-                    audit.record(conn, at=now, actor=memory.actor, action="import_move", node_id=moved["node_id"],
+                store.drop_unit(conn, source, root_key, step.hidden)    # edited since: new words
+            if row is not None and row["unit_key"] != key:     # moved, renamed, or a block that gained an id::
+                store.rekey(conn, source, root_key, row["unit_key"], key, batch)
+                store.change(conn, batch, "moved", unit_key=key, old_key=row["unit_key"])
+                if note_of(row["unit_key"]) != unit.path:
+                    # the node's path changed: views keyed on paths (workstreams) must see it
+                    audit.record(conn, at=now, actor=memory.actor, action="import_move", node_id=row["node_id"],
                                  batch=batch)
-                counts["moved"] += 1
+                    counts["moved"] += 1
+            if row is not None and row.get("position") != step.position:
+                store.set_position(conn, source, root_key, key, step.position)
+            if row is not None and row["status"] == "live" and row["content_hash"] == h:
+                if row["unit_key"] == key or note_of(row["unit_key"]) == unit.path:
+                    counts["unchanged"] += 1
                 continue
             if row is not None and row["status"] == "archived" and row["content_hash"] == h:
                 # the note came back as it was; a node a person corrected meanwhile stays as they left it
-                store.put_unit(conn, source, root_key, key, h, row["node_id"], "live", batch)
+                store.put_unit(conn, source, root_key, key, h, row["node_id"], "live", batch, step.position)
                 if memory.set_hidden(row["node_id"], False, now):
                     store.change(conn, batch, "restored", unit_key=key, old_node_id=row["node_id"])
                     counts["restored"] += 1
@@ -127,6 +122,16 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
             if row is not None:
                 old = nodes.get_any(conn, row["node_id"])
                 if old is not None and old["status"] in ("live", "archived"):
+                    if old["status"] == "live" and row["status"] == "live" and _same_words(old, unit):
+                        # only what the source says about the words changed (a tag, a property):
+                        # the node stays, its standing is refreshed, no new version
+                        store.put_unit(conn, source, root_key, key, h, old["id"], "live", batch, step.position)
+                        store.change(conn, batch, "refreshed", unit_key=key, old_node_id=old["id"],
+                                     new_node_id=old["id"], old_hash=row["content_hash"])
+                        counts["refreshed"] += 1
+                        touched[key] = old["id"]
+                        refreshed.add(old["id"])
+                        continue
                     if old["status"] == "archived":
                         memory.set_hidden(old["id"], False, now)
                     lineage = old["id"]
@@ -139,7 +144,7 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                 result.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: {exc}"})
                 continue
             warnings += [f"{unit.path}: {w}" for w in unit_warnings]
-            store.put_unit(conn, source, root_key, key, h, node_id, "live", batch)
+            store.put_unit(conn, source, root_key, key, h, node_id, "live", batch, step.position)
             if lineage is None:
                 store.change(conn, batch, "created", unit_key=key, new_node_id=node_id)
                 counts["created"] += 1
@@ -161,10 +166,10 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
         # units whose links were left dangling get another chance: their target may exist now
         recheck = {key: node_of[key] for key in store.dangling_keys(conn, source, root_key)
                    if key in current and key not in touched and key in node_of}
-        index = build_index(result)
+        index = build_index(result, steps)
         for key, node_id in [*touched.items(), *recheck.items()]:
             unit = current[key]
-            if key in touched:
+            if key in touched and node_id not in refreshed:
                 # a changed note's links are re-read from its text, so a link the person deleted
                 # goes (the ones carried over from the previous version are dropped, then re-added)
                 for link_id in links.by_proposer(conn, node_id, actor_source):
@@ -226,6 +231,9 @@ def rollback(memory: Memory, batch_id: int) -> dict:
                     memory.set_hidden(c["old_node_id"], False, now)
                 store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
                                c["detail"].get("old_status", "live"), b["id"])
+            elif action == "refreshed":
+                store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"], "live",
+                               b["id"])
             elif action == "archived":
                 memory.set_hidden(c["old_node_id"], False, now)
                 row = store.units(conn, b["source"], b["root"])[c["unit_key"]]

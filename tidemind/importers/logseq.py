@@ -18,7 +18,7 @@ What a file holds, as Logseq's own documentation describes it:
   (`2024_01_05.md`) is its date and the valid time of its blocks.
 
 A block without an `id::` has no name of its own: the engine matches it by its text, then by
-its place among the blocks that did not match (see engine.py).
+its place among the blocks that did not match (see identity.py).
 """
 from __future__ import annotations
 
@@ -280,9 +280,10 @@ class LogseqParser:
             path = [h for _, h in headings]
         else:
             path = [heading.group(2)] if heading else []
-        return Unit(path=rel, anchor=block_id or f"b{index}", text=block, tags=list(dict.fromkeys(tags)), refs=refs,
+        return Unit(path=rel, anchor=block_id, text=block, tags=list(dict.fromkeys(tags)), refs=refs,
                     valid_from=valid, block_ids=list(dict.fromkeys(([block_id] if block_id else []) + ids)),
-                    properties={k: v for k, v in props.items() if k not in STRUCTURAL}, heading_path=path)
+                    properties={k: v for k, v in props.items() if k not in STRUCTURAL}, heading_path=path,
+                    pairable=True, slot=f"b{index}")
 
 
 register("logseq", LogseqParser)

@@ -56,7 +56,11 @@ ALTER TABLE import_dangling ADD COLUMN reason TEXT NOT NULL DEFAULT 'missing not
 ALTER TABLE import_dangling ADD COLUMN ref TEXT NOT NULL DEFAULT '{}';
 CREATE INDEX import_dangling_unit ON import_dangling(source, root, unit_key);
 """
-register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL)])
+# a unit's place in its note: a block without an id:: is matched by its place among the blocks
+# that did not match by id or text (identity.py)
+POSITION_DDL = "ALTER TABLE import_units ADD COLUMN position INTEGER NOT NULL DEFAULT 0;"
+register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL),
+                       ("0003_unit_position", POSITION_DDL)])
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
@@ -116,11 +120,29 @@ def units(conn, source: str, root: str) -> dict[str, dict]:
     return {r["unit_key"]: r for r in rows(conn, "SELECT * FROM import_units WHERE source=? AND root=?", (source, root))}
 
 
-def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id) -> None:
-    conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id)"
-                 " VALUES(?,?,?,?,?,?,?) ON CONFLICT(source, root, unit_key) DO UPDATE SET"
+def units_by_key(conn, source: str, root: str, keys) -> dict[str, dict]:
+    keys = list(keys)
+    out: dict[str, dict] = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        for r in rows(conn, f"SELECT * FROM import_units WHERE source=? AND root=? AND unit_key IN"
+                            f" ({','.join('?' * len(chunk))})", [source, root, *chunk]):
+            out[r["unit_key"]] = r
+    return out
+
+
+def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id, position: int | None = None) -> None:
+    """Insert or update a unit's row; a position of None keeps the stored one (rollback)."""
+    conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id, position)"
+                 " VALUES(?,?,?,?,?,?,?,coalesce(?, 0)) ON CONFLICT(source, root, unit_key) DO UPDATE SET"
                  " content_hash=excluded.content_hash, node_id=excluded.node_id, status=excluded.status,"
-                 " batch_id=excluded.batch_id", (source, root, key, content_hash, node_id, status, batch_id))
+                 " batch_id=excluded.batch_id, position=coalesce(?, import_units.position)",
+                 (source, root, key, content_hash, node_id, status, batch_id, position, position))
+
+
+def set_position(conn, source, root, key, position: int) -> None:
+    conn.execute("UPDATE import_units SET position=? WHERE source=? AND root=? AND unit_key=?",
+                 (position, source, root, key))
 
 
 def rekey(conn, source, root, old_key, new_key, batch_id) -> None:

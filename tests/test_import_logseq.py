@@ -191,3 +191,16 @@ def test_a_forgotten_block_stays_forgotten_when_blocks_move_around_it(mem, graph
     r = sync(mem, "logseq", graph, SCOPE)
     assert (r["created"], r["updated"]) == (1, 0)
     assert not any("Another child" in c for (c,) in mem.conn.execute("SELECT content FROM nodes"))
+
+
+def test_page_properties_are_searchable_beside_the_blocks(mem, graph):
+    """`description::` and the other page properties were stored nowhere."""
+    sync(mem, "logseq", graph, SCOPE)
+    hits = mem.recall("how is it organised", scopes=[SCOPE])["items"]
+    assert hits and mem.show(hits[0]["id"])["note"]["file"] == "pages/Logseq docs.md"
+    assert "organised" not in hits[0]["content"]                       # found by the page's description
+    note = mem.show(hits[0]["id"])["note"]
+    assert note["note"] == "Getting started" and note["source"] == "logseq"
+    journal = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key LIKE 'journals/2024_01_05.md#%'"
+                               ).fetchone()[0]
+    assert mem.show(journal)["note"]["note"] == "Jan 5th, 2024"

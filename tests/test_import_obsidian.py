@@ -328,3 +328,61 @@ def test_a_name_resolves_to_the_nearest_note_of_that_name(mem, vault):
         assert _links_from(mem, f"{lang}/Guide.md#") == {(f"{lang}/Start here.md#", "links-to")}
     assert not mem.conn.execute("SELECT count(*) FROM import_dangling WHERE target IN ('Guide', 'Start here')"
                                 ).fetchone()[0]
+
+
+def test_a_unit_knows_its_note_and_headings_and_show_names_them(mem, vault, home):
+    """Context: the note's title, aliases, description and the headings above a section are a
+    searchable field beside its text, so "how do I embed a file" finds the section of the note
+    "Embed files" that never says so; `show` names the note, the file and the heading path."""
+    sync(mem, "obsidian", vault, SCOPE)
+    mem.embed_pending()
+    size = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Help/Embed files.md#Size and position'"
+                            ).fetchone()[0]
+    assert "embed" not in mem.show(size, scopes=[SCOPE])["content"].lower()
+    assert size in [i["id"] for i in mem.recall("how do I embed a file", scopes=[SCOPE])["items"]]
+    lexical = mem.recall("transclusion", scopes=[SCOPE], use_vectors=False)["items"]
+    by_alias = [i for i in lexical if "transclusion" not in i["content"].lower()          # a frontmatter alias
+                and not any(f.startswith("via:") for f in i["flags"])]                   # (not a linked neighbour)
+    assert by_alias and {mem.show(i["id"])["note"]["file"] for i in by_alias} == {"Help/Embed files.md"}
+    described = mem.recall("headings and blocks", scopes=[SCOPE])      # the description of "Internal links"
+    assert any(mem.show(i["id"])["note"]["file"] == "Help/Internal links.md" for i in described["items"])
+    shown = mem.show(size, scopes=[SCOPE])
+    assert shown["content"].startswith("## Size and position")                 # the text itself is untouched
+    assert shown["note"] == {"source": "obsidian", "folder": str(vault.resolve()), "file": "Help/Embed files.md",
+                             "note": "Embedding files", "headings": ["Embed files", "Size and position"]}
+    proc = run_cli(home, "show", str(size))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert 'from the note "Embedding files" (Help/Embed files.md in ' in proc.stdout.decode()
+    assert "under Embed files › Size and position" in proc.stdout.decode()
+
+
+def test_show_tells_a_link_to_from_a_link_from(mem, vault, home):
+    """`embeds -> 785` was printed on the note that 785 embeds."""
+    sync(mem, "obsidian", vault, SCOPE)
+    key = lambda k: mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key=?", (k,)).fetchone()[0]
+    embedding, embedded = key("Help/Embed files.md#Embed a note in another note"), key("Help/Internal links.md#Internal links")
+    assert {"target": embedded, "relation": "embeds", "status": "confirmed", "direction": "out"} in \
+        mem.show(embedding, scopes=[SCOPE])["links"]
+    assert {"target": embedding, "relation": "embeds", "status": "confirmed", "direction": "in"} in \
+        mem.show(embedded, scopes=[SCOPE])["links"]
+    text = run_cli(home, "show", str(embedded)).stdout.decode()
+    assert f"{embedding} embeds this (confirmed)" in text and f"embeds -> {embedding}" not in text
+
+
+def test_a_renamed_title_refreshes_the_context_in_place_and_rolls_back(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    before = dump(mem)
+    note = vault / "Help" / "Embed files.md"
+    note.write_text(note.read_text().replace("title: Embedding files", "title: Putting files inside notes\n"
+                                             "api_key: sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"))
+    r = sync(mem, "obsidian", vault, SCOPE)
+    assert (r["created"], r["updated"], r["refreshed"]) == (0, 0, 6)             # six sections, same words
+    hits = mem.recall("putting files inside notes", scopes=[SCOPE])["items"]
+    assert hits and all(mem.show(i["id"])["note"]["note"] == "Putting files inside notes" for i in hits[:3])
+    stored = " ".join(c for (c,) in mem.conn.execute("SELECT context_text FROM nodes"))
+    assert "sk-ant-api03" not in stored and "[REDACTED" in stored              # a property's secret is masked
+    assert "sk-ant-api03" not in " ".join(c for (c,) in mem.conn.execute("SELECT context FROM import_units"))
+    rollback(mem, r["batch"])
+    assert dump(mem) == before
+    assert not mem.conn.execute("SELECT count(*) FROM nodes WHERE context_text LIKE '%Putting%'").fetchone()[0]
+    assert {mem.show(i["id"])["note"]["note"] for i in hits[:3]} == {"Embedding files"}

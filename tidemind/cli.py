@@ -79,16 +79,25 @@ def _fmt_show(r: dict) -> str:
     origin = ", ".join(f"{k} {v}" for k, v in (("tool", src["tool"]), ("session", src["session"]),
                                                  ("capture", src["capture"])) if v)
     lines = [f"node {r['id']} · {r['status']} · scope {r['scope']}" + (f" · {origin}" if origin else ""),
-             f"valid from {r['valid_from']} to {r['valid_to'] or 'now'} · recorded {r['recorded_at']}",
-             "", r["content"], ""]
+             f"valid from {r['valid_from']} to {r['valid_to'] or 'now'} · recorded {r['recorded_at']}"]
+    if r.get("note"):
+        n = r["note"]
+        lines.append(f"from the note \"{n['note']}\" ({n['file']} in {n['folder']})"
+                     + (f", under {' › '.join(n['headings'])}" if n["headings"] else ""))
+    lines += ["", r["content"], ""]
     for c in r.get("clarified", []):
         lines.append(f"clarified ({c['by']}, {c['at'][:10]}): {c['term']}: {c['answer']}")
     for name, d in r["derived"].items():
         lines.append(f"derived {name} ({d['generator']}): {d['value']}")
     if r["tags"]:
         lines.append("tags: " + ", ".join(f"{t['name']} ({t['status']})" for t in r["tags"]))
-    if r["links"]:
-        lines.append("links: " + ", ".join(f"{l['relation']} -> {l['target']} ({l['status']})" for l in r["links"]))
+    outgoing = [l for l in r["links"] if l.get("direction", "out") == "out"]
+    incoming = [l for l in r["links"] if l.get("direction") == "in"]
+    if outgoing:
+        lines.append("links: " + ", ".join(f"{l['relation']} -> {l['target']} ({l['status']})" for l in outgoing))
+    if incoming:
+        lines.append("linked from: " + ", ".join(f"{l['target']} {l['relation']} this ({l['status']})"
+                                                 for l in incoming))
     if len(r["versions"]) > 1:
         lines.append("versions:")
         for v in r["versions"]:

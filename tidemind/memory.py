@@ -187,10 +187,11 @@ class Memory:
                 "scope": scope, "questions": questions, "done": done}
 
     def store_unit(self, content: str, *, scope: str, source_tool: str, valid_from: str | None, now: str,
-                   lineage_of: int | None = None, reason: str = "import") -> tuple[int, list[str]]:
+                   lineage_of: int | None = None, reason: str = "import", context: str = "") -> tuple[int, list[str]]:
         """One unit that a source already delimited (an importer): capture, stream entry, node,
         embed queue, audit — inside the caller's transaction. A changed unit passes `lineage_of`:
-        the new node supersedes the old one, keeping its tags and links."""
+        the new node supersedes the old one, keeping its tags and links. `context` (where the unit
+        sits in its note) is indexed beside the text, never part of it."""
         if not self.conn.in_transaction:
             raise RuntimeError("store_unit must run inside the caller's transaction")
         scope = self._write_scope(scope)
@@ -200,7 +201,8 @@ class Memory:
         node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=0, content=body,
                                content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
                                source_tool=source_tool, session=None, recorded_at=now, valid_from=valid_from or now,
-                               kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of)
+                               kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of,
+                               context_text=context)
         if valid_from:      # the source dates its words: their relative dates can be anchored
             # a date-only source (a journal's day) is stored at midnight UTC: that day, as is; a
             # timed one is read in the person's time zone
@@ -489,6 +491,9 @@ class Memory:
         versions = nodes.merged_into(self.conn, node_id) + nodes.versions(self.conn, node_id)
         item["versions"] = [{**v, "content": v["content"] if v["status"] in ("live", "superseded") else None}
                             for v in versions if not limit or v["recorded_at"] <= limit]
+        origin = _import_schema.origin(self.conn, node_id)
+        if origin:                            # an imported unit: which note, which file, under which headings
+            item["note"] = origin
         return item
 
     def prepare(self, hint: str | None = None, budget_chars: int = 9_000, scopes: Sequence[str] | None = None) -> dict:

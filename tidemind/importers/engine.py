@@ -16,7 +16,7 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..memory import Memory
 from ..store import audit, immediate, links, nodes, tags
 from ..text import sha256
-from . import ParseResult, Unit, get_parser
+from . import ParseResult, Unit, context, get_parser
 from .identity import match, note_of
 from .resolve import Index
 from . import store
@@ -33,6 +33,33 @@ def unit_hash(unit: Unit) -> str:
 def _same_words(node: dict, unit: Unit) -> bool:
     return node["content_hash"] == sha256(unit.text) and (unit.valid_from is None or
                                                           node["valid_from"] == unit.valid_from)
+
+
+def _contexts(steps, meta: dict, hidden_rows: dict) -> dict[str, dict]:
+    """Each unit's context; a heading whose section a person forgot is not repeated in the
+    context of the sections under it."""
+    gone = {(s.unit.path, tuple(s.unit.heading_path)) for s in steps
+            if s.hidden and s.unit.heading_path and hidden_rows[s.hidden]["content_hash"] == s.hash}
+    out = {}
+    for s in steps:
+        path = list(s.unit.heading_path)
+        for i in range(len(path)):
+            if (s.unit.path, tuple(s.unit.heading_path[:i + 1])) in gone:
+                path[i] = context.FORGOTTEN_HEADING
+        out[s.unit.key] = context.build(meta.get(s.unit.path), Path(s.unit.path).stem, path)
+    return out
+
+
+def _set_context(conn, batch, source, root, key, row, ctx: dict) -> bool:
+    """Bring a kept unit's context up to date (its note renamed, a heading above it or a page
+    property edited); recorded so a rollback puts the old one back."""
+    encoded = context.encode(ctx)
+    if row.get("context") == encoded:
+        return False
+    store.set_context(conn, source, root, key, encoded)
+    nodes.set_context_text(conn, row["node_id"], context.text(ctx))
+    store.change(conn, batch, "context", unit_key=key, old_node_id=row["node_id"], old_context=row.get("context"))
+    return True
 
 
 def build_index(result: ParseResult, steps) -> Index:
@@ -76,9 +103,10 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
         batch = store.new_batch(conn, source, root_key, scope, now)
         # sections a person forgot are kept under a hash of their key: recognised, never re-imported
         # while the note is unchanged; their rows go when the note does
-        hidden = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
-        known = {k: r for k, r in known.items() if k not in hidden}
-        steps, vanished, hidden = match(result.units, [unit_hash(u) for u in result.units], known, hidden)
+        hidden_rows = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
+        known = {k: r for k, r in known.items() if k not in hidden_rows}
+        steps, vanished, hidden = match(result.units, [unit_hash(u) for u in result.units], known, hidden_rows)
+        contexts = _contexts(steps, result.meta, hidden_rows)
         vanished = {k: r for k, r in vanished.items() if r["status"] == "live"}
         current = {s.unit.key: s.unit for s in steps}
         touched: dict[str, int] = {}           # unit key -> node id whose tags and links to (re)write
@@ -87,8 +115,9 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
             if progress is not None and (done % 250 == 0 or done == len(steps)):
                 progress(done, len(steps))
             unit, key, h, row = step.unit, step.unit.key, step.hash, step.row
+            ctx = contexts[key]
             if step.hidden:
-                if store.units_by_key(conn, source, root_key, [step.hidden])[step.hidden]["content_hash"] == h:
+                if hidden_rows[step.hidden]["content_hash"] == h:
                     if step.hidden != store.forgotten_key(key):       # the forgotten unit moved: still forgotten
                         store.rekey(conn, source, root_key, step.hidden, store.forgotten_key(key), batch)
                     counts["unchanged"] += 1
@@ -104,18 +133,20 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                     counts["moved"] += 1
             if row is not None and row.get("position") != step.position:
                 store.set_position(conn, source, root_key, key, step.position)
-            if row is not None and row["status"] == "live" and row["content_hash"] == h:
-                if row["unit_key"] == key or note_of(row["unit_key"]) == unit.path:
-                    counts["unchanged"] += 1
-                continue
-            if row is not None and row["status"] == "archived" and row["content_hash"] == h:
-                # the note came back as it was; a node a person corrected meanwhile stays as they left it
-                store.put_unit(conn, source, root_key, key, h, row["node_id"], "live", batch, step.position)
-                if memory.set_hidden(row["node_id"], False, now):
-                    store.change(conn, batch, "restored", unit_key=key, old_node_id=row["node_id"])
-                    counts["restored"] += 1
-                else:
-                    store.change(conn, batch, "relisted", unit_key=key, old_node_id=row["node_id"])
+            if row is not None and row["content_hash"] == h:
+                relocated = note_of(row["unit_key"]) != unit.path
+                if row["status"] == "archived":
+                    # the note came back as it was; a node a person corrected meanwhile stays as they left it
+                    store.put_unit(conn, source, root_key, key, h, row["node_id"], "live", batch, step.position)
+                    if memory.set_hidden(row["node_id"], False, now):
+                        store.change(conn, batch, "restored", unit_key=key, old_node_id=row["node_id"])
+                        counts["restored"] += 1
+                        relocated = True
+                    else:
+                        store.change(conn, batch, "relisted", unit_key=key, old_node_id=row["node_id"])
+                if _set_context(conn, batch, source, root_key, key, row, ctx):
+                    counts["refreshed"] += not relocated       # the note's title, a heading or a property
+                elif not relocated:
                     counts["unchanged"] += 1
                 continue
             lineage = None
@@ -125,9 +156,11 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                     if old["status"] == "live" and row["status"] == "live" and _same_words(old, unit):
                         # only what the source says about the words changed (a tag, a property):
                         # the node stays, its standing is refreshed, no new version
-                        store.put_unit(conn, source, root_key, key, h, old["id"], "live", batch, step.position)
+                        store.put_unit(conn, source, root_key, key, h, old["id"], "live", batch, step.position,
+                                       context.encode(ctx))
+                        nodes.set_context_text(conn, old["id"], context.text(ctx))
                         store.change(conn, batch, "refreshed", unit_key=key, old_node_id=old["id"],
-                                     new_node_id=old["id"], old_hash=row["content_hash"])
+                                     new_node_id=old["id"], old_hash=row["content_hash"], old_context=row["context"])
                         counts["refreshed"] += 1
                         touched[key] = old["id"]
                         refreshed.add(old["id"])
@@ -137,20 +170,21 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                     lineage = old["id"]
             try:
                 node_id, unit_warnings = memory.store_unit(unit.text, scope=scope, source_tool=source,
-                                                           valid_from=unit.valid_from, now=now, lineage_of=lineage)
+                                                           valid_from=unit.valid_from, now=now, lineage_of=lineage,
+                                                           context=context.text(ctx))
             except InvalidInput as exc:               # e.g. a section over the size limit: skip it, import the rest
                 if lineage is not None and nodes.get_any(conn, lineage)["status"] == "live" and row["status"] == "archived":
                     memory.set_hidden(lineage, True, now)
                 result.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: {exc}"})
                 continue
             warnings += [f"{unit.path}: {w}" for w in unit_warnings]
-            store.put_unit(conn, source, root_key, key, h, node_id, "live", batch, step.position)
+            store.put_unit(conn, source, root_key, key, h, node_id, "live", batch, step.position, context.encode(ctx))
             if lineage is None:
                 store.change(conn, batch, "created", unit_key=key, new_node_id=node_id)
                 counts["created"] += 1
             else:
                 store.change(conn, batch, "updated", unit_key=key, old_node_id=lineage, new_node_id=node_id,
-                             old_hash=row["content_hash"], old_status=row["status"])
+                             old_hash=row["content_hash"], old_status=row["status"], old_context=row["context"])
                 counts["updated"] += 1
             touched[key] = node_id
         for gone in hidden:
@@ -230,10 +264,16 @@ def rollback(memory: Memory, batch_id: int) -> dict:
                 else:
                     memory.set_hidden(c["old_node_id"], False, now)
                 store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
-                               c["detail"].get("old_status", "live"), b["id"])
-            elif action == "refreshed":
-                store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"], "live",
-                               b["id"])
+                               c["detail"].get("old_status", "live"), b["id"], context=c["detail"].get("old_context"))
+            elif action in ("refreshed", "context"):
+                old_context = c["detail"].get("old_context")          # (a forget leaves no context)
+                if action == "refreshed":
+                    store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
+                                   "live", b["id"], context=old_context)
+                elif old_context is not None:
+                    store.set_context(conn, b["source"], b["root"], c["unit_key"], old_context)
+                if old_context is not None:
+                    nodes.set_context_text(conn, c["old_node_id"], context.text(context.decode(old_context)))
             elif action == "archived":
                 memory.set_hidden(c["old_node_id"], False, now)
                 row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
@@ -269,12 +309,13 @@ def rollback(memory: Memory, batch_id: int) -> dict:
 def _check_undoable(conn, batch_id: int) -> None:
     """Rollback restores an exact prior state only if nothing touched the batch's nodes since
     (a person's correction, archive or forget): then it refuses, naming the node."""
-    expected = {"created": ("new_node_id", "live"), "updated": ("new_node_id", "live"),
-                "archived": ("old_node_id", "archived"), "restored": ("old_node_id", "live")}
+    expected = {"created": ("new_node_id", ("live",)), "updated": ("new_node_id", ("live",)),
+                "archived": ("old_node_id", ("archived",)), "restored": ("old_node_id", ("live",)),
+                "refreshed": ("new_node_id", ("live",)), "context": ("old_node_id", ("live", "archived"))}
     for c in store.changes(conn, batch_id):
         if c["action"] in expected:
             column, status = expected[c["action"]]
             row = nodes.get_any(conn, c[column])
-            if row is None or row["status"] != status:
+            if row is None or row["status"] not in status:
                 raise Conflict(f"batch {batch_id} cannot be rolled back exactly: node {c[column]} is"
                                f" {row['status'] if row else 'gone'} now (changed after the import); nothing was undone")

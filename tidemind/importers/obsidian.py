@@ -53,6 +53,21 @@ def _as_list(value, separators: str = r"[,\s]+") -> list[str]:
     return [str(value)]
 
 
+# frontmatter keys that are not a description of the note: tags and aliases have their own
+# place, and the rest is Obsidian's styling
+NOT_DESCRIPTIONS = {"tags", "tag", "aliases", "alias", "title", "cssclasses", "cssclass"}
+
+
+def _as_text(value, nested: bool = False) -> str:
+    """A frontmatter value as searchable text: scalars and lists of scalars. Nested lists and
+    maps are not a description a person reads (and YAML anchors can make them cyclic)."""
+    if value is None or isinstance(value, dict):
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "" if nested else ", ".join(t for t in (_as_text(v, True) for v in value) if t)
+    return str(value).strip()
+
+
 def _clean_tag(tag: str) -> str | None:
     tag = tag.strip().lstrip("#").strip("/")
     if not tag or tag.isdigit() or not re.fullmatch(r"[\w\-/\u00C0-\uFFFF]+", tag):
@@ -152,6 +167,7 @@ class ObsidianParser:
         names: dict[str, list[str]] = {}
         notes: list[str] = []
         attachments: list[str] = []
+        notes_meta: dict[str, dict] = {}
         skip = SKIP_DIRS | set(options.get("exclude", ()))
         for rel, text in walk(root, (".md",), skip, skipped, attachments):
             notes.append(rel)
@@ -167,8 +183,12 @@ class ObsidianParser:
                     reason = str(exc).splitlines()[0][:160]
                     skipped.append({"path": rel, "reason": f"malformed frontmatter ({reason}); body imported"})
             note_tags = [t for t in (_clean_tag(x) for x in _as_list(meta.get("tags") or meta.get("tag"))) if t]
-            for alias in _as_list(meta.get("aliases") or meta.get("alias"), r","):
+            aliases = _as_list(meta.get("aliases") or meta.get("alias"), r",")
+            for alias in aliases:
                 names.setdefault(alias, []).append(rel)
+            described = {k: _as_text(v) for k, v in meta.items() if k not in NOT_DESCRIPTIONS and _as_text(v)}
+            notes_meta[rel] = {"title": _as_text(meta.get("title")) or Path(rel).stem, "aliases": aliases,
+                               "properties": described}
             valid = None
             for key in ("created", "date"):
                 if meta.get(key):
@@ -184,7 +204,8 @@ class ObsidianParser:
                                   block_ids=_BLOCK_ID.findall(prose_only(section)),
                                   properties={k: str(v) for k, v in meta.items() if k not in ("tags", "aliases")},
                                   heading_path=path))
-        return ParseResult(units=units, skipped=skipped, names=names, notes=notes, attachments=attachments)
+        return ParseResult(units=units, skipped=skipped, names=names, notes=notes, attachments=attachments,
+                           meta=notes_meta)
 
 
 register("obsidian", ObsidianParser)

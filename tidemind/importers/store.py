@@ -6,9 +6,11 @@ import hashlib
 import json
 
 
+from ..store import nodes
 from ..store.connection import rows
 from ..store.migrations import register
 from ..store.visibility import visible
+from . import context
 
 DDL = """
 CREATE TABLE import_batches(
@@ -59,8 +61,11 @@ CREATE INDEX import_dangling_unit ON import_dangling(source, root, unit_key);
 # a unit's place in its note: a block without an id:: is matched by its place among the blocks
 # that did not match by id or text (identity.py)
 POSITION_DDL = "ALTER TABLE import_units ADD COLUMN position INTEGER NOT NULL DEFAULT 0;"
+# where the unit sits in its note (context.py): shown by `tidemind show`, mirrored as text into
+# nodes.context_text for search
+CONTEXT_DDL = "ALTER TABLE import_units ADD COLUMN context TEXT NOT NULL DEFAULT '{}';"
 register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL),
-                       ("0003_unit_position", POSITION_DDL)])
+                       ("0003_unit_position", POSITION_DDL), ("0004_unit_context", CONTEXT_DDL)])
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
@@ -86,11 +91,14 @@ def forget_node(conn, node_id: int) -> None:
     """Forget: the unit's key becomes a hash (also in every change row that named it, through
     its moves), its dangling link targets go, and change details keep only ids."""
     keys: set[str] = set()
-    for source, root, key in conn.execute("SELECT source, root, unit_key FROM import_units WHERE node_id=?",
-                                          (node_id,)).fetchall():
+    for source, root, key, ctx in conn.execute("SELECT source, root, unit_key, context FROM import_units WHERE"
+                                               " node_id=?", (node_id,)).fetchall():
         if key.startswith(FORGOTTEN):
             continue
         keys.add(key)
+        _scrub_heading_below(conn, source, root, key.split("#", 1)[0], context.decode(ctx).get("headings") or [])
+        conn.execute("UPDATE import_units SET context='{}' WHERE source=? AND root=? AND unit_key=?",
+                     (source, root, key))
         conn.execute("DELETE FROM import_units WHERE source=? AND root=? AND unit_key=?",
                      (source, root, forgotten_key(key)))
         conn.execute("UPDATE import_units SET unit_key=? WHERE source=? AND root=? AND unit_key=?",
@@ -116,6 +124,21 @@ def forget_node(conn, node_id: int) -> None:
         conn.execute("UPDATE import_changes SET detail=? WHERE id=?", (json.dumps(kept), change_id))
 
 
+def _scrub_heading_below(conn, source: str, root: str, path: str, headings: list[str]) -> None:
+    """The sections under a forgotten one carry its heading in their context: it goes there too."""
+    if not headings:
+        return
+    prefix = path + "#"
+    for key, node_id, ctx in conn.execute("SELECT unit_key, node_id, context FROM import_units WHERE source=? AND"
+                                          " root=? AND substr(unit_key, 1, ?) = ?",
+                                          (source, root, len(prefix), prefix)).fetchall():
+        scrubbed = context.scrub_heading(context.decode(ctx), headings)
+        if scrubbed is not None:
+            conn.execute("UPDATE import_units SET context=? WHERE source=? AND root=? AND unit_key=?",
+                         (context.encode(scrubbed), source, root, key))
+            nodes.set_context_text(conn, node_id, context.text(scrubbed))
+
+
 def units(conn, source: str, root: str) -> dict[str, dict]:
     return {r["unit_key"]: r for r in rows(conn, "SELECT * FROM import_units WHERE source=? AND root=?", (source, root))}
 
@@ -131,13 +154,35 @@ def units_by_key(conn, source: str, root: str, keys) -> dict[str, dict]:
     return out
 
 
-def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id, position: int | None = None) -> None:
-    """Insert or update a unit's row; a position of None keeps the stored one (rollback)."""
-    conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id, position)"
-                 " VALUES(?,?,?,?,?,?,?,coalesce(?, 0)) ON CONFLICT(source, root, unit_key) DO UPDATE SET"
-                 " content_hash=excluded.content_hash, node_id=excluded.node_id, status=excluded.status,"
-                 " batch_id=excluded.batch_id, position=coalesce(?, import_units.position)",
-                 (source, root, key, content_hash, node_id, status, batch_id, position, position))
+def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id, position: int | None = None,
+             context: str | None = None) -> None:
+    """Insert or update a unit's row; a position or context of None keeps the stored one."""
+    conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id, position,"
+                 " context) VALUES(?,?,?,?,?,?,?,coalesce(?, 0),coalesce(?, '{}')) ON CONFLICT(source, root, unit_key)"
+                 " DO UPDATE SET content_hash=excluded.content_hash, node_id=excluded.node_id, status=excluded.status,"
+                 " batch_id=excluded.batch_id, position=coalesce(?, import_units.position),"
+                 " context=coalesce(?, import_units.context)",
+                 (source, root, key, content_hash, node_id, status, batch_id, position, context, position, context))
+
+
+def set_context(conn, source, root, key, context: str) -> None:
+    conn.execute("UPDATE import_units SET context=? WHERE source=? AND root=? AND unit_key=?",
+                 (context, source, root, key))
+
+
+def origin(conn, node_id: int) -> dict | None:
+    """Where an imported node came from: source, folder, file, the note's title and the
+    headings it sits under (a correction's new version answers for its lineage)."""
+    lineage = nodes.lineage_ids(conn, node_id) or [node_id]
+    marks = ",".join("?" * len(lineage))
+    for source, root, key, ctx in conn.execute(
+            f"SELECT source, root, unit_key, context FROM import_units WHERE node_id IN ({marks}) AND"
+            f" unit_key NOT LIKE '{FORGOTTEN}%' ORDER BY node_id = ? DESC LIMIT 1", [*lineage, node_id]):
+        found = context.decode(ctx)
+        return {"source": source, "folder": root, "file": key.split("#", 1)[0],
+                "note": found.get("note") or key.split("#", 1)[0].rsplit("/", 1)[-1], "headings":
+                found.get("headings") or []}
+    return None
 
 
 def set_position(conn, source, root, key, position: int) -> None:

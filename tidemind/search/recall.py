@@ -196,7 +196,8 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         row = found.get(node_id)
         if row is None:
             continue
-        evidence[node_id] = max(_coverage(conn, query_stems, " ".join((row["content"], row["derived_text"], row["clarified_text"]))),
+        evidence[node_id] = max(_coverage(conn, query_stems, " ".join((row["content"], row["derived_text"],
+                                                                       row["clarified_text"], row["context_text"]))),
                                 _cos_evidence(cosines.get(node_id)))
     best = max(evidence.values(), default=0.0)
     keep_from = max(ITEM_EVIDENCE, RELATIVE_EVIDENCE * best)   # a strong answer is not padded with weak ones

@@ -30,6 +30,7 @@ CORE_MIGRATIONS = [
     ("0014_derived_history", derived.HISTORY_DDL),
     ("0015_nodes_by_valid_day", nodes.VALID_DAY_DDL),
     ("0016_clarified_layer", clarifications.DDL),
+    ("0017_import_context", nodes.CONTEXT_DDL + fts.CONTEXT_REBUILD),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

@@ -72,10 +72,10 @@ def for_nodes(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[s
         JOIN nodes o ON o.id = CASE WHEN l.source_id IN ({marks}) THEN l.target_id ELSE l.source_id END
         WHERE (l.source_id IN ({marks}) OR l.target_id IN ({marks})) AND {pred}""",
                   [*node_ids, *node_ids, *node_ids, *params]):
-        for me, other in ((r["source_id"], r["target_id"]), (r["target_id"], r["source_id"])):
-            if me in out:
+        for me, other, direction in ((r["source_id"], r["target_id"], "out"), (r["target_id"], r["source_id"], "in")):
+            if me in out:       # 'in': the other node links to this one (785 embeds this, not this embeds 785)
                 out[me].append({"id": r["id"], "target": other, "relation": r["relation"],
-                                "status": r["status"], "strength": r["strength"]})
+                                "status": r["status"], "strength": r["strength"], "direction": direction})
     return out
 
 

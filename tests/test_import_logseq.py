@@ -204,3 +204,22 @@ def test_page_properties_are_searchable_beside_the_blocks(mem, graph):
     journal = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key LIKE 'journals/2024_01_05.md#%'"
                                ).fetchone()[0]
     assert mem.show(journal)["note"]["note"] == "Jan 5th, 2024"
+
+
+def test_a_tag_the_page_no_longer_says_leaves_the_block(mem, graph):
+    """Found by the nothing-invented check: an edit that removed `#tag` kept the tag on the new
+    version (carried over from the old one), and a page tag taken off stayed on every block."""
+    sync(mem, "logseq", graph, SCOPE)
+    before = dump(mem)
+    shop = graph / "pages" / "Shop.md"
+    shop.write_text(shop.read_text().replace("PostgreSQL. #backend", "PostgreSQL.")
+                    .replace("tags:: project, [[backend]]", "tags:: [[backend]]"))
+    r = sync(mem, "logseq", graph, SCOPE)
+    assert r["updated"] == 1 and r["refreshed"] == 3
+    units = {k: n for k, n in mem.conn.execute("SELECT unit_key, node_id FROM import_units WHERE status='live'"
+                                               " AND unit_key LIKE 'pages/Shop.md#%'")}
+    names = lambda n: {t["name"] for t in mem.show(n, scopes=[SCOPE])["tags"]}
+    assert all("project" not in names(n) for n in units.values())
+    assert names(units["pages/Shop.md#b0"]) == {"backend"}           # the page still says [[backend]]
+    rollback(mem, r["batch"])
+    assert dump(mem) == before

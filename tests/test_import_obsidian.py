@@ -386,3 +386,19 @@ def test_a_renamed_title_refreshes_the_context_in_place_and_rolls_back(mem, vaul
     assert dump(mem) == before
     assert not mem.conn.execute("SELECT count(*) FROM nodes WHERE context_text LIKE '%Putting%'").fetchone()[0]
     assert {mem.show(i["id"])["note"]["note"] for i in hits[:3]} == {"Embedding files"}
+
+
+def test_links_to_a_deleted_note_become_dangling_and_resolve_when_it_returns(mem, vault):
+    """Found by the every-link-accounted-for check: a link from an unchanged note kept pointing
+    at the archived section of a deleted note, neither a live link nor listed as dangling."""
+    sync(mem, "obsidian", vault, SCOPE)
+    text = (vault / "Runbook.md").read_text()
+    (vault / "Runbook.md").unlink()
+    sync(mem, "obsidian", vault, SCOPE)
+    dangling = {(k, t): r for k, t, r in mem.conn.execute("SELECT unit_key, target, reason FROM import_dangling")}
+    assert dangling[("Projects/Shop.md#Deploys", "Runbook#Rollback")] == "missing note"
+    (vault / "Runbook.md").write_text(text)
+    sync(mem, "obsidian", vault, SCOPE)
+    assert ("Projects/Shop.md#Deploys", "Runbook#Rollback") not in {
+        (k, t) for k, t in mem.conn.execute("SELECT unit_key, target FROM import_dangling")}
+    assert ("Runbook.md#Rollback", "links-to") in _links_from(mem, "Projects/Shop.md#Deploys")

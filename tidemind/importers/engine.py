@@ -198,7 +198,12 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                 store.change(conn, batch, "delisted", unit_key=key, old_node_id=row["node_id"])
         node_of = {k: r["node_id"] for k, r in store.units(conn, source, root_key).items() if r["status"] == "live"}
         # units whose links were left dangling get another chance: their target may exist now
-        recheck = {key: node_of[key] for key in store.dangling_keys(conn, source, root_key)
+        # units whose links were left dangling get another chance: their target may exist now; and
+        # units linking to a note that vanished read their links again (they are dangling now)
+        key_of = {n: k for k, n in node_of.items()}
+        linking_to_gone = {key_of[n] for n in links.linked_with(conn, [r["node_id"] for r in vanished.values()],
+                                                                actor_source) if n in key_of}
+        recheck = {key: node_of[key] for key in [*store.dangling_keys(conn, source, root_key), *sorted(linking_to_gone)]
                    if key in current and key not in touched and key in node_of}
         index = build_index(result, steps)
         for key, node_id in [*touched.items(), *recheck.items()]:
@@ -208,11 +213,21 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                 # goes (the ones carried over from the previous version are dropped, then re-added)
                 for link_id in links.by_proposer(conn, node_id, actor_source):
                     links.delete(conn, link_id)
-            for name in (unit.tags if key in touched else []):
-                before = [t for t in tags.for_nodes(conn, [node_id])[node_id] if t["name"] == name]
-                if tags.assign(conn, node_id, name, status="confirmed", source=actor_source, at=now):
-                    store.change(conn, batch, "tag", unit_key=key, new_node_id=node_id, tag=name,
-                                 before=before[0]["status"] if before else None)
+            if key in touched:
+                held = {t["name"]: t for t in tags.for_nodes(conn, [node_id])[node_id]}
+                for name in unit.tags:
+                    before = held.get(name)
+                    if tags.assign(conn, node_id, name, status="confirmed", source=actor_source, at=now):
+                        store.change(conn, batch, "tag", unit_key=key, new_node_id=node_id, tag=name,
+                                     before=before["status"] if before else None)
+                # a tag the note no longer says goes (a correction carried the old words' tags over);
+                # tags a person gave or rejected elsewhere stay
+                for name, t in held.items():
+                    if name not in unit.tags and t["status"] == "confirmed" and t["source"] == actor_source:
+                        tags.restore_assignment(conn, node_id, name, None)
+                        if node_id in refreshed:        # a new version is hidden by a rollback; this node is not
+                            store.change(conn, batch, "untag", unit_key=key, new_node_id=node_id, tag=name,
+                                         before=t["status"], source=t["source"])
             store.clear_dangling(conn, source, root_key, key)
             for ref in unit.refs:
                 found = index.resolve(ref, unit.path)
@@ -296,6 +311,9 @@ def rollback(memory: Memory, batch_id: int) -> dict:
                 store.rekey(conn, b["source"], b["root"], c["unit_key"], c["old_key"], b["id"])
             elif action == "link" and "link" in c["detail"]:
                 links.delete_if(conn, c["detail"]["link"], "confirmed")      # a person's later no stays
+            elif action == "untag" and "tag" in c["detail"]:
+                tags.assign(conn, c["new_node_id"], c["detail"]["tag"], status=c["detail"]["before"],
+                            source=c["detail"]["source"], at=now)
             elif action == "tag" and "tag" in c["detail"]:                   # (a forget leaves no tag name)
                 current = {t["name"]: t["status"] for t in tags.for_nodes(conn, [c["new_node_id"]])[c["new_node_id"]]}
                 if current.get(c["detail"]["tag"]) == "confirmed":              # a person's later no stays

@@ -34,6 +34,7 @@ from .obsidian import _clean_tag, prose_only
 _PROPERTY = re.compile(r"^\s*(?:- )?([A-Za-z0-9_\-]+)::(?:\s+(.*?))?\s*$")
 _PAGE_PROPERTY = re.compile(r"^([A-Za-z0-9_\-]+)::(?:[ \t]+(.*?))?[ \t]*$")
 _BULLET = re.compile(r"^-(?:[ \t]|$)")
+_EMPTY_BULLET = re.compile(r"(?m)^[ \t]*(?:-|\*+)[ \t]*$")
 _CHILD_BULLET = re.compile(r"^\s+-(?:[ \t]|$)")
 _MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*$")
 _BLOCK_HEADING = re.compile(r"^-[ \t]+(#{1,6})[ \t]+(.*?)[ \t]*$")
@@ -238,7 +239,7 @@ class LogseqParser:
             headings: list[tuple[int, str]] = []
             for index, (kind, part) in enumerate(parts):
                 block = "".join(part)
-                if not block.strip():
+                if not _EMPTY_BULLET.sub("", block).strip():      # '- ' is how Logseq writes an empty block
                     continue
                 units.append(self._unit(rel, index, kind, part, block, org, page_tags, valid, headings))
         return ParseResult(units=units, skipped=skipped, names=names, notes=notes, links_by="name", meta=meta)

@@ -24,6 +24,7 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
 _ALIAS_BAR = re.compile(r"\\?\|")          # '|', or '\|' where the link sits in a table cell
 _MD_LINK_TARGET = re.compile(r"\]\([^()\s]*\)")
+_LINK_NOISE = re.compile(r"[\s#|^:%\[\]\\]+")
 _TAG = re.compile(r"(?<![\w/&#\-])#([A-Za-z0-9_\-/\u00C0-\uFFFF]+)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://\S+|\bwww\.\S+", re.IGNORECASE)
@@ -113,7 +114,8 @@ def parse_link(inner: str, embed: bool = False) -> Ref:
     target, _, anchor = head.partition("#")
     if anchor.startswith("^"):
         return Ref(target=target.strip(), block=anchor[1:].strip() or None, alias=alias, embed=embed)
-    headings = tuple(h.strip() for h in anchor.split("#") if h.strip())
+    # a heading made only of characters a link cannot hold ('[[##^]]') names no heading
+    headings = tuple(h.strip() for h in anchor.split("#") if _LINK_NOISE.sub("", h))
     return Ref(target=target.strip(), headings=headings, alias=alias, embed=embed)
 
 

@@ -402,3 +402,23 @@ def test_links_to_a_deleted_note_become_dangling_and_resolve_when_it_returns(mem
     assert ("Projects/Shop.md#Deploys", "Runbook#Rollback") not in {
         (k, t) for k, t in mem.conn.execute("SELECT unit_key, target FROM import_dangling")}
     assert ("Runbook.md#Rollback", "links-to") in _links_from(mem, "Projects/Shop.md#Deploys")
+
+
+def test_a_sync_that_changes_nothing_parses_nothing_and_leaves_no_batch(mem, vault):
+    """Every no-change sync (and every rescan of --watch) added a batch row and re-parsed every
+    note; a watch's sync after one file event reads that file only."""
+    first = sync(mem, "obsidian", vault, SCOPE)
+    batches = mem.conn.execute("SELECT count(*) FROM import_batches").fetchone()[0]
+    again = sync(mem, "obsidian", vault, SCOPE)
+    assert again["batch"] is None and again["parsed"] == 0 and again["read"] == first["read"] > 0
+    assert again["unchanged"] == first["created"]
+    assert mem.conn.execute("SELECT count(*) FROM import_batches").fetchone()[0] == batches
+    runbook = vault / "Runbook.md"
+    runbook.write_text(runbook.read_text().replace("Steps for the on-call person.", "Steps for whoever is on call."))
+    one = sync(mem, "obsidian", vault, SCOPE, only={"Runbook.md"})
+    assert (one["read"], one["parsed"], one["updated"], one["created"]) == (1, 1, 1, 0)
+    runbook.unlink()
+    gone = sync(mem, "obsidian", vault, SCOPE, only={"Runbook.md"})
+    assert (gone["read"], gone["archived"]) == (0, 3)
+    assert ("Projects/Shop.md#Deploys", "Runbook#Rollback") in {        # the links to it are dangling now
+        (k, t) for k, t in mem.conn.execute("SELECT unit_key, target FROM import_dangling")}

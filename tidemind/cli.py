@@ -449,8 +449,13 @@ def cmd_links(args):
 
 
 def _fmt_import(r: dict) -> str:
-    lines = [f"batch {r['batch']} into {r['scope']}: {r['created']} created, {r['updated']} updated,"
-             f" {r['unchanged']} unchanged, {r['archived']} archived, {r['moved']} moved, {r['restored']} restored"]
+    if r["batch"] is None:
+        lines = [f"nothing changed in {r['scope']} ({r['read']:,} notes read, {r['unchanged']:,} units unchanged);"
+                 " no batch recorded"]
+    else:
+        lines = [f"batch {r['batch']} into {r['scope']}: {r['created']} created, {r['updated']} updated,"
+                 f" {r['unchanged']} unchanged, {r['archived']} archived, {r['moved']} moved, {r['restored']}"
+                 f" restored, {r['refreshed']} refreshed"]
     lines += [f"skipped {s['path']}: {s['reason']}" for s in r["skipped"]]
     lines += [f"warning: {w}" for w in r["warnings"]]
     return "\n".join(lines)
@@ -483,7 +488,8 @@ def cmd_import(args):
             from .importers.watch import watch
 
             sys.stdout.flush()
-            sys.exit(watch(lambda: sync(m, args.source, args.target, args.scope, options), Path(args.target)))
+            sys.exit(watch(lambda paths: sync(m, args.source, args.target, args.scope, options, only=paths),
+                           Path(args.target)))
 
 
 def cmd_desktop(args):
@@ -645,7 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--metabolism", type=int, nargs="?", const=5000, default=None, metavar="N",
                    help="also time the offline metabolism tasks over up to N nodes each (default 5000)")
     s.add_argument("--import-notes", type=int, default=None, metavar="N",
-                   help="also time importing a generated vault of N notes")
+                   help="also time importing a generated vault of N notes, 8 units each (with --nodes 0: only that)")
     s.add_argument("--full", action="store_true",
                    help="everything: MCP and hooks, metabolism (5000 nodes a task), import (2000 notes)")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")

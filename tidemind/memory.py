@@ -6,6 +6,7 @@ row, the stream file) and leaves SQL to the store modules. It imports no CLI, MC
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import apsw
@@ -45,6 +46,7 @@ class Memory:
             raise InvalidInput(f"{settings.db_path} is not a usable TideMind database ({exc})") from None
         self._embedder = None
         self._side = None        # (executor, read connection) for the vector arm, opened on first recall
+        self._stream_pending: list | None = None     # set inside stream_batch()
 
     @classmethod
     def open(cls, home=None, **kwargs) -> "Memory":
@@ -138,8 +140,24 @@ class Memory:
                                      source_tool=source_tool, session=session, recorded_at=now,
                                      stream_file=stream.file_for(now), stream_key=key)
         title = " · ".join(x for x in (now, scope, source_tool or self.actor, session) if x)
-        stream.append(self.settings.stream_dir, stream.file_for(now), capture_id, key, title, content)
+        if self._stream_pending is not None:
+            self._stream_pending.append((stream.file_for(now), capture_id, key, title, content))
+        else:
+            stream.append(self.settings.stream_dir, stream.file_for(now), capture_id, key, title, content)
         return capture_id
+
+    @contextlib.contextmanager
+    def stream_batch(self):
+        """Inside the caller's transaction (an import's): the stream entries of the units stored in
+        the block are written together, one fsync per file, when it ends, still before the caller
+        commits; an exception writes none of them."""
+        self._stream_pending = []
+        try:
+            yield
+            pending = self._stream_pending
+        finally:
+            self._stream_pending = None
+        stream.append_many(self.settings.stream_dir, pending)
 
     def digest(self, content, *, scope: str | None = None, valid_at: str | None = None,
                source_tool: str | None = None, session: str | None = None) -> dict:

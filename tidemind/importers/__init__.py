@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol
 
 
 @dataclass
@@ -61,7 +61,19 @@ class Unit:
 
 
 @dataclass
+class Note:
+    """One file, parsed: its units, what else links may call it, its title, aliases and
+    properties (the context of its units), and problems found reading it."""
+    path: str
+    units: list[Unit]
+    names: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)                  # {"title", "aliases", "properties"}
+    skipped: list[dict] = field(default_factory=list)         # {"path", "reason"}
+
+
+@dataclass
 class ParseResult:
+    """A whole folder, parsed (tests and tools; the engine parses only the files that changed)."""
     units: list[Unit]
     skipped: list[dict]             # {"path", "reason"}
     names: dict[str, list[str]] = field(default_factory=dict)   # what else links call a note -> its path(s)
@@ -73,8 +85,41 @@ class ParseResult:
 
 class Parser(Protocol):
     source: str
+    links_by: str                   # how links name notes: 'path' (Obsidian) or 'name' (Logseq pages)
+    version: str                    # changes when the same file would parse differently
 
-    def parse(self, root: Path, options: dict) -> ParseResult: ...
+    def paths(self, root: Path, options: dict, skipped: list[dict], others: list[str]) -> Iterator[str]:
+        """The notes of the folder (unread); other files go to `others` (attachments)."""
+
+    def is_note(self, rel: str, options: dict) -> bool:
+        """Whether a path (from a file event) is one of the folder's notes."""
+
+    def settings(self, root: Path, options: dict) -> dict:
+        """What else shapes parsing (Logseq's journal title format): part of every file's hash."""
+
+    def parse_note(self, rel: str, text: str, settings: dict) -> Note: ...
+
+
+def parse(parser: Parser, root: Path, options: dict) -> ParseResult:
+    from .files import read
+
+    root = Path(root).resolve()
+    skipped: list[dict] = []
+    attachments: list[str] = []
+    settings = parser.settings(root, options)
+    result = ParseResult(units=[], skipped=skipped, attachments=attachments, links_by=parser.links_by)
+    for rel in list(parser.paths(root, options, skipped, attachments)):
+        text = read(root, rel, skipped)
+        if text is None:
+            continue
+        note = parser.parse_note(rel, text, settings)
+        result.notes.append(rel)
+        result.units += note.units
+        result.meta[rel] = note.meta
+        skipped += note.skipped
+        for name in note.names:
+            result.names.setdefault(name, []).append(rel)
+    return result
 
 
 PARSERS: dict[str, Callable[[], Parser]] = {}

@@ -23,6 +23,10 @@ def build(meta: dict | None, title: str, headings: list[str]) -> dict:
             "aliases": [mask(a)[0] for a in meta.get("aliases") or ()], "properties": props}
 
 
+def mask_text(text: str) -> str:
+    return mask(text)[0]
+
+
 def encode(context: dict) -> str:
     return json.dumps(context, ensure_ascii=False, sort_keys=True)
 

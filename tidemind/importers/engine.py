@@ -1,11 +1,15 @@
 """The sync engine shared by every importer.
 
-One run is one batch, in one transaction: every unit is created, superseded (its text changed:
-the old node stays as history, no similarity merge on this path), archived (it vanished),
-restored (it came back) or left alone (same hash), and a unit whose file moved keeps its
-identity when its text is the same. The person's tags arrive `confirmed` and their links
-`confirmed` with the person as proposer; unresolved links are kept as dangling references.
-Every change is recorded, so `rollback(batch)` restores the state before it.
+A sync reads every note of the folder (or, for `--watch`, the files that changed) and parses
+only those whose hash changed; an unchanged folder costs a read and a hash per file and writes
+nothing. For the notes that changed, each parsed unit is matched to the unit it continues
+(identity.py) and is created, superseded (its text changed: the old node stays as history, no
+similarity merge on this path), refreshed in place (only what the source says about it
+changed), restored (it came back), moved (its file was renamed) or left alone; a unit nothing
+continues is archived. The person's tags arrive `confirmed` and their links `confirmed` with the
+person as proposer; a link that resolves to no unit is kept as dangling with its reason and is
+tried again when the folder's notes change. Every change is recorded in the batch, so
+`rollback(batch)` restores the state before it; a sync that changes nothing leaves no batch.
 """
 from __future__ import annotations
 
@@ -16,10 +20,13 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..memory import Memory
 from ..store import audit, immediate, links, nodes, tags
 from ..text import sha256
-from . import ParseResult, Unit, context, get_parser
-from .identity import match, note_of
-from .resolve import Index
+from . import Note, Parser, Ref, Unit, context, get_parser
+from .files import read
+from .identity import Step, match, note_of
+from .resolve import Index, heading_hash
 from . import store
+
+COUNTS = ("created", "updated", "unchanged", "archived", "moved", "restored", "refreshed")
 
 
 def unit_hash(unit: Unit) -> str:
@@ -35,116 +42,189 @@ def _same_words(node: dict, unit: Unit) -> bool:
                                                           node["valid_from"] == unit.valid_from)
 
 
-def _contexts(steps, meta: dict, hidden_rows: dict) -> dict[str, dict]:
+def _anchors(unit: Unit) -> dict:
+    """What links to this unit resolve against, without its words: heading hashes, block ids."""
+    return {"h": [heading_hash(h) for h in unit.heading_path], "b": list(unit.block_ids)}
+
+
+def _contexts(steps: list[Step], meta: dict, hidden_rows: dict) -> dict[str, dict]:
     """Each unit's context; a heading whose section a person forgot is not repeated in the
     context of the sections under it."""
     gone = {(s.unit.path, tuple(s.unit.heading_path)) for s in steps
             if s.hidden and s.unit.heading_path and hidden_rows[s.hidden]["content_hash"] == s.hash}
     out = {}
+    notes: dict[str, dict] = {}             # the note's part, built (and masked) once per note
     for s in steps:
         path = list(s.unit.heading_path)
         for i in range(len(path)):
             if (s.unit.path, tuple(s.unit.heading_path[:i + 1])) in gone:
                 path[i] = context.FORGOTTEN_HEADING
-        out[s.unit.key] = context.build(meta.get(s.unit.path), Path(s.unit.path).stem, path)
+        if s.unit.path not in notes:
+            notes[s.unit.path] = context.build(meta.get(s.unit.path), Path(s.unit.path).stem, [])
+        out[s.unit.key] = {**notes[s.unit.path], "headings": [context.mask_text(h) for h in path]}
     return out
 
 
-def _set_context(conn, batch, source, root, key, row, ctx: dict) -> bool:
-    """Bring a kept unit's context up to date (its note renamed, a heading above it or a page
-    property edited); recorded so a rollback puts the old one back."""
-    encoded = context.encode(ctx)
-    if row.get("context") == encoded:
-        return False
-    store.set_context(conn, source, root, key, encoded)
-    nodes.set_context_text(conn, row["node_id"], context.text(ctx))
-    store.change(conn, batch, "context", unit_key=key, old_node_id=row["node_id"], old_context=row.get("context"))
-    return True
+class _Batch:
+    """The batch row, made by the first change: a sync that changes nothing leaves none."""
 
+    def __init__(self, conn, source: str, root: str, scope: str, at: str):
+        self.conn, self.source, self.root, self.scope, self.at = conn, source, root, scope, at
+        self._id: int | None = None
 
-def build_index(result: ParseResult, steps) -> Index:
-    index = Index(result.links_by)
-    for path in result.notes:
-        index.add_note(path)
-    for name, paths in result.names.items():
-        for path in paths:
-            index.add_note(path, [name])
-    for step in steps:
-        index.add_unit(step.unit.path, step.unit.key, step.unit.heading_path, step.unit.block_ids)
-    for s in result.skipped:
-        index.skipped.add(s["path"])
-    for path in result.attachments:
-        index.add_attachment(path)
-    return index
+    @property
+    def id(self) -> int:
+        if self._id is None:
+            self._id = store.new_batch(self.conn, self.source, self.root, self.scope, self.at)
+        return self._id
+
+    @property
+    def made(self) -> bool:
+        return self._id is not None
 
 
 def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None, options: dict | None = None,
-         progress=None) -> dict:
-    """`progress(done, total)` is called now and then while units are written (a CLI bar)."""
+         progress=None, only=None) -> dict:
+    """Bring the store in line with the folder. `progress(done, total)` is called now and then
+    while units are written (a CLI bar); `only` (paths relative to the folder, from a watch's
+    file events) limits the reading to those files, the rest being as the last sync left them."""
     folder = Path(root).expanduser()
     if not folder.is_dir():
         raise InvalidInput(f"{folder} is not a folder (was the vault moved or unmounted?)")
-    folder = folder.resolve()
-    scope = scope or f"vault:{folder.name}"
     parser = get_parser(source)
-    result: ParseResult = parser.parse(folder, options or {})
-    root_key = str(folder)
-    actor_source = f"person:{source}"
-    counts = {"created": 0, "updated": 0, "unchanged": 0, "archived": 0, "moved": 0, "restored": 0, "refreshed": 0}
-    warnings: list[str] = []
-    conn = memory.conn
-    now = memory.now()
-    with immediate(conn):
-        known = store.units(conn, source, root_key)
-        elsewhere = store.scopes_of(conn, source, root_key) - {scope}
-        if elsewhere:
-            raise InvalidInput(f"{folder} was imported into scope {', '.join(sorted(elsewhere))}; import it with that"
-                               " --scope (a folder lives in one scope: its history must not cross scopes)")
-        batch = store.new_batch(conn, source, root_key, scope, now)
-        # sections a person forgot are kept under a hash of their key: recognised, never re-imported
-        # while the note is unchanged; their rows go when the note does
-        hidden_rows = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
-        known = {k: r for k, r in known.items() if k not in hidden_rows}
-        steps, vanished, hidden = match(result.units, [unit_hash(u) for u in result.units], known, hidden_rows)
-        contexts = _contexts(steps, result.meta, hidden_rows)
-        vanished = {k: r for k, r in vanished.items() if r["status"] == "live"}
-        current = {s.unit.key: s.unit for s in steps}
-        touched: dict[str, int] = {}           # unit key -> node id whose tags and links to (re)write
-        refreshed: set[int] = set()            # ... of which these keep their node (and its links)
+    if only is not None and not all(parser.is_note(p, options or {}) for p in only):
+        only = None                 # a folder, an attachment or a config file (Logseq's journal format): all
+    return _Sync(memory, parser, folder.resolve(), scope, options or {}, progress).run(only)
+
+
+class _Sync:
+    def __init__(self, memory: Memory, parser: Parser, folder: Path, scope: str | None, options: dict, progress):
+        self.memory, self.conn, self.parser, self.folder = memory, memory.conn, parser, folder
+        self.source, self.root = parser.source, str(folder)
+        self.options, self.progress = options, progress
+        self.actor_source = f"person:{parser.source}"
+        self.scope = scope or f"vault:{folder.name}"
+        self.counts = dict.fromkeys(COUNTS, 0)
+        self.skipped: list[dict] = []
+        self.warnings: list[str] = []
+        self.attachments: list[str] | None = None
+        settings = parser.settings(folder, options)
+        self.settings = settings
+        self.fingerprint = sha256(json.dumps([parser.source, parser.version, settings], sort_keys=True))
+
+    # -- reading: outside any transaction -----------------------------------------------------------
+    def _file_hash(self, text: str) -> str:
+        return sha256(self.fingerprint + "\x00" + text)
+
+    def _read(self, only) -> tuple[dict[str, Note], dict[str, str], set[str]]:
+        """(parsed notes whose file changed, their file hashes, notes that are gone)."""
+        stored = store.notes(self.conn, self.source, self.root)
+        texts: dict[str, str] = {}
+        if only is None:
+            self.attachments = []
+            wanted = list(self.parser.paths(self.folder, self.options, self.skipped, self.attachments))
+        else:
+            wanted = sorted(set(only))
+        for rel in wanted:
+            if only is not None and not (self.folder / rel).is_file():
+                continue                                        # deleted: gone below
+            text = read(self.folder, rel, self.skipped)
+            if text is not None:
+                texts[rel] = text
+        gone = (set(stored) if only is None else set(wanted) & set(stored)) - set(texts)
+        hashes = {rel: self._file_hash(t) for rel, t in texts.items()}
+        changed = {rel: self._parse(rel, t) for rel, t in texts.items()
+                   if stored.get(rel, {}).get("file_hash") != hashes[rel]}
+        return changed, hashes, gone
+
+    def _parse(self, rel: str, text: str) -> Note:
+        note = self.parser.parse_note(rel, text, self.settings)
+        self.skipped += note.skipped
+        return note
+
+    # -- the sync -------------------------------------------------------------------------------------
+    def run(self, only) -> dict:
+        memory, conn = self.memory, self.conn
+        changed, hashes, gone = self._read(only)
+        now = memory.now()
+        with immediate(conn), memory.stream_batch():
+            elsewhere = store.scopes_of(conn, self.source, self.root) - {self.scope}
+            if elsewhere:
+                raise InvalidInput(f"{self.folder} was imported into scope {', '.join(sorted(elsewhere))}; import it"
+                                   " with that --scope (a folder lives in one scope: its history must not cross"
+                                   " scopes)")
+            batch = _Batch(conn, self.source, self.root, self.scope, now)
+            live_before = store.count_live(conn, self.source, self.root)
+            known = store.units_of_notes(conn, self.source, self.root, [*changed, *gone], legacy_forgotten=only is None)
+            hidden_rows = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
+            known = {k: r for k, r in known.items() if k not in hidden_rows}
+            self.counts["unchanged"] = live_before - sum(r["status"] == "live" for r in known.values())
+            units = [u for note in changed.values() for u in note.units]
+            steps, vanished, left_hidden = match(units, [unit_hash(u) for u in units], known, hidden_rows)
+            contexts = _contexts(steps, {p: n.meta for p, n in changed.items()}, hidden_rows)
+            touched, refreshed = self._apply(steps, contexts, hidden_rows, batch, now)
+            for key in left_hidden:
+                store.drop_unit(conn, self.source, self.root, key)
+            vanished = {k: r for k, r in vanished.items() if r["status"] == "live"}
+            self._archive(vanished, batch, now)
+            for rel, note in changed.items():
+                store.put_note(conn, self.source, self.root, rel, hashes[rel], note.names)
+            for rel in gone:
+                store.drop_note(conn, self.source, self.root, rel)
+            if touched or vanished or changed or gone:
+                self._links(steps, touched, refreshed, vanished, bool(changed or gone), batch, now)
+            report = {"batch": batch.id if batch.made else None, **self.counts, "skipped": self.skipped,
+                      "warnings": self.warnings, "scope": self.scope, "read": len(hashes), "parsed": len(changed)}
+            if batch.made:
+                store.finish_batch(conn, batch.id, memory.now(), {k: v for k, v in report.items()
+                                                                  if isinstance(v, int) and k != "batch"})
+                audit.record(conn, at=now, actor=memory.actor, action="import", batch=batch.id, source=self.source,
+                             root=self.root, **self.counts)
+        return report
+
+    def _apply(self, steps: list[Step], contexts: dict, hidden_rows: dict, batch: _Batch, now: str):
+        """Write each unit; returns (key -> node id of units whose tags and links to write, the
+        node ids among them that kept their node)."""
+        memory, conn, source, root = self.memory, self.conn, self.source, self.root
+        counts = self.counts
+        touched: dict[str, int] = {}
+        refreshed: set[int] = set()
         for done, step in enumerate(steps, start=1):
-            if progress is not None and (done % 250 == 0 or done == len(steps)):
-                progress(done, len(steps))
+            if self.progress is not None and (done % 250 == 0 or done == len(steps)):
+                self.progress(done, len(steps))
             unit, key, h, row = step.unit, step.unit.key, step.hash, step.row
-            ctx = contexts[key]
+            ctx, anchors = contexts[key], _anchors(unit)
             if step.hidden:
                 if hidden_rows[step.hidden]["content_hash"] == h:
                     if step.hidden != store.forgotten_key(key):       # the forgotten unit moved: still forgotten
-                        store.rekey(conn, source, root_key, step.hidden, store.forgotten_key(key), batch)
+                        store.rekey(conn, source, root, step.hidden, store.forgotten_key(key), batch.id)
                     counts["unchanged"] += 1
                     continue
-                store.drop_unit(conn, source, root_key, step.hidden)    # edited since: new words
+                store.drop_unit(conn, source, root, step.hidden)    # edited since: new words
             if row is not None and row["unit_key"] != key:     # moved, renamed, or a block that gained an id::
-                store.rekey(conn, source, root_key, row["unit_key"], key, batch)
-                store.change(conn, batch, "moved", unit_key=key, old_key=row["unit_key"])
+                store.rekey(conn, source, root, row["unit_key"], key, batch.id)
+                store.change(conn, batch.id, "moved", unit_key=key, old_key=row["unit_key"])
                 if note_of(row["unit_key"]) != unit.path:
                     # the node's path changed: views keyed on paths (workstreams) must see it
                     audit.record(conn, at=now, actor=memory.actor, action="import_move", node_id=row["node_id"],
-                                 batch=batch)
+                                 batch=batch.id)
                     counts["moved"] += 1
             if row is not None and row.get("position") != step.position:
-                store.set_position(conn, source, root_key, key, step.position)
+                store.set_position(conn, source, root, key, step.position)
+            if row is not None and json.loads(row.get("anchors") or "{}") != anchors:
+                store.set_anchors(conn, source, root, key, anchors)
             if row is not None and row["content_hash"] == h:
                 relocated = note_of(row["unit_key"]) != unit.path
                 if row["status"] == "archived":
                     # the note came back as it was; a node a person corrected meanwhile stays as they left it
-                    store.put_unit(conn, source, root_key, key, h, row["node_id"], "live", batch, step.position)
+                    store.put_unit(conn, source, root, key, h, row["node_id"], "live", batch.id, step.position)
                     if memory.set_hidden(row["node_id"], False, now):
-                        store.change(conn, batch, "restored", unit_key=key, old_node_id=row["node_id"])
+                        store.change(conn, batch.id, "restored", unit_key=key, old_node_id=row["node_id"])
                         counts["restored"] += 1
                         relocated = True
                     else:
-                        store.change(conn, batch, "relisted", unit_key=key, old_node_id=row["node_id"])
-                if _set_context(conn, batch, source, root_key, key, row, ctx):
+                        store.change(conn, batch.id, "relisted", unit_key=key, old_node_id=row["node_id"])
+                if self._set_context(key, row, ctx, batch):
                     counts["refreshed"] += not relocated       # the note's title, a heading or a property
                 elif not relocated:
                     counts["unchanged"] += 1
@@ -156,10 +236,10 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                     if old["status"] == "live" and row["status"] == "live" and _same_words(old, unit):
                         # only what the source says about the words changed (a tag, a property):
                         # the node stays, its standing is refreshed, no new version
-                        store.put_unit(conn, source, root_key, key, h, old["id"], "live", batch, step.position,
-                                       context.encode(ctx))
+                        store.put_unit(conn, source, root, key, h, old["id"], "live", batch.id, step.position,
+                                       context.encode(ctx), anchors)
                         nodes.set_context_text(conn, old["id"], context.text(ctx))
-                        store.change(conn, batch, "refreshed", unit_key=key, old_node_id=old["id"],
+                        store.change(conn, batch.id, "refreshed", unit_key=key, old_node_id=old["id"],
                                      new_node_id=old["id"], old_hash=row["content_hash"], old_context=row["context"])
                         counts["refreshed"] += 1
                         touched[key] = old["id"]
@@ -169,85 +249,157 @@ def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None
                         memory.set_hidden(old["id"], False, now)
                     lineage = old["id"]
             try:
-                node_id, unit_warnings = memory.store_unit(unit.text, scope=scope, source_tool=source,
+                node_id, unit_warnings = memory.store_unit(unit.text, scope=self.scope, source_tool=source,
                                                            valid_from=unit.valid_from, now=now, lineage_of=lineage,
                                                            context=context.text(ctx))
             except InvalidInput as exc:               # e.g. a section over the size limit: skip it, import the rest
                 if lineage is not None and nodes.get_any(conn, lineage)["status"] == "live" and row["status"] == "archived":
                     memory.set_hidden(lineage, True, now)
-                result.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: {exc}"})
+                self.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: {exc}"})
                 continue
-            warnings += [f"{unit.path}: {w}" for w in unit_warnings]
-            store.put_unit(conn, source, root_key, key, h, node_id, "live", batch, step.position, context.encode(ctx))
+            self.warnings += [f"{unit.path}: {w}" for w in unit_warnings]
+            store.put_unit(conn, source, root, key, h, node_id, "live", batch.id, step.position, context.encode(ctx),
+                           anchors)
             if lineage is None:
-                store.change(conn, batch, "created", unit_key=key, new_node_id=node_id)
+                store.change(conn, batch.id, "created", unit_key=key, new_node_id=node_id)
                 counts["created"] += 1
             else:
-                store.change(conn, batch, "updated", unit_key=key, old_node_id=lineage, new_node_id=node_id,
+                store.change(conn, batch.id, "updated", unit_key=key, old_node_id=lineage, new_node_id=node_id,
                              old_hash=row["content_hash"], old_status=row["status"], old_context=row["context"])
                 counts["updated"] += 1
             touched[key] = node_id
-        for gone in hidden:
-            store.drop_unit(conn, source, root_key, gone)
+        return touched, refreshed
+
+    def _set_context(self, key: str, row: dict, ctx: dict, batch: _Batch) -> bool:
+        """Bring a kept unit's context up to date (its note renamed, a heading above it or a page
+        property edited); recorded so a rollback puts the old one back."""
+        encoded = context.encode(ctx)
+        if row.get("context") == encoded:
+            return False
+        store.set_context(self.conn, self.source, self.root, key, encoded)
+        nodes.set_context_text(self.conn, row["node_id"], context.text(ctx))
+        store.change(self.conn, batch.id, "context", unit_key=key, old_node_id=row["node_id"],
+                     old_context=row.get("context"))
+        return True
+
+    def _archive(self, vanished: dict[str, dict], batch: _Batch, now: str) -> None:
         for key, row in vanished.items():
-            store.put_unit(conn, source, root_key, key, row["content_hash"], row["node_id"], "archived", batch)
-            if memory.set_hidden(row["node_id"], True, now):
-                store.change(conn, batch, "archived", unit_key=key, old_node_id=row["node_id"])
-                counts["archived"] += 1
+            store.put_unit(self.conn, self.source, self.root, key, row["content_hash"], row["node_id"], "archived",
+                           batch.id)
+            if self.memory.set_hidden(row["node_id"], True, now):
+                store.change(self.conn, batch.id, "archived", unit_key=key, old_node_id=row["node_id"])
+                self.counts["archived"] += 1
             else:                                     # not live (a person corrected or forgot it): nothing to hide
-                store.change(conn, batch, "delisted", unit_key=key, old_node_id=row["node_id"])
-        node_of = {k: r["node_id"] for k, r in store.units(conn, source, root_key).items() if r["status"] == "live"}
-        # units whose links were left dangling get another chance: their target may exist now
-        # units whose links were left dangling get another chance: their target may exist now; and
-        # units linking to a note that vanished read their links again (they are dangling now)
+                store.change(self.conn, batch.id, "delisted", unit_key=key, old_node_id=row["node_id"])
+
+    # -- links ----------------------------------------------------------------------------------------
+    def _index(self) -> tuple[Index, dict[str, int]]:
+        """The folder's notes, names and units as they are after this sync's writes, and the node
+        of each live unit."""
+        index = Index(self.parser.links_by)
+        for path, info in store.notes(self.conn, self.source, self.root).items():
+            index.add_note(path, info["names"])
+        node_of = {}
+        for key, node_id, anchors in store.index_rows(self.conn, self.source, self.root):
+            index.add_unit(note_of(key), key, anchors.get("h", ()), anchors.get("b", ()))
+            node_of[key] = node_id
+        for s in self.skipped:
+            if self.parser.is_note(s["path"], self.options):
+                index.add_note(s["path"])
+                index.skipped.add(s["path"])
+        if self.attachments is None:             # a watch's sync read a few files: list the others now
+            self.attachments = []
+            for _ in self.parser.paths(self.folder, self.options, [], self.attachments):
+                pass
+        for path in self.attachments:
+            index.add_attachment(path)
+        return index, node_of
+
+    def _links(self, steps: list[Step], touched: dict[str, int], refreshed: set[int], vanished: dict[str, dict],
+               names_changed: bool, batch: _Batch, now: str) -> None:
+        conn, source, root = self.conn, self.source, self.root
+        index, node_of = self._index()
+        current = {s.unit.key: s.unit for s in steps}
+        # units linking to (or linked from) a note that vanished read their links again: they are
+        # dangling now. Their notes did not change, so they are parsed again here.
         key_of = {n: k for k, n in node_of.items()}
-        linking_to_gone = {key_of[n] for n in links.linked_with(conn, [r["node_id"] for r in vanished.values()],
-                                                                actor_source) if n in key_of}
-        recheck = {key: node_of[key] for key in [*store.dangling_keys(conn, source, root_key), *sorted(linking_to_gone)]
-                   if key in current and key not in touched and key in node_of}
-        index = build_index(result, steps)
-        for key, node_id in [*touched.items(), *recheck.items()]:
+        again = {key_of[n] for n in links.linked_with(conn, [r["node_id"] for r in vanished.values()],
+                                                      self.actor_source) if n in key_of} - set(current)
+        current.update(self._reparse({note_of(k) for k in again}))
+        handled = set()
+        for key in [*touched, *sorted(k for k in again if k in current)]:
+            node_id = touched.get(key) or node_of.get(key)
+            if node_id is None:
+                continue
+            handled.add(key)
             unit = current[key]
             if key in touched and node_id not in refreshed:
                 # a changed note's links are re-read from its text, so a link the person deleted
                 # goes (the ones carried over from the previous version are dropped, then re-added)
-                for link_id in links.by_proposer(conn, node_id, actor_source):
+                for link_id in links.by_proposer(conn, node_id, self.actor_source):
                     links.delete(conn, link_id)
             if key in touched:
-                held = {t["name"]: t for t in tags.for_nodes(conn, [node_id])[node_id]}
-                for name in unit.tags:
-                    before = held.get(name)
-                    if tags.assign(conn, node_id, name, status="confirmed", source=actor_source, at=now):
-                        store.change(conn, batch, "tag", unit_key=key, new_node_id=node_id, tag=name,
-                                     before=before["status"] if before else None)
-                # a tag the note no longer says goes (a correction carried the old words' tags over);
-                # tags a person gave or rejected elsewhere stay
-                for name, t in held.items():
-                    if name not in unit.tags and t["status"] == "confirmed" and t["source"] == actor_source:
-                        tags.restore_assignment(conn, node_id, name, None)
-                        if node_id in refreshed:        # a new version is hidden by a rollback; this node is not
-                            store.change(conn, batch, "untag", unit_key=key, new_node_id=node_id, tag=name,
-                                         before=t["status"], source=t["source"])
-            store.clear_dangling(conn, source, root_key, key)
+                self._tags(key, node_id, unit, node_id in refreshed, batch, now)
+            store.clear_dangling(conn, source, root, key)
             for ref in unit.refs:
                 found = index.resolve(ref, unit.path)
                 target = node_of.get(found.key) if found.key else None
                 if target is None:
-                    store.add_dangling(conn, batch, source, root_key, key, ref.shown,
+                    store.add_dangling(conn, batch.id, source, root, key, ref.shown,
                                        found.reason or "note not imported", ref.as_json())
+                elif target != node_id:
+                    self._link(key, node_id, target, ref, unit.path, batch, now)
+        if names_changed:           # a dangling link may resolve now: tried again from its stored form
+            for row in store.dangling(conn, source, root):
+                if row["unit_key"] in handled or row["reason"] == "attachment" or row["unit_key"] not in node_of:
                     continue
-                if target == node_id:
-                    continue
-                link_id = links.add(conn, node_id, target, relation="embeds" if ref.embed else "links-to",
-                                    status="confirmed", proposed_by=actor_source, at=now,
-                                    reason=f"[[{ref.shown}]] in {unit.path}")
-                if link_id:
-                    store.change(conn, batch, "link", unit_key=key, new_node_id=node_id, link=link_id)
-        report = {"batch": batch, **counts, "skipped": result.skipped, "warnings": warnings, "scope": scope}
-        store.finish_batch(conn, batch, memory.now(), {k: v for k, v in report.items() if isinstance(v, int)})
-        audit.record(conn, at=now, actor=memory.actor, action="import", batch=batch, source=source, root=root_key,
-                     **counts)
-    return report
+                ref = Ref.from_json(row["ref"])
+                found = index.resolve(ref, note_of(row["unit_key"]))
+                target = node_of.get(found.key) if found.key else None
+                if target is not None:
+                    if target != node_of[row["unit_key"]]:
+                        self._link(row["unit_key"], node_of[row["unit_key"]], target, ref,
+                                   note_of(row["unit_key"]), batch, now)
+                    store.drop_dangling(conn, row["id"])
+
+    def _reparse(self, paths: set[str]) -> dict[str, Unit]:
+        """Units (with their keys) of unchanged notes whose links must be read again."""
+        units = []
+        for rel in sorted(paths):
+            text = read(self.folder, rel, [])
+            if text is not None:
+                units += self.parser.parse_note(rel, text, self.settings).units
+        if not units:
+            return {}
+        known = store.units_of_notes(self.conn, self.source, self.root, paths)
+        hidden = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
+        steps, _, _ = match(units, [unit_hash(u) for u in units], {k: r for k, r in known.items() if k not in hidden},
+                            hidden)
+        return {s.unit.key: s.unit for s in steps if s.row is not None}
+
+    def _link(self, key: str, node_id: int, target: int, ref: Ref, path: str, batch: _Batch, now: str) -> None:
+        link_id = links.add(self.conn, node_id, target, relation="embeds" if ref.embed else "links-to",
+                            status="confirmed", proposed_by=self.actor_source, at=now,
+                            reason=f"[[{ref.shown}]] in {path}")
+        if link_id:
+            store.change(self.conn, batch.id, "link", unit_key=key, new_node_id=node_id, link=link_id)
+
+    def _tags(self, key: str, node_id: int, unit: Unit, kept: bool, batch: _Batch, now: str) -> None:
+        conn = self.conn
+        held = {t["name"]: t for t in tags.for_nodes(conn, [node_id])[node_id]}
+        for name in unit.tags:
+            before = held.get(name)
+            if tags.assign(conn, node_id, name, status="confirmed", source=self.actor_source, at=now):
+                store.change(conn, batch.id, "tag", unit_key=key, new_node_id=node_id, tag=name,
+                             before=before["status"] if before else None)
+        # a tag the note no longer says goes (a correction carried the old words' tags over);
+        # tags a person gave or rejected elsewhere stay
+        for name, t in held.items():
+            if name not in unit.tags and t["status"] == "confirmed" and t["source"] == self.actor_source:
+                tags.restore_assignment(conn, node_id, name, None)
+                if kept:                        # a new version is hidden by a rollback; this node is not
+                    store.change(conn, batch.id, "untag", unit_key=key, new_node_id=node_id, tag=name,
+                                 before=t["status"], source=t["source"])
 
 
 def rollback(memory: Memory, batch_id: int) -> dict:
@@ -320,6 +472,7 @@ def rollback(memory: Memory, batch_id: int) -> dict:
                     tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))
             undone += 1
         store.set_batch_status(conn, b["id"], "rolled_back")
+        store.reread_all(conn, b["source"], b["root"])       # the files still say what the batch read
         audit.record(conn, at=now, actor=memory.actor, action="import_rollback", batch=b["id"], changes=undone)
     return {"batch": b["id"], "undone": undone, "done": f"batch {b['id']} rolled back ({undone} changes undone)"}
 

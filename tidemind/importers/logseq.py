@@ -27,8 +27,8 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
-from . import ParseResult, Ref, Unit, register
-from .files import walk
+from . import Note, ParseResult, Ref, Unit, parse, register
+from .files import paths, skipped_dir
 from .obsidian import _clean_tag, prose_only
 
 _PROPERTY = re.compile(r"^\s*(?:- )?([A-Za-z0-9_\-]+)::(?:\s+(.*?))?\s*$")
@@ -204,45 +204,52 @@ def _list_property(value: str) -> list[str]:
 
 class LogseqParser:
     source = "logseq"
+    links_by = "name"
+    version = "2"
+    SKIP = {"logseq", "bak", ".recycle", "assets"}
+
+    def paths(self, root: Path, options: dict, skipped: list[dict], others: list[str]):
+        return (rel for rel in paths(root, (".md", ".org"), self.SKIP | set(options.get("exclude", ())), skipped,
+                                     others) if rel.startswith(("pages/", "journals/")))
+
+    def is_note(self, rel: str, options: dict) -> bool:
+        return rel.startswith(("pages/", "journals/")) and rel.endswith((".md", ".org")) and \
+            not skipped_dir(rel.rsplit("/", 1)[0], self.SKIP | set(options.get("exclude", ()))) and \
+            not rel.rsplit("/", 1)[-1].startswith(".")
+
+    def settings(self, root: Path, options: dict) -> dict:
+        return {"journal_title_format": journal_title_format(root)}
 
     def parse(self, root: Path, options: dict) -> ParseResult:
-        skipped: list[dict] = []
-        units: list[Unit] = []
-        names: dict[str, list[str]] = {}
-        notes: list[str] = []
-        meta: dict[str, dict] = {}
-        title_format = journal_title_format(root)
-        for rel, text in walk(root, (".md", ".org"), {"logseq", "bak", ".recycle", "assets"}
-                              | set(options.get("exclude", ())), skipped):
-            if not (rel.startswith("pages/") or rel.startswith("journals/")):
+        return parse(self, root, options)
+
+    def parse_note(self, rel: str, text: str, settings: dict) -> Note:
+        org = rel.endswith(".org")
+        lines = text.splitlines(keepends=True)
+        head, parts = _split_org(lines) if org else _split_markdown(lines)
+        page_props = _page_properties(head, org)
+        title = page_props.get("title") or page_name(rel)
+        aliases = _list_property(page_props.get("alias", ""))
+        day = journal_day(rel)
+        valid = None
+        called = [title, page_name(rel), *aliases]
+        if day is not None:
+            valid = f"{day.isoformat()}T00:00:00.000000Z"
+            title = page_props.get("title") or format_journal_title(day, settings.get("journal_title_format")
+                                                                    or DEFAULT_TITLE_FORMAT)
+            called += [title, format_journal_title(day, DEFAULT_TITLE_FORMAT), day.isoformat()]
+        described = {k: v for k, v in page_props.items() if k not in STRUCTURAL | {"title", "alias", "tags"}}
+        page_tags = [t for t in (_clean_tag(x.replace(" ", "-")) for x in _list_property(page_props.get("tags", "")))
+                     if t]
+        headings: list[tuple[int, str]] = []
+        units = []
+        for index, (kind, part) in enumerate(parts):
+            block = "".join(part)
+            if not _EMPTY_BULLET.sub("", block).strip():      # '- ' is how Logseq writes an empty block
                 continue
-            notes.append(rel)
-            org = rel.endswith(".org")
-            lines = text.splitlines(keepends=True)
-            head, parts = _split_org(lines) if org else _split_markdown(lines)
-            page_props = _page_properties(head, org)
-            title = page_props.get("title") or page_name(rel)
-            aliases = _list_property(page_props.get("alias", ""))
-            day = journal_day(rel)
-            valid = None
-            called = [title, page_name(rel), *aliases]
-            if day is not None:
-                valid = f"{day.isoformat()}T00:00:00.000000Z"
-                title = page_props.get("title") or format_journal_title(day, title_format)
-                called += [title, format_journal_title(day, DEFAULT_TITLE_FORMAT), day.isoformat()]
-            for name in dict.fromkeys(called):
-                names.setdefault(name, []).append(rel)
-            described = {k: v for k, v in page_props.items() if k not in STRUCTURAL | {"title", "alias", "tags"}}
-            meta[rel] = {"title": title, "aliases": aliases, "properties": described}
-            page_tags = [t for t in (_clean_tag(x.replace(" ", "-")) for x in _list_property(page_props.get("tags", "")))
-                         if t]
-            headings: list[tuple[int, str]] = []
-            for index, (kind, part) in enumerate(parts):
-                block = "".join(part)
-                if not _EMPTY_BULLET.sub("", block).strip():      # '- ' is how Logseq writes an empty block
-                    continue
-                units.append(self._unit(rel, index, kind, part, block, org, page_tags, valid, headings))
-        return ParseResult(units=units, skipped=skipped, names=names, notes=notes, links_by="name", meta=meta)
+            units.append(self._unit(rel, index, kind, part, block, org, page_tags, valid, headings))
+        return Note(path=rel, units=units, names=list(dict.fromkeys(called)),
+                    meta={"title": title, "aliases": aliases, "properties": described})
 
     @staticmethod
     def _unit(rel, index, kind, part, block, org, page_tags, valid, headings) -> Unit:

@@ -14,9 +14,11 @@ from pathlib import Path
 import yaml
 
 from ..timeutil import parse_iso
-from . import ParseResult, Ref, Unit, register
-from .files import walk
+from . import Note, ParseResult, Ref, Unit, parse, register
+from .files import paths, skipped_dir
 
+# libyaml's loader when PyYAML was built with it (a tenth of the pure-Python loader's time per note)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SKIP_DIRS = {".obsidian", ".trash", ".git", "node_modules"}
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 # CommonMark: a closing run of '#' counts only after a space ('## C#' is the heading 'C#')
@@ -99,10 +101,10 @@ def _blank(m: re.Match) -> str:
     return " " * len(m.group(0))
 
 
-def inline_tags(text: str) -> list[str]:
-    """`#tags` of the prose; a link's target is not a tag (`[[#Open sidebars]]` links to a heading,
-    `[see](#setup)` to an anchor)."""
-    prose = _MD_LINK_TARGET.sub(_blank, _WIKILINK.sub(_blank, prose_only(text)))
+def inline_tags(text: str, prose: str | None = None) -> list[str]:
+    """`#tags` of the prose (`prose_only(text)`, when already made); a link's target is not a tag
+    (`[[#Open sidebars]]` links to a heading, `[see](#setup)` to an anchor)."""
+    prose = _MD_LINK_TARGET.sub(_blank, _WIKILINK.sub(_blank, prose_only(text) if prose is None else prose))
     return list(dict.fromkeys(t for t in (_clean_tag(m) for m in _TAG.findall(prose)) if t))
 
 
@@ -119,8 +121,9 @@ def parse_link(inner: str, embed: bool = False) -> Ref:
     return Ref(target=target.strip(), headings=headings, alias=alias, embed=embed)
 
 
-def wikilinks(text: str) -> list[Ref]:
-    return [parse_link(inner, bool(bang)) for bang, inner in _WIKILINK.findall(prose_only(text))]
+def wikilinks(text: str, prose: str | None = None) -> list[Ref]:
+    return [parse_link(inner, bool(bang)) for bang, inner in
+            _WIKILINK.findall(prose_only(text) if prose is None else prose)]
 
 
 def sections(body: str) -> list[tuple[str, str, list[str]]]:
@@ -162,52 +165,58 @@ def sections(body: str) -> list[tuple[str, str, list[str]]]:
 
 class ObsidianParser:
     source = "obsidian"
+    links_by = "path"
+    version = "2"
+
+    def paths(self, root: Path, options: dict, skipped: list[dict], others: list[str]):
+        return paths(root, (".md",), SKIP_DIRS | set(options.get("exclude", ())), skipped, others)
+
+    def is_note(self, rel: str, options: dict) -> bool:
+        folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        return rel.endswith(".md") and not rel.rsplit("/", 1)[-1].startswith(".") and not (
+            folder and skipped_dir(folder, SKIP_DIRS | set(options.get("exclude", ()))))
+
+    def settings(self, root: Path, options: dict) -> dict:
+        return {}
 
     def parse(self, root: Path, options: dict) -> ParseResult:
+        return parse(self, root, options)
+
+    def parse_note(self, rel: str, text: str, settings: dict) -> Note:
         skipped: list[dict] = []
-        units: list[Unit] = []
-        names: dict[str, list[str]] = {}
-        notes: list[str] = []
-        attachments: list[str] = []
-        notes_meta: dict[str, dict] = {}
-        skip = SKIP_DIRS | set(options.get("exclude", ()))
-        for rel, text in walk(root, (".md",), skip, skipped, attachments):
-            notes.append(rel)
-            raw_meta, body, _ = split_frontmatter(text)
-            meta: dict = {}
-            if raw_meta is not None:
+        raw_meta, body, _ = split_frontmatter(text)
+        meta: dict = {}
+        if raw_meta is not None:
+            try:
+                loaded = yaml.load(raw_meta, Loader=_YAML_LOADER)
+                if loaded is not None and not isinstance(loaded, dict):
+                    raise ValueError("frontmatter is not a mapping")
+                meta = loaded or {}
+            except (yaml.YAMLError, ValueError, RecursionError) as exc:
+                reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+                skipped.append({"path": rel, "reason": f"malformed frontmatter ({reason}); body imported"})
+        note_tags = [t for t in (_clean_tag(x) for x in _as_list(meta.get("tags") or meta.get("tag"))) if t]
+        aliases = _as_list(meta.get("aliases") or meta.get("alias"), r",")
+        described = {k: _as_text(v) for k, v in meta.items() if k not in NOT_DESCRIPTIONS and _as_text(v)}
+        valid = None
+        for key in ("created", "date"):
+            if meta.get(key):
                 try:
-                    loaded = yaml.safe_load(raw_meta)
-                    if loaded is not None and not isinstance(loaded, dict):
-                        raise ValueError("frontmatter is not a mapping")
-                    meta = loaded or {}
-                except (yaml.YAMLError, ValueError) as exc:
-                    reason = str(exc).splitlines()[0][:160]
-                    skipped.append({"path": rel, "reason": f"malformed frontmatter ({reason}); body imported"})
-            note_tags = [t for t in (_clean_tag(x) for x in _as_list(meta.get("tags") or meta.get("tag"))) if t]
-            aliases = _as_list(meta.get("aliases") or meta.get("alias"), r",")
-            for alias in aliases:
-                names.setdefault(alias, []).append(rel)
-            described = {k: _as_text(v) for k, v in meta.items() if k not in NOT_DESCRIPTIONS and _as_text(v)}
-            notes_meta[rel] = {"title": _as_text(meta.get("title")) or Path(rel).stem, "aliases": aliases,
-                               "properties": described}
-            valid = None
-            for key in ("created", "date"):
-                if meta.get(key):
-                    try:
-                        valid = parse_iso(str(meta[key]))
-                        break
-                    except Exception:
-                        skipped.append({"path": rel, "reason": f"frontmatter {key} is not a date; ignored"})
-            for anchor, section, path in sections(body):
-                units.append(Unit(path=rel, anchor=anchor, text=section,
-                                  tags=list(dict.fromkeys(note_tags + inline_tags(section))),
-                                  refs=wikilinks(section), valid_from=valid,
-                                  block_ids=_BLOCK_ID.findall(prose_only(section)),
-                                  properties={k: str(v) for k, v in meta.items() if k not in ("tags", "aliases")},
-                                  heading_path=path))
-        return ParseResult(units=units, skipped=skipped, names=names, notes=notes, attachments=attachments,
-                           meta=notes_meta)
+                    valid = parse_iso(str(meta[key]))
+                    break
+                except Exception:
+                    skipped.append({"path": rel, "reason": f"frontmatter {key} is not a date; ignored"})
+        properties = {k: str(v) for k, v in meta.items() if k not in ("tags", "aliases")}
+        units = []
+        for anchor, section, path in sections(body):
+            prose = prose_only(section)
+            units.append(Unit(path=rel, anchor=anchor, text=section,
+                              tags=list(dict.fromkeys(note_tags + inline_tags(section, prose))),
+                              refs=wikilinks(section, prose), valid_from=valid, block_ids=_BLOCK_ID.findall(prose),
+                              properties=properties, heading_path=path))
+        return Note(path=rel, units=units, names=aliases, skipped=skipped,
+                    meta={"title": _as_text(meta.get("title")) or Path(rel).stem, "aliases": aliases,
+                          "properties": described})
 
 
 register("obsidian", ObsidianParser)

@@ -18,6 +18,7 @@ when a same-named note sits beside it.
 """
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import unicodedata
@@ -33,6 +34,12 @@ def heading_key(text: str) -> str:
     """Headings compare without case, surrounding space, or the characters a link cannot hold
     (Obsidian drops `#|^:%[]` from a heading when it writes a link to it)."""
     return " ".join(_HEADING_NOISE.sub(" ", unicodedata.normalize("NFC", text)).split()).casefold()
+
+
+def heading_hash(text: str) -> str:
+    """What the index keeps of a heading: a hash, not the words (a forgotten section's heading
+    must not stay on disk), compared after `heading_key`."""
+    return hashlib.sha256(heading_key(text).encode("utf-8")).hexdigest()[:16]
 
 
 def _stem(path: str) -> str:
@@ -62,7 +69,7 @@ class Resolved:
 
 @dataclass
 class _Note:
-    units: list[tuple[str, list[str], list[str]]] = field(default_factory=list)   # (key, heading keys, block ids)
+    units: list[tuple[str, list[str], list[str]]] = field(default_factory=list)   # (key, heading hashes, block ids)
 
 
 class Index:
@@ -78,18 +85,21 @@ class Index:
         self.skipped: set[str] = set()                     # notes that could not be read
 
     def add_note(self, path: str, names=()) -> None:
-        self.notes.setdefault(path, _Note())
-        stem = _stem(path).casefold()
-        self.by_stem.setdefault(stem, path)
-        self.by_base.setdefault(stem.rsplit("/", 1)[-1], []).append(path)
+        if path not in self.notes:
+            self.notes[path] = _Note()
+            stem = _stem(path).casefold()
+            self.by_stem.setdefault(stem, path)
+            self.by_base.setdefault(stem.rsplit("/", 1)[-1], []).append(path)
         for name in names:
             folded = name.strip().casefold()
             if folded and path not in self.by_name.get(folded, ()):
                 self.by_name.setdefault(folded, []).append(path)
 
-    def add_unit(self, path: str, key: str, heading_path=(), block_ids=()) -> None:
+    def add_unit(self, path: str, key: str, heading_hashes=(), block_ids=()) -> None:
+        """A unit of the note, in note order: its key, its heading path (as `heading_hash`es),
+        the block ids it holds."""
         self.add_note(path)
-        self.notes[path].units.append((key, [heading_key(h) for h in heading_path], list(block_ids)))
+        self.notes[path].units.append((key, list(heading_hashes), list(block_ids)))
         for b in block_ids:
             self.blocks.setdefault(b, key)
 
@@ -145,7 +155,7 @@ class Index:
         if ref.block:
             key = next((k for k, _, blocks in units if ref.block in blocks), None)
             return Resolved(key=key) if key else Resolved(reason="missing block")
-        wanted = [heading_key(h) for h in ref.headings if heading_key(h)]
+        wanted = [heading_hash(h) for h in ref.headings if heading_key(h)]
         if wanted:
             key = next((k for k, path_keys, _ in units if path_keys and path_keys[-1] == wanted[-1]
                         and _within(wanted[:-1], path_keys[:-1])), None)

@@ -64,8 +64,40 @@ POSITION_DDL = "ALTER TABLE import_units ADD COLUMN position INTEGER NOT NULL DE
 # where the unit sits in its note (context.py): shown by `tidemind show`, mirrored as text into
 # nodes.context_text for search
 CONTEXT_DDL = "ALTER TABLE import_units ADD COLUMN context TEXT NOT NULL DEFAULT '{}';"
+# A re-sync reads every file but parses only those whose hash changed: `import_notes` keeps each
+# note's hash and the names links may call it by; each unit keeps what links resolve against
+# (heading hashes, not words, and block ids), and the hash of its note's path (which survives a
+# forget that hashes the unit's key), so only the changed notes' units are loaded.
+NOTES_DDL = """
+CREATE TABLE import_notes(
+  source TEXT NOT NULL,
+  root TEXT NOT NULL,
+  path TEXT NOT NULL,
+  file_hash TEXT NOT NULL,                    -- sha256 of the file and of what shapes its parsing
+  names TEXT NOT NULL DEFAULT '[]',           -- what else links may call it (aliases, page names)
+  PRIMARY KEY(source, root, path)
+);
+ALTER TABLE import_units ADD COLUMN note_hash TEXT;
+ALTER TABLE import_units ADD COLUMN anchors TEXT NOT NULL DEFAULT '{}';
+CREATE INDEX import_units_note ON import_units(source, root, note_hash);
+CREATE INDEX import_units_node ON import_units(node_id);
+"""
+
+
+def note_hash(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()[:16]
+
+
+def _backfill_note_hashes(conn) -> None:
+    conn.execute(NOTES_DDL)
+    conn.executemany("UPDATE import_units SET note_hash=? WHERE rowid=?", [
+        (note_hash(key.split("#", 1)[0]), rowid) for rowid, key in
+        conn.execute("SELECT rowid, unit_key FROM import_units").fetchall() if not key.startswith(FORGOTTEN)])
+
+
 register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL),
-                       ("0003_unit_position", POSITION_DDL), ("0004_unit_context", CONTEXT_DDL)])
+                       ("0003_unit_position", POSITION_DDL), ("0004_unit_context", CONTEXT_DDL),
+                       ("0005_notes_index", _backfill_note_hashes)])
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
@@ -97,7 +129,7 @@ def forget_node(conn, node_id: int) -> None:
             continue
         keys.add(key)
         _scrub_heading_below(conn, source, root, key.split("#", 1)[0], context.decode(ctx).get("headings") or [])
-        conn.execute("UPDATE import_units SET context='{}' WHERE source=? AND root=? AND unit_key=?",
+        conn.execute("UPDATE import_units SET context='{}', anchors='{}' WHERE source=? AND root=? AND unit_key=?",
                      (source, root, key))
         conn.execute("DELETE FROM import_units WHERE source=? AND root=? AND unit_key=?",
                      (source, root, forgotten_key(key)))
@@ -155,14 +187,72 @@ def units_by_key(conn, source: str, root: str, keys) -> dict[str, dict]:
 
 
 def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id, position: int | None = None,
-             context: str | None = None) -> None:
-    """Insert or update a unit's row; a position or context of None keeps the stored one."""
+             context: str | None = None, anchors: dict | None = None) -> None:
+    """Insert or update a unit's row; a position, context or anchors of None keep the stored ones."""
+    found = json.dumps(anchors, sort_keys=True) if anchors is not None else None
     conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id, position,"
-                 " context) VALUES(?,?,?,?,?,?,?,coalesce(?, 0),coalesce(?, '{}')) ON CONFLICT(source, root, unit_key)"
-                 " DO UPDATE SET content_hash=excluded.content_hash, node_id=excluded.node_id, status=excluded.status,"
-                 " batch_id=excluded.batch_id, position=coalesce(?, import_units.position),"
-                 " context=coalesce(?, import_units.context)",
-                 (source, root, key, content_hash, node_id, status, batch_id, position, context, position, context))
+                 " context, anchors, note_hash) VALUES(?,?,?,?,?,?,?,coalesce(?, 0),coalesce(?, '{}'),coalesce(?, '{}'),?)"
+                 " ON CONFLICT(source, root, unit_key) DO UPDATE SET content_hash=excluded.content_hash,"
+                 " node_id=excluded.node_id, status=excluded.status, batch_id=excluded.batch_id,"
+                 " position=coalesce(?, import_units.position), context=coalesce(?, import_units.context),"
+                 " anchors=coalesce(?, import_units.anchors), note_hash=excluded.note_hash",
+                 (source, root, key, content_hash, node_id, status, batch_id, position, context, found,
+                  note_hash(key.split("#", 1)[0]), position, context, found))
+
+
+def set_anchors(conn, source, root, key, anchors: dict) -> None:
+    conn.execute("UPDATE import_units SET anchors=? WHERE source=? AND root=? AND unit_key=?",
+                 (json.dumps(anchors, sort_keys=True), source, root, key))
+
+
+def units_of_notes(conn, source: str, root: str, paths, legacy_forgotten: bool = False) -> dict[str, dict]:
+    """The rows of these notes' units, forgotten ones included (by their note's hash); with
+    `legacy_forgotten`, also forgotten rows from before note hashes were kept."""
+    hashes = [note_hash(p) for p in paths]
+    out: dict[str, dict] = {}
+    for start in range(0, len(hashes), 500):
+        chunk = hashes[start:start + 500]
+        for r in rows(conn, f"SELECT * FROM import_units WHERE source=? AND root=? AND note_hash IN"
+                            f" ({','.join('?' * len(chunk))})", [source, root, *chunk]):
+            out[r["unit_key"]] = r
+    if legacy_forgotten:
+        for r in rows(conn, "SELECT * FROM import_units WHERE source=? AND root=? AND note_hash IS NULL",
+                      (source, root)):
+            out[r["unit_key"]] = r
+    return out
+
+
+def count_live(conn, source: str, root: str) -> int:
+    return conn.execute("SELECT count(*) FROM import_units WHERE source=? AND root=? AND status='live'",
+                        (source, root)).fetchone()[0]
+
+
+def index_rows(conn, source: str, root: str) -> list[tuple[str, int, dict]]:
+    """(key, node id, anchors) of the folder's live units in note order: what links resolve to."""
+    return [(k, n, json.loads(a)) for k, n, a in conn.execute(
+        "SELECT unit_key, node_id, anchors FROM import_units WHERE source=? AND root=? AND status='live'"
+        " ORDER BY note_hash, position, unit_key", (source, root))]
+
+
+def notes(conn, source: str, root: str) -> dict[str, dict]:
+    """path -> {"file_hash", "names"} of every note the folder's last sync read."""
+    return {p: {"file_hash": h, "names": json.loads(n)} for p, h, n in conn.execute(
+        "SELECT path, file_hash, names FROM import_notes WHERE source=? AND root=?", (source, root))}
+
+
+def put_note(conn, source: str, root: str, path: str, file_hash: str, names: list[str]) -> None:
+    conn.execute("INSERT INTO import_notes(source, root, path, file_hash, names) VALUES(?,?,?,?,?) ON CONFLICT"
+                 "(source, root, path) DO UPDATE SET file_hash=excluded.file_hash, names=excluded.names",
+                 (source, root, path, file_hash, json.dumps(names, ensure_ascii=False)))
+
+
+def drop_note(conn, source: str, root: str, path: str) -> None:
+    conn.execute("DELETE FROM import_notes WHERE source=? AND root=? AND path=?", (source, root, path))
+
+
+def reread_all(conn, source: str, root: str) -> None:
+    """Forget the files' hashes (after a rollback): the next sync parses every note again."""
+    conn.execute("DELETE FROM import_notes WHERE source=? AND root=?", (source, root))
 
 
 def set_context(conn, source, root, key, context: str) -> None:
@@ -191,8 +281,10 @@ def set_position(conn, source, root, key, position: int) -> None:
 
 
 def rekey(conn, source, root, old_key, new_key, batch_id) -> None:
-    conn.execute("UPDATE import_units SET unit_key=?, batch_id=? WHERE source=? AND root=? AND unit_key=?",
-                 (new_key, batch_id, source, root, old_key))
+    """A new key for a unit (moved, renamed, given an id::); a forgotten key keeps its note's hash."""
+    hashed = None if new_key.startswith(FORGOTTEN) else note_hash(new_key.split("#", 1)[0])
+    conn.execute("UPDATE import_units SET unit_key=?, batch_id=?, note_hash=coalesce(?, note_hash) WHERE source=?"
+                 " AND root=? AND unit_key=?", (new_key, batch_id, hashed, source, root, old_key))
 
 
 def drop_unit(conn, source, root, key) -> None:
@@ -242,12 +334,16 @@ def add_dangling(conn, batch_id, source, root, key, target, reason: str, ref: di
 
 
 def dangling(conn, source: str, root: str) -> list[dict]:
-    """The folder's dangling links: unit key, target as written, reason, the link (JSON)."""
-    found = rows(conn, "SELECT unit_key, target, reason, ref FROM import_dangling WHERE source=? AND root=?"
-                       " ORDER BY rowid", (source, root))
+    """The folder's dangling links: row id, unit key, target as written, reason, the link."""
+    found = rows(conn, "SELECT rowid AS id, unit_key, target, reason, ref FROM import_dangling WHERE source=? AND"
+                       " root=? ORDER BY rowid", (source, root))
     for r in found:
         r["ref"] = json.loads(r["ref"])
     return found
+
+
+def drop_dangling(conn, row_id: int) -> None:
+    conn.execute("DELETE FROM import_dangling WHERE rowid=?", (row_id,))
 
 
 def clear_dangling(conn, source, root, key) -> None:

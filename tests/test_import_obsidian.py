@@ -422,3 +422,35 @@ def test_a_sync_that_changes_nothing_parses_nothing_and_leaves_no_batch(mem, vau
     assert (gone["read"], gone["archived"]) == (0, 3)
     assert ("Projects/Shop.md#Deploys", "Runbook#Rollback") in {        # the links to it are dangling now
         (k, t) for k, t in mem.conn.execute("SELECT unit_key, target FROM import_dangling")}
+
+
+def test_the_cli_embeds_what_it_imported_or_says_the_daemon_will(home, vault, tmp_path):
+    """After an import nothing was embedded until the person ran `tidemind embed` themselves."""
+    import subprocess
+    import sys
+    import time
+
+    from .conftest import ROOT, cli_json
+
+    r = cli_json(home, "import", "obsidian", str(vault))
+    assert r["embedded"] >= r["created"] > 0 and cli_json(home, "stats")["embed_queue"] == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("A note about tide tables and harbour pilots.")
+    r = cli_json(home, "import", "obsidian", str(other), "--no-embed")
+    assert "embedded" not in r and "tidemind embed" in r["embedding"]
+    assert cli_json(home, "stats")["embed_queue"] == r["created"]
+    text = run_cli(home, "import", "obsidian", str(vault), "--no-embed").stdout.decode()
+    assert "nothing changed" in text and "no batch" in text
+    daemon = subprocess.Popen([sys.executable, "-m", "tidemind.cli", "--home", str(home), "daemon", "--tick", "60"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and '"event": "started"' not in daemon.stderr.readline():
+            pass
+        (other / "b.md").write_text("A second note about pilots.")
+        proc = run_cli(home, "import", "obsidian", str(other))
+        assert proc.returncode == 0 and f"left to the running daemon (pid {daemon.pid})" in proc.stdout.decode()
+    finally:
+        daemon.terminate()
+        daemon.communicate(timeout=30)

@@ -458,7 +458,36 @@ def _fmt_import(r: dict) -> str:
                  f" restored, {r['refreshed']} refreshed"]
     lines += [f"skipped {s['path']}: {s['reason']}" for s in r["skipped"]]
     lines += [f"warning: {w}" for w in r["warnings"]]
+    if "embedded" in r:
+        lines.append(f"embedded {r['embedded']:,} unit(s): findable by meaning now, not only by their words")
+    elif "embedding" in r:
+        lines.append(f"embedding: {r['embedding']}")
     return "\n".join(lines)
+
+
+def _embed_after_import(m, r: dict, no_embed: bool, bar) -> None:
+    """What an import stored is found by its words at once, by its meaning once embedded: embed
+    it now (with the bar), unless the daemon is running (it embeds them) or --no-embed."""
+    if not (r["created"] or r["updated"] or r["restored"]):
+        return
+    if no_embed:
+        r["embedding"] = "not now (--no-embed); `tidemind embed` or the daemon will"
+        return
+    from tidemind_daemon.runner import running
+
+    pid = running(m.settings.home)
+    if pid:
+        r["embedding"] = f"left to the running daemon (pid {pid}), which embeds them in the background"
+        return
+    done = 0
+    while True:           # small batches: each is its own short transaction, and Ctrl-C keeps what is done
+        step = m.embed_pending(batch=256, limit=256)
+        done += step["embedded"]
+        if bar is not None:
+            bar(done, done + step["queue"], "embedding")
+        if not step["embedded"] or not step["queue"]:
+            break
+    r["embedded"] = done
 
 
 def cmd_import(args):
@@ -476,20 +505,25 @@ def cmd_import(args):
         options = {"exclude": args.exclude or []}
         bar = None
         if sys.stderr.isatty() and not args.json:
-            def bar(done, total, width=30):
+            def bar(done, total, what="importing", width=30):
                 filled = int(width * done / max(total, 1))
-                print(f"\r  importing [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} units",
+                print(f"\r  {what:<9} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} units",
                       end="" if done < total else "\n", file=sys.stderr, flush=True)
         r = sync(m, args.source, args.target, args.scope, options, progress=bar)
+        _embed_after_import(m, r, args.no_embed, bar)
         _emit(args, r, _fmt_import)
         if args.watch:
             from pathlib import Path
 
             from .importers.watch import watch
 
+            def once(paths):
+                found = sync(m, args.source, args.target, r["scope"], options, only=paths)
+                _embed_after_import(m, found, args.no_embed, None)
+                return found
+
             sys.stdout.flush()
-            sys.exit(watch(lambda paths: sync(m, args.source, args.target, args.scope, options, only=paths),
-                           Path(args.target)))
+            sys.exit(watch(once, Path(args.target)))
 
 
 def cmd_desktop(args):
@@ -627,6 +661,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scope", help="scope for the notes (default vault:<folder name>)")
     s.add_argument("--exclude", action="append", help="a folder to skip (e.g. templates); repeatable")
     s.add_argument("--watch", action="store_true", help="keep the store in sync as files change (Ctrl-C stops)")
+    s.add_argument("--no-embed", action="store_true",
+                   help="do not embed the new units now (the daemon or `tidemind embed` does it later)")
     s = add("desktop", cmd_desktop, "open the desktop app (or render it to a PNG with --screenshot)")
     s.add_argument("--screenshot", help="render offscreen to this PNG and exit")
     s.add_argument("--view", choices=["search", "node", "graph", "review"], default="search")

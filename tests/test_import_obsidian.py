@@ -454,3 +454,32 @@ def test_the_cli_embeds_what_it_imported_or_says_the_daemon_will(home, vault, tm
     finally:
         daemon.terminate()
         daemon.communicate(timeout=30)
+
+
+def test_two_folders_of_the_same_name_get_two_scopes_and_the_report_says_which(mem, tmp_path, home):
+    """Two different folders called 'notes' shared one scope (and each other's memories)."""
+    first, second = tmp_path / "work" / "notes", tmp_path / "home" / "notes"
+    for folder, text in ((first, "The build server listens on port 8080."), (second, "Buy oat milk on Friday.")):
+        folder.mkdir(parents=True)
+        (folder / "a.md").write_text(text)
+    a = sync(mem, "obsidian", first)
+    b = sync(mem, "obsidian", second)
+    assert a["scope"] == "vault:notes" and "scope_note" not in a
+    assert b["scope"].startswith("vault:notes-") and b["scope"] != a["scope"]
+    assert str(first.resolve()) in b["scope_note"] and b["scope"] in b["scope_note"]
+    (second / "b.md").write_text("Call the plumber.")
+    assert sync(mem, "obsidian", second)["scope"] == b["scope"]             # the folder keeps its scope
+    hits = mem.recall("build server port", scopes=[b["scope"]])["items"]
+    assert not any("8080" in i["content"] for i in hits)
+    odd = [tmp_path / "My Vault (été)", tmp_path / "日記", tmp_path / "dir" / "日記"]
+    scopes = []
+    for folder in odd:
+        folder.mkdir(parents=True)
+        (folder / "n.md").write_text("A line.")
+        scopes.append(sync(mem, "obsidian", folder)["scope"])
+    assert scopes[0] == "vault:My-Vault-ete" and scopes[1].startswith("vault:notes-") and len(set(scopes)) == 3
+    third = tmp_path / "elsewhere" / "notes"
+    third.mkdir(parents=True)
+    (third / "c.md").write_text("A third folder called notes.")
+    text = run_cli(home, "import", "obsidian", str(third), "--no-embed").stdout.decode()
+    assert "scope: vault:notes is the scope of another folder of that name" in text

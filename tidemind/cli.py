@@ -456,6 +456,8 @@ def _fmt_import(r: dict) -> str:
         lines = [f"batch {r['batch']} into {r['scope']}: {r['created']} created, {r['updated']} updated,"
                  f" {r['unchanged']} unchanged, {r['archived']} archived, {r['moved']} moved, {r['restored']}"
                  f" restored, {r['refreshed']} refreshed"]
+    if r.get("scope_note"):
+        lines.append(f"scope: {r['scope_note']}")
     lines += [f"skipped {s['path']}: {s['reason']}" for s in r["skipped"]]
     lines += [f"warning: {w}" for w in r["warnings"]]
     if "embedded" in r:
@@ -658,7 +660,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("import", cmd_import, "import a notes folder (obsidian DIR, logseq DIR), or undo one (rollback BATCH)")
     s.add_argument("source", choices=["obsidian", "logseq", "rollback"])
     s.add_argument("target", help="the vault folder, or the batch number to roll back")
-    s.add_argument("--scope", help="scope for the notes (default vault:<folder name>)")
+    s.add_argument("--scope", help="scope for the notes (default: the folder's earlier scope, else vault:<folder"
+                                   " name>, with a hash of its path when another folder has that name)")
     s.add_argument("--exclude", action="append", help="a folder to skip (e.g. templates); repeatable")
     s.add_argument("--watch", action="store_true", help="keep the store in sync as files change (Ctrl-C stops)")
     s.add_argument("--no-embed", action="store_true",

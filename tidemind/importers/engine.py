@@ -14,6 +14,8 @@ tried again when the folder's notes change. Every change is recorded in the batc
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from pathlib import Path
 
 from ..errors import Conflict, InvalidInput, NotFound
@@ -65,6 +67,15 @@ def _contexts(steps: list[Step], meta: dict, hidden_rows: dict) -> dict[str, dic
     return out
 
 
+def _scope_name(name: str) -> str:
+    """A folder's name as a scope name: accents folded, other characters a scope cannot hold
+    made '-'; a name with nothing left (日記) becomes 'notes-' and a hash of it, so two such
+    folders never share a scope."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
+    cleaned = re.sub(r"[^A-Za-z0-9_.@+\-]+", "-", folded).strip("-._+@")[:60].strip("-._+@")
+    return cleaned if re.search(r"[A-Za-z0-9]", cleaned) else f"notes-{sha256(name)[:6]}"
+
+
 class _Batch:
     """The batch row, made by the first change: a sync that changes nothing leaves none."""
 
@@ -103,7 +114,8 @@ class _Sync:
         self.source, self.root = parser.source, str(folder)
         self.options, self.progress = options, progress
         self.actor_source = f"person:{parser.source}"
-        self.scope = scope or f"vault:{folder.name}"
+        self.scope = scope
+        self.scope_note: str | None = None
         self.counts = dict.fromkeys(COUNTS, 0)
         self.skipped: list[dict] = []
         self.warnings: list[str] = []
@@ -143,8 +155,27 @@ class _Sync:
         return note
 
     # -- the sync -------------------------------------------------------------------------------------
+    def _default_scope(self) -> str:
+        """The folder's own scope: the one it was imported into before, else `vault:<its name>`,
+        unless another folder of that name has it already (then the name and a hash of this
+        folder's path, and the report says so)."""
+        earlier = store.scopes_of(self.conn, self.source, self.root)
+        if earlier:
+            return sorted(earlier)[0]
+        name = _scope_name(self.folder.name)
+        scope = f"vault:{name}"
+        taken = store.roots_of_scope(self.conn, scope) - {self.root}
+        if not taken:
+            return scope
+        mine = f"vault:{name}-{sha256(self.root)[:6]}"
+        self.scope_note = (f"{scope} is the scope of another folder of that name ({sorted(taken)[0]});"
+                           f" this folder's notes go to {mine}")
+        return mine
+
     def run(self, only) -> dict:
         memory, conn = self.memory, self.conn
+        if self.scope is None:
+            self.scope = self._default_scope()
         changed, hashes, gone = self._read(only)
         now = memory.now()
         with immediate(conn), memory.stream_batch():
@@ -175,6 +206,8 @@ class _Sync:
                 self._links(steps, touched, refreshed, vanished, bool(changed or gone), batch, now)
             report = {"batch": batch.id if batch.made else None, **self.counts, "skipped": self.skipped,
                       "warnings": self.warnings, "scope": self.scope, "read": len(hashes), "parsed": len(changed)}
+            if self.scope_note:
+                report["scope_note"] = self.scope_note
             if batch.made:
                 store.finish_batch(conn, batch.id, memory.now(), {k: v for k, v in report.items()
                                                                   if isinstance(v, int) and k != "batch"})

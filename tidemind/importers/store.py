@@ -323,6 +323,12 @@ def scopes_of(conn, source: str, root: str) -> set[str]:
                                        " status='done'", (source, root))}
 
 
+def roots_of_scope(conn, scope: str) -> set[str]:
+    """Folders (of any source) whose imports went into this scope."""
+    return {r for (r,) in conn.execute("SELECT DISTINCT root FROM import_batches WHERE scope=? AND status='done'",
+                                       (scope,))}
+
+
 def set_batch_status(conn, batch_id: int, status: str) -> None:
     conn.execute("UPDATE import_batches SET status=? WHERE id=?", (status, batch_id))
 

@@ -483,3 +483,39 @@ def test_two_folders_of_the_same_name_get_two_scopes_and_the_report_says_which(m
     (third / "c.md").write_text("A third folder called notes.")
     text = run_cli(home, "import", "obsidian", str(third), "--no-embed").stdout.decode()
     assert "scope: vault:notes is the scope of another folder of that name" in text
+
+
+def test_an_import_never_unarchives_what_a_person_archived(mem, vault):
+    """Issue 16: re-importing an edited note un-archived a section the person had archived; so
+    did the note coming back after a delete."""
+    sync(mem, "obsidian", vault, SCOPE)
+    node = lambda key: mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key=?", (key,)).fetchone()[0]
+    status = lambda n: mem.conn.execute("SELECT status FROM nodes WHERE id=?", (n,)).fetchone()[0]
+    payments = node("Projects/Shop.md#Payments")
+    mem.archive(payments)
+    before = dump(mem)
+    shop = vault / "Projects" / "Shop.md"
+    shop.write_text(shop.read_text().replace("Stripe handles payments", "Adyen handles payments"))
+    r = sync(mem, "obsidian", vault, SCOPE)
+    assert r["updated"] == 1
+    edited = node("Projects/Shop.md#Payments")
+    assert edited != payments and status(edited) == "archived"               # the new words: kept, still hidden
+    assert not any("Adyen" in i["content"] for i in mem.recall("who handles payments", scopes=[SCOPE])["items"])
+    rollback(mem, r["batch"])
+    assert dump(mem) == before and status(payments) == "archived"
+
+    runbook = node("Runbook.md#Rollback")
+    mem.archive(runbook)
+    text = (vault / "Runbook.md").read_text()
+    (vault / "Runbook.md").unlink()
+    sync(mem, "obsidian", vault, SCOPE)
+    (vault / "Runbook.md").write_text(text)                                 # back as it was
+    sync(mem, "obsidian", vault, SCOPE)
+    assert status(runbook) == "archived"
+    (vault / "Runbook.md").unlink()
+    sync(mem, "obsidian", vault, SCOPE)
+    (vault / "Runbook.md").write_text(text.replace("Revert the tag", "Revert the release tag"))   # back, edited
+    sync(mem, "obsidian", vault, SCOPE)
+    assert status(node("Runbook.md#Rollback")) == "archived" and status(runbook) != "live"
+    steps = node("Runbook.md#Runbook")                      # a section the importer itself archived comes back
+    assert status(steps) == "live"

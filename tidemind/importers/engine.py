@@ -249,9 +249,10 @@ class _Sync:
             if row is not None and row["content_hash"] == h:
                 relocated = note_of(row["unit_key"]) != unit.path
                 if row["status"] == "archived":
-                    # the note came back as it was; a node a person corrected meanwhile stays as they left it
+                    # the note came back as it was: what the importer archived comes back; a node a
+                    # person archived or corrected meanwhile stays as they left it
                     store.put_unit(conn, source, root, key, h, row["node_id"], "live", batch.id, step.position)
-                    if memory.set_hidden(row["node_id"], False, now):
+                    if row["hidden"] and memory.set_hidden(row["node_id"], False, now):
                         store.change(conn, batch.id, "restored", unit_key=key, old_node_id=row["node_id"])
                         counts["restored"] += 1
                         relocated = True
@@ -262,11 +263,11 @@ class _Sync:
                 elif not relocated:
                     counts["unchanged"] += 1
                 continue
-            lineage = None
+            lineage, old, kept_archived = None, None, False
             if row is not None:
                 old = nodes.get_any(conn, row["node_id"])
                 if old is not None and old["status"] in ("live", "archived"):
-                    if old["status"] == "live" and row["status"] == "live" and _same_words(old, unit):
+                    if row["status"] == "live" and _same_words(old, unit):     # (archived by a person: stays so)
                         # only what the source says about the words changed (a tag, a property):
                         # the node stays, its standing is refreshed, no new version
                         store.put_unit(conn, source, root, key, h, old["id"], "live", batch.id, step.position,
@@ -278,7 +279,10 @@ class _Sync:
                         touched[key] = old["id"]
                         refreshed.add(old["id"])
                         continue
-                    if old["status"] == "archived":
+                    # archived by the importer (its file had vanished): it comes back with its new
+                    # words; archived by a person: the new words are kept, archived too
+                    kept_archived = old["status"] == "archived" and not (row["status"] == "archived" and row["hidden"])
+                    if old["status"] == "archived" and not kept_archived:
                         memory.set_hidden(old["id"], False, now)
                     lineage = old["id"]
             try:
@@ -286,11 +290,13 @@ class _Sync:
                                                            valid_from=unit.valid_from, now=now, lineage_of=lineage,
                                                            context=context.text(ctx))
             except InvalidInput as exc:               # e.g. a section over the size limit: skip it, import the rest
-                if lineage is not None and nodes.get_any(conn, lineage)["status"] == "live" and row["status"] == "archived":
+                if lineage is not None and old["status"] == "archived" and not kept_archived:
                     memory.set_hidden(lineage, True, now)
                 self.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: {exc}"})
                 continue
             self.warnings += [f"{unit.path}: {w}" for w in unit_warnings]
+            if kept_archived:
+                memory.set_hidden(node_id, True, now)
             store.put_unit(conn, source, root, key, h, node_id, "live", batch.id, step.position, context.encode(ctx),
                            anchors)
             if lineage is None:
@@ -298,7 +304,9 @@ class _Sync:
                 counts["created"] += 1
             else:
                 store.change(conn, batch.id, "updated", unit_key=key, old_node_id=lineage, new_node_id=node_id,
-                             old_hash=row["content_hash"], old_status=row["status"], old_context=row["context"])
+                             old_hash=row["content_hash"], old_status=row["status"], old_context=row["context"],
+                             old_hidden=row["hidden"], old_node_status=old["status"],
+                             new_status="archived" if kept_archived else "live")
                 counts["updated"] += 1
             touched[key] = node_id
         return touched, refreshed
@@ -317,12 +325,13 @@ class _Sync:
 
     def _archive(self, vanished: dict[str, dict], batch: _Batch, now: str) -> None:
         for key, row in vanished.items():
+            hidden = self.memory.set_hidden(row["node_id"], True, now)
             store.put_unit(self.conn, self.source, self.root, key, row["content_hash"], row["node_id"], "archived",
-                           batch.id)
-            if self.memory.set_hidden(row["node_id"], True, now):
+                           batch.id, hidden=hidden)
+            if hidden:
                 store.change(self.conn, batch.id, "archived", unit_key=key, old_node_id=row["node_id"])
                 self.counts["archived"] += 1
-            else:                                     # not live (a person corrected or forgot it): nothing to hide
+            else:       # not live (a person archived, corrected or forgot it): nothing to hide, nothing to restore
                 store.change(self.conn, batch.id, "delisted", unit_key=key, old_node_id=row["node_id"])
 
     # -- links ----------------------------------------------------------------------------------------
@@ -459,12 +468,14 @@ def rollback(memory: Memory, batch_id: int) -> dict:
             elif action == "updated":
                 memory.set_hidden(c["new_node_id"], True, now)
                 nodes.restore(conn, c["old_node_id"])
-                if c["detail"].get("old_status") == "archived":
+                was = c["detail"].get("old_node_status") or c["detail"].get("old_status")
+                if was == "archived":
                     nodes.set_status(conn, c["old_node_id"], "archived")
                 else:
                     memory.set_hidden(c["old_node_id"], False, now)
                 store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
-                               c["detail"].get("old_status", "live"), b["id"], context=c["detail"].get("old_context"))
+                               c["detail"].get("old_status", "live"), b["id"], context=c["detail"].get("old_context"),
+                               hidden=c["detail"].get("old_hidden", c["detail"].get("old_status") == "archived"))
             elif action in ("refreshed", "context"):
                 old_context = c["detail"].get("old_context")          # (a forget leaves no context)
                 if action == "refreshed":
@@ -483,7 +494,7 @@ def rollback(memory: Memory, batch_id: int) -> dict:
                 memory.set_hidden(c["old_node_id"], True, now)
                 row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
                 store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
-                               "archived", b["id"])
+                               "archived", b["id"], hidden=True)
             elif action == "relisted":
                 row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
                 store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
@@ -513,12 +524,14 @@ def rollback(memory: Memory, batch_id: int) -> dict:
 def _check_undoable(conn, batch_id: int) -> None:
     """Rollback restores an exact prior state only if nothing touched the batch's nodes since
     (a person's correction, archive or forget): then it refuses, naming the node."""
-    expected = {"created": ("new_node_id", ("live",)), "updated": ("new_node_id", ("live",)),
+    expected = {"created": ("new_node_id", ("live",)), "updated": ("new_node_id", ("live", "archived")),
                 "archived": ("old_node_id", ("archived",)), "restored": ("old_node_id", ("live",)),
-                "refreshed": ("new_node_id", ("live",)), "context": ("old_node_id", ("live", "archived"))}
+                "refreshed": ("new_node_id", ("live", "archived")), "context": ("old_node_id", ("live", "archived"))}
     for c in store.changes(conn, batch_id):
         if c["action"] in expected:
             column, status = expected[c["action"]]
+            if c["action"] == "updated":            # a new version stays archived when a person had archived the old
+                status = (c["detail"].get("new_status", "live"),)
             row = nodes.get_any(conn, c[column])
             if row is None or row["status"] not in status:
                 raise Conflict(f"batch {batch_id} cannot be rolled back exactly: node {c[column]} is"

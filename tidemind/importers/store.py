@@ -95,9 +95,16 @@ def _backfill_note_hashes(conn) -> None:
         conn.execute("SELECT rowid, unit_key FROM import_units").fetchall() if not key.startswith(FORGOTTEN)])
 
 
+# whether the importer itself archived a unit's node (its file vanished): only then may the
+# note's return bring it back; a node a person archived stays archived (rows archived before
+# this column were archived by the importer)
+HIDDEN_DDL = """
+ALTER TABLE import_units ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;
+UPDATE import_units SET hidden = 1 WHERE status = 'archived';
+"""
 register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL),
                        ("0003_unit_position", POSITION_DDL), ("0004_unit_context", CONTEXT_DDL),
-                       ("0005_notes_index", _backfill_note_hashes)])
+                       ("0005_notes_index", _backfill_note_hashes), ("0006_hidden_by_import", HIDDEN_DDL)])
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
@@ -187,17 +194,19 @@ def units_by_key(conn, source: str, root: str, keys) -> dict[str, dict]:
 
 
 def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id, position: int | None = None,
-             context: str | None = None, anchors: dict | None = None) -> None:
-    """Insert or update a unit's row; a position, context or anchors of None keep the stored ones."""
+             context: str | None = None, anchors: dict | None = None, hidden: bool = False) -> None:
+    """Insert or update a unit's row; a position, context or anchors of None keep the stored
+    ones. `hidden`: the importer archived the node (its file vanished)."""
     found = json.dumps(anchors, sort_keys=True) if anchors is not None else None
     conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id, position,"
-                 " context, anchors, note_hash) VALUES(?,?,?,?,?,?,?,coalesce(?, 0),coalesce(?, '{}'),coalesce(?, '{}'),?)"
-                 " ON CONFLICT(source, root, unit_key) DO UPDATE SET content_hash=excluded.content_hash,"
-                 " node_id=excluded.node_id, status=excluded.status, batch_id=excluded.batch_id,"
-                 " position=coalesce(?, import_units.position), context=coalesce(?, import_units.context),"
-                 " anchors=coalesce(?, import_units.anchors), note_hash=excluded.note_hash",
+                 " context, anchors, note_hash, hidden) VALUES(?,?,?,?,?,?,?,coalesce(?, 0),coalesce(?, '{}'),"
+                 "coalesce(?, '{}'),?,?) ON CONFLICT(source, root, unit_key) DO UPDATE SET"
+                 " content_hash=excluded.content_hash, node_id=excluded.node_id, status=excluded.status,"
+                 " batch_id=excluded.batch_id, position=coalesce(?, import_units.position),"
+                 " context=coalesce(?, import_units.context), anchors=coalesce(?, import_units.anchors),"
+                 " note_hash=excluded.note_hash, hidden=excluded.hidden",
                  (source, root, key, content_hash, node_id, status, batch_id, position, context, found,
-                  note_hash(key.split("#", 1)[0]), position, context, found))
+                  note_hash(key.split("#", 1)[0]), int(bool(hidden)), position, context, found))
 
 
 def set_anchors(conn, source, root, key, anchors: dict) -> None:

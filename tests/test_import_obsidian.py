@@ -519,3 +519,95 @@ def test_an_import_never_unarchives_what_a_person_archived(mem, vault):
     assert status(node("Runbook.md#Rollback")) == "archived" and status(runbook) != "live"
     steps = node("Runbook.md#Runbook")                      # a section the importer itself archived comes back
     assert status(steps) == "live"
+
+
+def test_an_import_commits_in_chunks_and_its_rollback_is_exact(mem, vault):
+    """Issue 16: an 8,000-note import was one 25 s transaction. With a zero budget every unit is
+    its own transaction; the batch is still one, and its rollback (in chunks too) exact."""
+    sync(mem, "obsidian", vault, SCOPE)
+    before = dump(mem)
+    for i in range(12):
+        (vault / f"Extra {i}.md").write_text(f"# Extra {i}\nA note about harbour {i}. #extra\n\n## More\n[[Runbook]]\n")
+    (vault / "Runbook.md").unlink()
+    r = sync(mem, "obsidian", vault, SCOPE, budget_s=0)
+    assert r["created"] == 24 and r["archived"] == 3 and r["writes"] > 24 and r["longest_write_s"] < 1
+    assert mem.conn.execute("SELECT status FROM import_batches WHERE id=?", (r["batch"],)).fetchone()[0] == "done"
+    assert rollback(mem, r["batch"], budget_s=0)["undone"] > 24
+    assert dump(mem) == before
+
+
+def test_an_interrupted_import_keeps_whole_chunks_and_is_completed_or_rolled_back(mem, vault, tmp_path):
+    """Ctrl-C (or a kill) between chunks: every chunk is whole, the batch is 'running' until the
+    folder's next sync or rollback closes it; rolling it back restores the state before, and a
+    sync instead completes the folder."""
+    for i in range(600):
+        (vault / f"Many {i}.md").write_text(f"Note {i} about lanterns.\n")
+
+    def stop_midway(done, total):             # (called every 250 units)
+        if done >= 250:
+            raise KeyboardInterrupt
+
+    before = dump(mem)
+    with pytest.raises(KeyboardInterrupt):
+        sync(mem, "obsidian", vault, SCOPE, progress=stop_midway, budget_s=0)
+    [(batch, status)] = mem.conn.execute("SELECT id, status FROM import_batches").fetchall()
+    stored = mem.conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+    assert status == "running" and 0 < stored < 600           # whole chunks before the stop, none after
+    assert mem.doctor()["ok"]
+    rollback(mem, batch)
+    assert dump(mem) == before and mem.conn.execute("SELECT status FROM import_batches").fetchone()[0] == "rolled_back"
+
+    with pytest.raises(KeyboardInterrupt):
+        sync(mem, "obsidian", vault, SCOPE, progress=stop_midway, budget_s=0)
+    done = sync(mem, "obsidian", vault, SCOPE)
+    assert done["recovered"][0]["now"] == "interrupted"
+    statuses = dict(mem.conn.execute("SELECT id, status FROM import_batches"))
+    assert "running" not in statuses.values() and statuses[done["batch"]] == "done"
+    clean = Memory.open(tmp_path / "clean")
+    sync(clean, "obsidian", vault, SCOPE)
+    contents = lambda m: sorted(c for (c,) in m.conn.execute("SELECT content FROM nodes WHERE status='live'"))
+    assert contents(mem) == contents(clean)                  # the same as an import that was never stopped
+    clean.close()
+
+
+def test_one_import_of_a_folder_at_a_time(home, vault):
+    from tidemind.errors import StoreBusy
+    from tidemind.importers.engine import _folder_lock
+
+    m = Memory.open(home, busy_timeout_ms=300)
+    try:
+        with _folder_lock(m, "obsidian", str(vault.resolve())):
+            with pytest.raises(StoreBusy, match=f"another import of {vault.resolve()} is running"):
+                sync(m, "obsidian", vault, SCOPE)
+        assert sync(m, "obsidian", vault, SCOPE)["created"] > 0
+    finally:
+        m.close()
+
+
+def test_a_sync_stopped_while_linking_links_on_the_next_one(mem, vault, tmp_path, monkeypatch):
+    """A note's hash is recorded after its units' links: stopped in between, the next sync reads
+    the note again and writes the links the stopped one did not."""
+    from tidemind.importers import engine
+
+    real, calls = engine._Sync._link, []
+
+    def stop_at_the_third_link(self, *args):
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(engine._Sync, "_link", stop_at_the_third_link)
+    with pytest.raises(KeyboardInterrupt):
+        sync(mem, "obsidian", vault, SCOPE, budget_s=0)
+    monkeypatch.setattr(engine._Sync, "_link", real)
+    sync(mem, "obsidian", vault, SCOPE)
+    clean = Memory.open(tmp_path / "clean")
+    sync(clean, "obsidian", vault, SCOPE)
+    pairs = lambda m: sorted((a, b, rel) for a, b, rel in m.conn.execute(
+        "SELECT ua.unit_key, ub.unit_key, l.relation FROM links l JOIN import_units ua ON ua.node_id = l.source_id"
+        " JOIN import_units ub ON ub.node_id = l.target_id WHERE l.status = 'confirmed'"))
+    assert len(calls) == 3 and pairs(mem) == pairs(clean) and pairs(clean)
+    dangling = lambda m: sorted(m.conn.execute("SELECT unit_key, target, reason FROM import_dangling"))
+    assert dangling(mem) == dangling(clean)
+    clean.close()

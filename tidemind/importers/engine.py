@@ -8,17 +8,29 @@ similarity merge on this path), refreshed in place (only what the source says ab
 changed), restored (it came back), moved (its file was renamed) or left alone; a unit nothing
 continues is archived. The person's tags arrive `confirmed` and their links `confirmed` with the
 person as proposer; a link that resolves to no unit is kept as dangling with its reason and is
-tried again when the folder's notes change. Every change is recorded in the batch, so
-`rollback(batch)` restores the state before it; a sync that changes nothing leaves no batch.
+tried again when the folder's notes change.
+
+Writes go in chunks: each a transaction of at most ~a quarter of a second (`BUDGET_S`), all or
+nothing, so a digest arriving during a long import waits for one chunk, never for the import.
+A note's hash is recorded in the chunk that writes its last unit, so a sync that stops midway
+(killed, Ctrl-C) leaves every note either done or to be read again. Every change is recorded
+in the sync's batch (made by its first change: a sync that changes nothing leaves none), so
+`rollback(batch)` restores the state before it, in chunks too; a batch whose process died is
+marked `interrupted` by the folder's next sync or rollback (and can still be rolled back).
+One sync or rollback of a folder runs at a time (a lock file per folder).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import re
+import time
 import unicodedata
 from pathlib import Path
 
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound, StoreBusy
 from ..memory import Memory
 from ..store import audit, immediate, links, nodes, tags
 from ..text import sha256
@@ -29,6 +41,8 @@ from .resolve import Index, heading_hash
 from . import store
 
 COUNTS = ("created", "updated", "unchanged", "archived", "moved", "restored", "refreshed")
+BUDGET_S = 0.25          # how long one write transaction may go on before it commits
+_END = object()
 
 
 def unit_hash(unit: Unit) -> str:
@@ -94,23 +108,99 @@ class _Batch:
         return self._id is not None
 
 
+class _Writer:
+    """Write transactions of bounded length: items are applied in transactions that commit once
+    `budget_s` has passed (after the item that crossed it), each all or nothing, its stream
+    entries written together before it commits. Records how many and how long the longest was."""
+
+    def __init__(self, memory: Memory, budget_s: float):
+        self.memory, self.budget_s = memory, budget_s
+        self.count, self.longest = 0, 0.0
+
+    def each(self, items, apply) -> None:
+        items = iter(items)
+        item = next(items, _END)
+        while item is not _END:
+            with immediate(self.memory.conn), self.memory.stream_batch():
+                start = time.monotonic()
+                while item is not _END:
+                    apply(item)
+                    item = next(items, _END)
+                    if time.monotonic() - start >= self.budget_s:
+                        break
+            self.count += 1
+            self.longest = max(self.longest, time.monotonic() - start)
+
+    def once(self, apply) -> None:
+        self.each([None], lambda _: apply())
+
+
+@contextlib.contextmanager
+def _folder_lock(memory: Memory, source: str, root: str):
+    """One sync or rollback of a folder at a time, across processes (a second one waits as long
+    as a writer waits for the database, then says who holds it)."""
+    folder = memory.settings.home / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / f"import-{sha256(source + chr(0) + root)[:16]}.lock", "a+")
+    deadline = time.monotonic() + memory.settings.busy_timeout_ms / 1000
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    handle.seek(0)
+                    raise StoreBusy(f"another import of {root} is running (pid {handle.read().strip() or '?'});"
+                                    " try again when it ends") from None
+                time.sleep(0.05)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        handle.close()                        # (closing releases the lock)
+
+
+def _recover(memory: Memory, source: str, root: str, writer: _Writer) -> list[dict]:
+    """Batches of this folder whose process stopped before their last chunk (the folder lock is
+    held, so none is still running): an import is marked interrupted (what it did stays, recorded,
+    and the sync that follows completes the folder); a rollback is finished."""
+    found = []
+    for b in store.unfinished_batches(memory.conn, source, root):
+        if b["status"] == "rolling_back":
+            try:
+                _undo(memory, b, writer)
+                found.append({"batch": b["id"], "now": "rolled_back"})
+                continue
+            except Conflict:
+                pass                    # partly undone and no longer exactly undoable: closed as it is
+        writer.once(lambda: store.set_batch_status(memory.conn, b["id"], "interrupted"))
+        found.append({"batch": b["id"], "now": "interrupted"})
+    return found
+
+
 def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None, options: dict | None = None,
-         progress=None, only=None) -> dict:
+         progress=None, only=None, budget_s: float = BUDGET_S) -> dict:
     """Bring the store in line with the folder. `progress(done, total)` is called now and then
     while units are written (a CLI bar); `only` (paths relative to the folder, from a watch's
-    file events) limits the reading to those files, the rest being as the last sync left them."""
+    file events) limits the reading to those files, the rest being as the last sync left them;
+    `budget_s` bounds each write transaction."""
     folder = Path(root).expanduser()
     if not folder.is_dir():
         raise InvalidInput(f"{folder} is not a folder (was the vault moved or unmounted?)")
     parser = get_parser(source)
     if only is not None and not all(parser.is_note(p, options or {}) for p in only):
         only = None                 # a folder, an attachment or a config file (Logseq's journal format): all
-    return _Sync(memory, parser, folder.resolve(), scope, options or {}, progress).run(only)
+    return _Sync(memory, parser, folder.resolve(), scope, options or {}, progress, budget_s).run(only)
 
 
 class _Sync:
-    def __init__(self, memory: Memory, parser: Parser, folder: Path, scope: str | None, options: dict, progress):
+    def __init__(self, memory: Memory, parser: Parser, folder: Path, scope: str | None, options: dict, progress,
+                 budget_s: float):
         self.memory, self.conn, self.parser, self.folder = memory, memory.conn, parser, folder
+        self.writer = _Writer(memory, budget_s)
         self.source, self.root = parser.source, str(folder)
         self.options, self.progress = options, progress
         self.actor_source = f"person:{parser.source}"
@@ -173,143 +263,180 @@ class _Sync:
         return mine
 
     def run(self, only) -> dict:
-        memory, conn = self.memory, self.conn
-        if self.scope is None:
-            self.scope = self._default_scope()
-        changed, hashes, gone = self._read(only)
-        now = memory.now()
-        with immediate(conn), memory.stream_batch():
+        memory, conn, writer = self.memory, self.conn, self.writer
+        with _folder_lock(memory, self.source, self.root):
+            recovered = _recover(memory, self.source, self.root, writer)
+            if self.scope is None:
+                self.scope = self._default_scope()
             elsewhere = store.scopes_of(conn, self.source, self.root) - {self.scope}
             if elsewhere:
                 raise InvalidInput(f"{self.folder} was imported into scope {', '.join(sorted(elsewhere))}; import it"
                                    " with that --scope (a folder lives in one scope: its history must not cross"
                                    " scopes)")
+            changed, hashes, gone = self._read(only)
+            now = memory.now()
             batch = _Batch(conn, self.source, self.root, self.scope, now)
+            # the plan is made outside any write transaction (matching 50,000 units takes seconds);
+            # each step checks its row again in the transaction that writes it
             live_before = store.count_live(conn, self.source, self.root)
-            known = store.units_of_notes(conn, self.source, self.root, [*changed, *gone], legacy_forgotten=only is None)
+            known = store.units_of_notes(conn, self.source, self.root, [*changed, *gone],
+                                         legacy_forgotten=only is None)
             hidden_rows = {k: r for k, r in known.items() if k.startswith(store.FORGOTTEN)}
             known = {k: r for k, r in known.items() if k not in hidden_rows}
             self.counts["unchanged"] = live_before - sum(r["status"] == "live" for r in known.values())
             units = [u for note in changed.values() for u in note.units]
             steps, vanished, left_hidden = match(units, [unit_hash(u) for u in units], known, hidden_rows)
             contexts = _contexts(steps, {p: n.meta for p, n in changed.items()}, hidden_rows)
-            touched, refreshed = self._apply(steps, contexts, hidden_rows, batch, now)
-            for key in left_hidden:
-                store.drop_unit(conn, self.source, self.root, key)
+            touched, refreshed, intact = self._apply(steps, contexts, hidden_rows, changed, hashes, batch, now)
             vanished = {k: r for k, r in vanished.items() if r["status"] == "live"}
             self._archive(vanished, batch, now)
-            for rel, note in changed.items():
-                store.put_note(conn, self.source, self.root, rel, hashes[rel], note.names)
-            for rel in gone:
-                store.drop_note(conn, self.source, self.root, rel)
+            writer.each([*(("hidden", k) for k in sorted(left_hidden)), *(("gone", p) for p in sorted(gone))],
+                        lambda item: (store.drop_unit if item[0] == "hidden" else store.drop_note)(
+                            conn, self.source, self.root, item[1]))
             if touched or vanished or changed or gone:
-                self._links(steps, touched, refreshed, vanished, bool(changed or gone), batch, now)
+                self._links(steps, touched, refreshed, vanished, changed, gone, batch, now)
+            # a note's hash is recorded last: a sync stopped before this point reads the note again
+            # (its units then match as unchanged, and their links are read again)
+            writer.each([p for p in changed if intact[p]], lambda path: store.put_note(
+                conn, self.source, self.root, path, hashes[path], changed[path].names))
             report = {"batch": batch.id if batch.made else None, **self.counts, "skipped": self.skipped,
                       "warnings": self.warnings, "scope": self.scope, "read": len(hashes), "parsed": len(changed)}
             if self.scope_note:
                 report["scope_note"] = self.scope_note
+            if recovered:
+                report["recovered"] = recovered
             if batch.made:
-                store.finish_batch(conn, batch.id, memory.now(), {k: v for k, v in report.items()
-                                                                  if isinstance(v, int) and k != "batch"})
-                audit.record(conn, at=now, actor=memory.actor, action="import", batch=batch.id, source=self.source,
-                             root=self.root, **self.counts)
+                def finish():
+                    store.finish_batch(conn, batch.id, memory.now(), {k: v for k, v in report.items()
+                                                                      if isinstance(v, int) and k != "batch"})
+                    audit.record(conn, at=now, actor=memory.actor, action="import", batch=batch.id,
+                                 source=self.source, root=self.root, **self.counts)
+                writer.once(finish)
+            report["writes"], report["longest_write_s"] = writer.count, round(writer.longest, 3)
         return report
 
-    def _apply(self, steps: list[Step], contexts: dict, hidden_rows: dict, batch: _Batch, now: str):
+    def _apply(self, steps: list[Step], contexts: dict, hidden_rows: dict, changed: dict[str, Note],
+               hashes: dict[str, str], batch: _Batch, now: str):
         """Write each unit; returns (key -> node id of units whose tags and links to write, the
-        node ids among them that kept their node)."""
-        memory, conn, source, root = self.memory, self.conn, self.source, self.root
-        counts = self.counts
+        node ids among them that kept their node, whether each note's units all went as planned)."""
         touched: dict[str, int] = {}
         refreshed: set[int] = set()
-        for done, step in enumerate(steps, start=1):
-            if self.progress is not None and (done % 250 == 0 or done == len(steps)):
-                self.progress(done, len(steps))
-            unit, key, h, row = step.unit, step.unit.key, step.hash, step.row
-            ctx, anchors = contexts[key], _anchors(unit)
-            if step.hidden:
-                if hidden_rows[step.hidden]["content_hash"] == h:
-                    if step.hidden != store.forgotten_key(key):       # the forgotten unit moved: still forgotten
-                        store.rekey(conn, source, root, step.hidden, store.forgotten_key(key), batch.id)
-                    counts["unchanged"] += 1
-                    continue
-                store.drop_unit(conn, source, root, step.hidden)    # edited since: new words
-            if row is not None and row["unit_key"] != key:     # moved, renamed, or a block that gained an id::
-                store.rekey(conn, source, root, row["unit_key"], key, batch.id)
-                store.change(conn, batch.id, "moved", unit_key=key, old_key=row["unit_key"])
-                if note_of(row["unit_key"]) != unit.path:
-                    # the node's path changed: views keyed on paths (workstreams) must see it
-                    audit.record(conn, at=now, actor=memory.actor, action="import_move", node_id=row["node_id"],
-                                 batch=batch.id)
-                    counts["moved"] += 1
-            if row is not None and row.get("position") != step.position:
-                store.set_position(conn, source, root, key, step.position)
-            if row is not None and json.loads(row.get("anchors") or "{}") != anchors:
-                store.set_anchors(conn, source, root, key, anchors)
-            if row is not None and row["content_hash"] == h:
-                relocated = note_of(row["unit_key"]) != unit.path
-                if row["status"] == "archived":
-                    # the note came back as it was: what the importer archived comes back; a node a
-                    # person archived or corrected meanwhile stays as they left it
-                    store.put_unit(conn, source, root, key, h, row["node_id"], "live", batch.id, step.position)
-                    if row["hidden"] and memory.set_hidden(row["node_id"], False, now):
-                        store.change(conn, batch.id, "restored", unit_key=key, old_node_id=row["node_id"])
-                        counts["restored"] += 1
-                        relocated = True
-                    else:
-                        store.change(conn, batch.id, "relisted", unit_key=key, old_node_id=row["node_id"])
-                if self._set_context(key, row, ctx, batch):
-                    counts["refreshed"] += not relocated       # the note's title, a heading or a property
-                elif not relocated:
-                    counts["unchanged"] += 1
-                continue
-            lineage, old, kept_archived = None, None, False
-            if row is not None:
-                old = nodes.get_any(conn, row["node_id"])
-                if old is not None and old["status"] in ("live", "archived"):
-                    if row["status"] == "live" and _same_words(old, unit):     # (archived by a person: stays so)
-                        # only what the source says about the words changed (a tag, a property):
-                        # the node stays, its standing is refreshed, no new version
-                        store.put_unit(conn, source, root, key, h, old["id"], "live", batch.id, step.position,
-                                       context.encode(ctx), anchors)
-                        nodes.set_context_text(conn, old["id"], context.text(ctx))
-                        store.change(conn, batch.id, "refreshed", unit_key=key, old_node_id=old["id"],
-                                     new_node_id=old["id"], old_hash=row["content_hash"], old_context=row["context"])
-                        counts["refreshed"] += 1
-                        touched[key] = old["id"]
-                        refreshed.add(old["id"])
-                        continue
-                    # archived by the importer (its file had vanished): it comes back with its new
-                    # words; archived by a person: the new words are kept, archived too
-                    kept_archived = old["status"] == "archived" and not (row["status"] == "archived" and row["hidden"])
-                    if old["status"] == "archived" and not kept_archived:
-                        memory.set_hidden(old["id"], False, now)
-                    lineage = old["id"]
-            try:
-                node_id, unit_warnings = memory.store_unit(unit.text, scope=self.scope, source_tool=source,
-                                                           valid_from=unit.valid_from, now=now, lineage_of=lineage,
-                                                           context=context.text(ctx))
-            except InvalidInput as exc:               # e.g. a section over the size limit: skip it, import the rest
-                if lineage is not None and old["status"] == "archived" and not kept_archived:
-                    memory.set_hidden(lineage, True, now)
-                self.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: {exc}"})
-                continue
-            self.warnings += [f"{unit.path}: {w}" for w in unit_warnings]
-            if kept_archived:
-                memory.set_hidden(node_id, True, now)
-            store.put_unit(conn, source, root, key, h, node_id, "live", batch.id, step.position, context.encode(ctx),
-                           anchors)
-            if lineage is None:
-                store.change(conn, batch.id, "created", unit_key=key, new_node_id=node_id)
-                counts["created"] += 1
-            else:
-                store.change(conn, batch.id, "updated", unit_key=key, old_node_id=lineage, new_node_id=node_id,
-                             old_hash=row["content_hash"], old_status=row["status"], old_context=row["context"],
-                             old_hidden=row["hidden"], old_node_status=old["status"],
-                             new_status="archived" if kept_archived else "live")
-                counts["updated"] += 1
-            touched[key] = node_id
-        return touched, refreshed
+        intact = dict.fromkeys(changed, True)      # a note whose unit changed under us is read again
+
+        def apply(item):
+            i, step = item
+            if not self._step(step, contexts[step.unit.key], hidden_rows, batch, now, touched, refreshed):
+                intact[step.unit.path] = False
+            if self.progress is not None and ((i + 1) % 250 == 0 or i + 1 == len(steps)):
+                self.progress(i + 1, len(steps))
+
+        self.writer.each(enumerate(steps), apply)
+        return touched, refreshed, intact
+
+    def _fresh(self, key: str, planned: dict) -> dict | None:
+        """The row again, inside the writing transaction: None when a person changed it since the
+        plan was made (a forget hashed its key), which leaves the unit to the next sync."""
+        row = store.units_by_key(self.conn, self.source, self.root, [key]).get(key)
+        if row is None or (row["node_id"], row["content_hash"], row["status"]) != \
+                (planned["node_id"], planned["content_hash"], planned["status"]):
+            return None
+        return row
+
+    def _step(self, step: Step, ctx: dict, hidden_rows: dict, batch: _Batch, now: str, touched: dict,
+              refreshed: set) -> bool:
+        memory, conn, source, root = self.memory, self.conn, self.source, self.root
+        counts = self.counts
+        unit, key, h, row = step.unit, step.unit.key, step.hash, step.row
+        anchors = _anchors(unit)
+        if step.hidden:
+            if self._fresh(step.hidden, hidden_rows[step.hidden]) is None:
+                return False
+            if hidden_rows[step.hidden]["content_hash"] == h:
+                if step.hidden != store.forgotten_key(key):       # the forgotten unit moved: still forgotten
+                    store.rekey(conn, source, root, step.hidden, store.forgotten_key(key), batch.id)
+                counts["unchanged"] += 1
+                return True
+            store.drop_unit(conn, source, root, step.hidden)    # edited since: new words
+        if row is not None:
+            row = self._fresh(row["unit_key"], row)
+            if row is None:
+                return False
+        if row is not None and row["unit_key"] != key:     # moved, renamed, or a block that gained an id::
+            store.rekey(conn, source, root, row["unit_key"], key, batch.id)
+            store.change(conn, batch.id, "moved", unit_key=key, old_key=row["unit_key"])
+            if note_of(row["unit_key"]) != unit.path:
+                # the node's path changed: views keyed on paths (workstreams) must see it
+                audit.record(conn, at=now, actor=memory.actor, action="import_move", node_id=row["node_id"],
+                             batch=batch.id)
+                counts["moved"] += 1
+        if row is not None and row.get("position") != step.position:
+            store.set_position(conn, source, root, key, step.position)
+        if row is not None and json.loads(row.get("anchors") or "{}") != anchors:
+            store.set_anchors(conn, source, root, key, anchors)
+        if row is not None and row["content_hash"] == h:
+            relocated = note_of(row["unit_key"]) != unit.path
+            if row["status"] == "archived":
+                # the note came back as it was: what the importer archived comes back; a node a
+                # person archived or corrected meanwhile stays as they left it
+                store.put_unit(conn, source, root, key, h, row["node_id"], "live", batch.id, step.position)
+                if row["hidden"] and memory.set_hidden(row["node_id"], False, now):
+                    store.change(conn, batch.id, "restored", unit_key=key, old_node_id=row["node_id"])
+                    counts["restored"] += 1
+                    relocated = True
+                else:
+                    store.change(conn, batch.id, "relisted", unit_key=key, old_node_id=row["node_id"])
+            if self._set_context(key, row, ctx, batch):
+                counts["refreshed"] += not relocated       # the note's title, a heading or a property
+            elif not relocated:
+                counts["unchanged"] += 1
+            return True
+        lineage, old, kept_archived = None, None, False
+        if row is not None:
+            old = nodes.get_any(conn, row["node_id"])
+            if old is not None and old["status"] in ("live", "archived"):
+                if row["status"] == "live" and _same_words(old, unit):     # (archived by a person: stays so)
+                    # only what the source says about the words changed (a tag, a property):
+                    # the node stays, its standing is refreshed, no new version
+                    store.put_unit(conn, source, root, key, h, old["id"], "live", batch.id, step.position,
+                                   context.encode(ctx), anchors)
+                    nodes.set_context_text(conn, old["id"], context.text(ctx))
+                    store.change(conn, batch.id, "refreshed", unit_key=key, old_node_id=old["id"],
+                                 new_node_id=old["id"], old_hash=row["content_hash"], old_context=row["context"])
+                    counts["refreshed"] += 1
+                    touched[key] = old["id"]
+                    refreshed.add(old["id"])
+                    return True
+                # archived by the importer (its file had vanished): it comes back with its new
+                # words; archived by a person: the new words are kept, archived too
+                kept_archived = old["status"] == "archived" and not (row["status"] == "archived" and row["hidden"])
+                if old["status"] == "archived" and not kept_archived:
+                    memory.set_hidden(old["id"], False, now)
+                lineage = old["id"]
+        try:
+            node_id, unit_warnings = memory.store_unit(unit.text, scope=self.scope, source_tool=source,
+                                                       valid_from=unit.valid_from, now=now, lineage_of=lineage,
+                                                       context=context.text(ctx))
+        except InvalidInput as exc:               # e.g. a section over the size limit: skip it, import the rest
+            if lineage is not None and old["status"] == "archived" and not kept_archived:
+                memory.set_hidden(lineage, True, now)
+            self.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: {exc}"})
+            return False                              # the note is read again next time (and says so again)
+        self.warnings += [f"{unit.path}: {w}" for w in unit_warnings]
+        if kept_archived:
+            memory.set_hidden(node_id, True, now)
+        store.put_unit(conn, source, root, key, h, node_id, "live", batch.id, step.position, context.encode(ctx),
+                       anchors)
+        if lineage is None:
+            store.change(conn, batch.id, "created", unit_key=key, new_node_id=node_id)
+            counts["created"] += 1
+        else:
+            store.change(conn, batch.id, "updated", unit_key=key, old_node_id=lineage, new_node_id=node_id,
+                         old_hash=row["content_hash"], old_status=row["status"], old_context=row["context"],
+                         old_hidden=row["hidden"], old_node_status=old["status"],
+                         new_status="archived" if kept_archived else "live")
+            counts["updated"] += 1
+        touched[key] = node_id
+        return True
 
     def _set_context(self, key: str, row: dict, ctx: dict, batch: _Batch) -> bool:
         """Bring a kept unit's context up to date (its note renamed, a heading above it or a page
@@ -324,23 +451,30 @@ class _Sync:
         return True
 
     def _archive(self, vanished: dict[str, dict], batch: _Batch, now: str) -> None:
-        for key, row in vanished.items():
+        self.writer.each(sorted(vanished.items()), lambda item: self._archive_one(*item, batch, now))
+
+    def _archive_one(self, key: str, planned: dict, batch: _Batch, now: str) -> None:
+        row = self._fresh(key, planned)
+        if row is not None:
             hidden = self.memory.set_hidden(row["node_id"], True, now)
             store.put_unit(self.conn, self.source, self.root, key, row["content_hash"], row["node_id"], "archived",
                            batch.id, hidden=hidden)
             if hidden:
                 store.change(self.conn, batch.id, "archived", unit_key=key, old_node_id=row["node_id"])
                 self.counts["archived"] += 1
-            else:       # not live (a person archived, corrected or forgot it): nothing to hide, nothing to restore
+            else:   # not live (a person archived, corrected or forgot it): nothing to hide, nothing to restore
                 store.change(self.conn, batch.id, "delisted", unit_key=key, old_node_id=row["node_id"])
 
     # -- links ----------------------------------------------------------------------------------------
-    def _index(self) -> tuple[Index, dict[str, int]]:
-        """The folder's notes, names and units as they are after this sync's writes, and the node
-        of each live unit."""
+    def _index(self, changed: dict[str, Note], gone: set[str]) -> tuple[Index, dict[str, int]]:
+        """The folder's notes, names and units as they are after this sync's writes (the notes
+        read now are recorded after the links), and the node of each live unit."""
         index = Index(self.parser.links_by)
-        for path, info in store.notes(self.conn, self.source, self.root).items():
-            index.add_note(path, info["names"])
+        names = {p: info["names"] for p, info in store.notes(self.conn, self.source, self.root).items()
+                 if p not in gone}
+        names.update({p: n.names for p, n in changed.items()})
+        for path, called in names.items():
+            index.add_note(path, called)
         node_of = {}
         for key, node_id, anchors in store.index_rows(self.conn, self.source, self.root):
             index.add_unit(note_of(key), key, anchors.get("h", ()), anchors.get("b", ()))
@@ -358,9 +492,10 @@ class _Sync:
         return index, node_of
 
     def _links(self, steps: list[Step], touched: dict[str, int], refreshed: set[int], vanished: dict[str, dict],
-               names_changed: bool, batch: _Batch, now: str) -> None:
+               changed: dict[str, Note], gone: set[str], batch: _Batch, now: str) -> None:
         conn, source, root = self.conn, self.source, self.root
-        index, node_of = self._index()
+        names_changed = bool(changed or gone)
+        index, node_of = self._index(changed, gone)
         current = {s.unit.key: s.unit for s in steps}
         # units linking to (or linked from) a note that vanished read their links again: they are
         # dangling now. Their notes did not change, so they are parsed again here.
@@ -368,12 +503,15 @@ class _Sync:
         again = {key_of[n] for n in links.linked_with(conn, [r["node_id"] for r in vanished.values()],
                                                       self.actor_source) if n in key_of} - set(current)
         current.update(self._reparse({note_of(k) for k in again}))
-        handled = set()
-        for key in [*touched, *sorted(k for k in again if k in current)]:
-            node_id = touched.get(key) or node_of.get(key)
-            if node_id is None:
-                continue
-            handled.add(key)
+        # every unit of a note that was read is linked again (a unit left unchanged too: a sync
+        # stopped before its links were written leaves the note to be read again); what is already
+        # there is not written twice
+        kept = [s.unit.key for s in steps if s.unit.key not in touched and s.row is not None]
+        keys = [k for k in dict.fromkeys([*touched, *kept, *sorted(k for k in again if k in current)])
+                if k in touched or k in node_of]
+
+        def read_links(key: str) -> None:
+            node_id = touched.get(key) or node_of[key]
             unit = current[key]
             if key in touched and node_id not in refreshed:
                 # a changed note's links are re-read from its text, so a link the person deleted
@@ -382,27 +520,40 @@ class _Sync:
                     links.delete(conn, link_id)
             if key in touched:
                 self._tags(key, node_id, unit, node_id in refreshed, batch, now)
-            store.clear_dangling(conn, source, root, key)
+            dangling = []
             for ref in unit.refs:
                 found = index.resolve(ref, unit.path)
                 target = node_of.get(found.key) if found.key else None
                 if target is None:
-                    store.add_dangling(conn, batch.id, source, root, key, ref.shown,
-                                       found.reason or "note not imported", ref.as_json())
+                    dangling.append((ref.shown, found.reason or "note not imported", ref.as_json()))
                 elif target != node_id:
                     self._link(key, node_id, target, ref, unit.path, batch, now)
-        if names_changed:           # a dangling link may resolve now: tried again from its stored form
-            for row in store.dangling(conn, source, root):
-                if row["unit_key"] in handled or row["reason"] == "attachment" or row["unit_key"] not in node_of:
-                    continue
-                ref = Ref.from_json(row["ref"])
-                found = index.resolve(ref, note_of(row["unit_key"]))
-                target = node_of.get(found.key) if found.key else None
-                if target is not None:
-                    if target != node_of[row["unit_key"]]:
-                        self._link(row["unit_key"], node_of[row["unit_key"]], target, ref,
-                                   note_of(row["unit_key"]), batch, now)
-                    store.drop_dangling(conn, row["id"])
+            if store.dangling_of(conn, source, root, key) != dangling:
+                store.clear_dangling(conn, source, root, key)
+                for shown, reason, ref_json in dangling:
+                    store.add_dangling(conn, batch.id, source, root, key, shown, reason, ref_json)
+
+        self.writer.each(keys, read_links)
+        if not names_changed:
+            return
+        handled = set(keys)
+        retry = []                  # a dangling link may resolve now: tried again from its stored form
+        for row in store.dangling(conn, source, root):
+            if row["unit_key"] in handled or row["reason"] == "attachment" or row["unit_key"] not in node_of:
+                continue
+            found = index.resolve(Ref.from_json(row["ref"]), note_of(row["unit_key"]))
+            if found.key in node_of:
+                retry.append((row, node_of[found.key]))
+
+        def resolve_dangling(item) -> None:
+            row, target = item
+            source_node = node_of[row["unit_key"]]
+            if target != source_node:
+                self._link(row["unit_key"], source_node, target, Ref.from_json(row["ref"]), note_of(row["unit_key"]),
+                           batch, now)
+            store.drop_dangling(conn, row["id"])
+
+        self.writer.each(retry, resolve_dangling)
 
     def _reparse(self, paths: set[str]) -> dict[str, Unit]:
         """Units (with their keys) of unchanged notes whose links must be read again."""
@@ -444,90 +595,127 @@ class _Sync:
                                  before=t["status"], source=t["source"])
 
 
-def rollback(memory: Memory, batch_id: int) -> dict:
-    """Undo one batch (the latest for its folder, or every later one first)."""
+def rollback(memory: Memory, batch_id: int, budget_s: float = BUDGET_S) -> dict:
+    """Undo one batch (the latest for its folder, or every later one first), in chunks like the
+    import itself: exact for the whole batch, no write transaction longer than `budget_s`."""
     conn = memory.conn
-    now = memory.now()
-    with immediate(conn):
-        b = store.batch(conn, int(batch_id))
-        if b is None:
-            raise NotFound(f"no import batch {batch_id}")
+    b = store.batch(conn, int(batch_id))
+    if b is None:
+        raise NotFound(f"no import batch {batch_id}")
+    writer = _Writer(memory, budget_s)
+    with _folder_lock(memory, b["source"], b["root"]):
+        b = store.batch(conn, b["id"])
         if b["status"] == "rolled_back":
             raise Conflict(f"batch {batch_id} was already rolled back")
+        if b["status"] == "running":            # its process died: the folder's lock is ours
+            writer.once(lambda: store.set_batch_status(conn, b["id"], "interrupted"))
         later = store.later_batches(conn, b)
         if later:
             raise Conflict(f"batch {batch_id} has later imports of the same folder ({', '.join(map(str, later))});"
                            " roll those back first")
-        _check_undoable(conn, b["id"])
-        undone = 0
-        for c in store.changes(conn, b["id"]):
-            action = c["action"]
-            if action == "created":
-                memory.set_hidden(c["new_node_id"], True, now)
-                store.drop_unit(conn, b["source"], b["root"], c["unit_key"])
-            elif action == "updated":
-                memory.set_hidden(c["new_node_id"], True, now)
-                nodes.restore(conn, c["old_node_id"])
-                was = c["detail"].get("old_node_status") or c["detail"].get("old_status")
-                if was == "archived":
-                    nodes.set_status(conn, c["old_node_id"], "archived")
-                else:
-                    memory.set_hidden(c["old_node_id"], False, now)
-                store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
-                               c["detail"].get("old_status", "live"), b["id"], context=c["detail"].get("old_context"),
-                               hidden=c["detail"].get("old_hidden", c["detail"].get("old_status") == "archived"))
-            elif action in ("refreshed", "context"):
-                old_context = c["detail"].get("old_context")          # (a forget leaves no context)
-                if action == "refreshed":
-                    store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
-                                   "live", b["id"], context=old_context)
-                elif old_context is not None:
-                    store.set_context(conn, b["source"], b["root"], c["unit_key"], old_context)
-                if old_context is not None:
-                    nodes.set_context_text(conn, c["old_node_id"], context.text(context.decode(old_context)))
-            elif action == "archived":
-                memory.set_hidden(c["old_node_id"], False, now)
-                row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
-                store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
-                               "live", b["id"])
-            elif action == "restored":
-                memory.set_hidden(c["old_node_id"], True, now)
-                row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
-                store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
-                               "archived", b["id"], hidden=True)
-            elif action == "relisted":
-                row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
-                store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
-                               "archived", b["id"])
-            elif action == "delisted":
-                row = store.units(conn, b["source"], b["root"])[c["unit_key"]]
-                store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
-                               "live", b["id"])
-            elif action == "moved":
-                store.rekey(conn, b["source"], b["root"], c["unit_key"], c["old_key"], b["id"])
-            elif action == "link" and "link" in c["detail"]:
-                links.delete_if(conn, c["detail"]["link"], "confirmed")      # a person's later no stays
-            elif action == "untag" and "tag" in c["detail"]:
-                tags.assign(conn, c["new_node_id"], c["detail"]["tag"], status=c["detail"]["before"],
-                            source=c["detail"]["source"], at=now)
-            elif action == "tag" and "tag" in c["detail"]:                   # (a forget leaves no tag name)
-                current = {t["name"]: t["status"] for t in tags.for_nodes(conn, [c["new_node_id"]])[c["new_node_id"]]}
-                if current.get(c["detail"]["tag"]) == "confirmed":              # a person's later no stays
-                    tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))
-            undone += 1
-        store.set_batch_status(conn, b["id"], "rolled_back")
-        store.reread_all(conn, b["source"], b["root"])       # the files still say what the batch read
-        audit.record(conn, at=now, actor=memory.actor, action="import_rollback", batch=b["id"], changes=undone)
+        undone = _undo(memory, b, writer)
     return {"batch": b["id"], "undone": undone, "done": f"batch {b['id']} rolled back ({undone} changes undone)"}
 
 
-def _check_undoable(conn, batch_id: int) -> None:
+def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
+    conn = memory.conn
+    pending = store.changes(conn, b["id"], pending=True)
+    if b["status"] != "rolling_back":
+        conn.execute("BEGIN")                   # one read snapshot: check everything before undoing anything
+        try:
+            _check_undoable(conn, b["id"], pending)
+        finally:
+            conn.execute("COMMIT")
+        writer.once(lambda: store.set_batch_status(conn, b["id"], "rolling_back"))
+    now = memory.now()
+    done = [0]
+
+    def undo(c: dict) -> None:
+        try:
+            _check_undoable(conn, b["id"], [c])   # a person's change landed since the check
+        except Conflict as exc:
+            raise Conflict(f"{exc.args[0].split(';')[0]} (changed while the rollback ran); {done[0]} of"
+                           f" {len(pending)} changes were undone, the rest were not: run the rollback again"
+                           " to finish it") from None
+        _undo_one(memory, b, c, now)
+        store.mark_undone(conn, c["id"])
+        done[0] += 1
+
+    writer.each(pending, undo)
+
+    def finish() -> None:
+        store.set_batch_status(conn, b["id"], "rolled_back")
+        store.reread_all(conn, b["source"], b["root"])       # the files still say what the batch read
+        audit.record(conn, at=now, actor=memory.actor, action="import_rollback", batch=b["id"], changes=done[0])
+
+    writer.once(finish)
+    return done[0]
+
+
+def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> None:
+    conn = memory.conn
+    action = c["action"]
+    if action == "created":
+        memory.set_hidden(c["new_node_id"], True, now)
+        store.drop_unit(conn, b["source"], b["root"], c["unit_key"])
+    elif action == "updated":
+        memory.set_hidden(c["new_node_id"], True, now)
+        nodes.restore(conn, c["old_node_id"])
+        was = c["detail"].get("old_node_status") or c["detail"].get("old_status")
+        if was == "archived":
+            nodes.set_status(conn, c["old_node_id"], "archived")
+        else:
+            memory.set_hidden(c["old_node_id"], False, now)
+        store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
+                       c["detail"].get("old_status", "live"), b["id"], context=c["detail"].get("old_context"),
+                       hidden=c["detail"].get("old_hidden", c["detail"].get("old_status") == "archived"))
+    elif action in ("refreshed", "context"):
+        old_context = c["detail"].get("old_context")          # (a forget leaves no context)
+        if action == "refreshed":
+            store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
+                           "live", b["id"], context=old_context)
+        elif old_context is not None:
+            store.set_context(conn, b["source"], b["root"], c["unit_key"], old_context)
+        if old_context is not None:
+            nodes.set_context_text(conn, c["old_node_id"], context.text(context.decode(old_context)))
+    elif action == "archived":
+        memory.set_hidden(c["old_node_id"], False, now)
+        row = store.units_by_key(conn, b["source"], b["root"], [c["unit_key"]])[c["unit_key"]]
+        store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
+                       "live", b["id"])
+    elif action == "restored":
+        memory.set_hidden(c["old_node_id"], True, now)
+        row = store.units_by_key(conn, b["source"], b["root"], [c["unit_key"]])[c["unit_key"]]
+        store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
+                       "archived", b["id"], hidden=True)
+    elif action == "relisted":
+        row = store.units_by_key(conn, b["source"], b["root"], [c["unit_key"]])[c["unit_key"]]
+        store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
+                       "archived", b["id"])
+    elif action == "delisted":
+        row = store.units_by_key(conn, b["source"], b["root"], [c["unit_key"]])[c["unit_key"]]
+        store.put_unit(conn, b["source"], b["root"], c["unit_key"], row["content_hash"], c["old_node_id"],
+                       "live", b["id"])
+    elif action == "moved":
+        store.rekey(conn, b["source"], b["root"], c["unit_key"], c["old_key"], b["id"])
+    elif action == "link" and "link" in c["detail"]:
+        links.delete_if(conn, c["detail"]["link"], "confirmed")      # a person's later no stays
+    elif action == "untag" and "tag" in c["detail"]:
+        tags.assign(conn, c["new_node_id"], c["detail"]["tag"], status=c["detail"]["before"],
+                    source=c["detail"]["source"], at=now)
+    elif action == "tag" and "tag" in c["detail"]:                   # (a forget leaves no tag name)
+        current = {t["name"]: t["status"] for t in tags.for_nodes(conn, [c["new_node_id"]])[c["new_node_id"]]}
+        if current.get(c["detail"]["tag"]) == "confirmed":              # a person's later no stays
+            tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))
+
+
+def _check_undoable(conn, batch_id: int, changes: list[dict]) -> None:
     """Rollback restores an exact prior state only if nothing touched the batch's nodes since
     (a person's correction, archive or forget): then it refuses, naming the node."""
     expected = {"created": ("new_node_id", ("live",)), "updated": ("new_node_id", ("live", "archived")),
                 "archived": ("old_node_id", ("archived",)), "restored": ("old_node_id", ("live",)),
                 "refreshed": ("new_node_id", ("live", "archived")), "context": ("old_node_id", ("live", "archived"))}
-    for c in store.changes(conn, batch_id):
+    for c in changes:
         if c["action"] in expected:
             column, status = expected[c["action"]]
             if c["action"] == "updated":            # a new version stays archived when a person had archived the old

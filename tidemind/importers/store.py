@@ -102,9 +102,17 @@ HIDDEN_DDL = """
 ALTER TABLE import_units ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;
 UPDATE import_units SET hidden = 1 WHERE status = 'archived';
 """
+# an import commits in chunks and a rollback undoes in chunks: a batch is 'running' until its
+# last chunk, 'interrupted' when its process died first (what it did is recorded and can be
+# rolled back), 'rolling_back' while undone; each change is marked once undone
+CHUNKS_DDL = """
+ALTER TABLE import_changes ADD COLUMN undone INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX import_changes_batch ON import_changes(batch_id, id);
+"""
 register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL),
                        ("0003_unit_position", POSITION_DDL), ("0004_unit_context", CONTEXT_DDL),
-                       ("0005_notes_index", _backfill_note_hashes), ("0006_hidden_by_import", HIDDEN_DDL)])
+                       ("0005_notes_index", _backfill_note_hashes), ("0006_hidden_by_import", HIDDEN_DDL),
+                       ("0007_chunked_batches", CHUNKS_DDL)])
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
@@ -307,11 +315,24 @@ def change(conn, batch_id: int, action: str, *, unit_key=None, old_key=None, old
                                                       old_hash, json.dumps(detail, sort_keys=True)))
 
 
-def changes(conn, batch_id: int) -> list[dict]:
-    found = rows(conn, "SELECT * FROM import_changes WHERE batch_id=? ORDER BY id DESC", (batch_id,))
+def changes(conn, batch_id: int, pending: bool = False) -> list[dict]:
+    """The batch's changes, newest first (the order they are undone in); `pending`: not undone yet."""
+    found = rows(conn, "SELECT * FROM import_changes WHERE batch_id=?" + (" AND undone=0" if pending else "")
+                 + " ORDER BY id DESC", (batch_id,))
     for r in found:
         r["detail"] = json.loads(r["detail"])
     return found
+
+
+def mark_undone(conn, change_id: int) -> None:
+    conn.execute("UPDATE import_changes SET undone=1 WHERE id=?", (change_id,))
+
+
+def unfinished_batches(conn, source: str, root: str) -> list[dict]:
+    """Batches of the folder whose process stopped before their last chunk (an import, or a
+    rollback), newest first."""
+    return rows(conn, "SELECT * FROM import_batches WHERE source=? AND root=? AND status IN ('running',"
+                      " 'rolling_back') ORDER BY id DESC", (source, root))
 
 
 def batch(conn, batch_id: int) -> dict | None:
@@ -322,20 +343,21 @@ def batch(conn, batch_id: int) -> dict | None:
 def later_batches(conn, b: dict) -> list[int]:
     """Later batches of the same folder that changed something (a no-change re-sync does not count)."""
     return [r[0] for r in conn.execute(
-        "SELECT id FROM import_batches WHERE source=? AND root=? AND id>? AND status='done' AND EXISTS"
-        " (SELECT 1 FROM import_changes c WHERE c.batch_id = import_batches.id)", (b["source"], b["root"], b["id"]))]
+        "SELECT id FROM import_batches WHERE source=? AND root=? AND id>? AND status IN ('done', 'interrupted')"
+        " AND EXISTS (SELECT 1 FROM import_changes c WHERE c.batch_id = import_batches.id AND c.undone = 0)",
+        (b["source"], b["root"], b["id"]))]
 
 
 def scopes_of(conn, source: str, root: str) -> set[str]:
     """Scopes the folder's earlier batches went into."""
     return {s for (s,) in conn.execute("SELECT DISTINCT scope FROM import_batches WHERE source=? AND root=? AND"
-                                       " status='done'", (source, root))}
+                                       " status != 'rolled_back'", (source, root))}
 
 
 def roots_of_scope(conn, scope: str) -> set[str]:
     """Folders (of any source) whose imports went into this scope."""
-    return {r for (r,) in conn.execute("SELECT DISTINCT root FROM import_batches WHERE scope=? AND status='done'",
-                                       (scope,))}
+    return {r for (r,) in conn.execute("SELECT DISTINCT root FROM import_batches WHERE scope=? AND"
+                                       " status != 'rolled_back'", (scope,))}
 
 
 def set_batch_status(conn, batch_id: int, status: str) -> None:
@@ -355,6 +377,13 @@ def dangling(conn, source: str, root: str) -> list[dict]:
     for r in found:
         r["ref"] = json.loads(r["ref"])
     return found
+
+
+def dangling_of(conn, source: str, root: str, key: str) -> list[tuple[str, str, dict]]:
+    """(target as written, reason, link) of one unit's dangling links, in the order written."""
+    return [(t, r, json.loads(ref)) for t, r, ref in conn.execute(
+        "SELECT target, reason, ref FROM import_dangling WHERE source=? AND root=? AND unit_key=? ORDER BY rowid",
+        (source, root, key))]
 
 
 def drop_dangling(conn, row_id: int) -> None:

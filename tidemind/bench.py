@@ -222,7 +222,8 @@ def _import_bench(home: str, notes: int, corpus: Corpus) -> dict:
         return {"import_notes": notes, "import_units": cold["created"], "import_cold_s": round(cold_s, 2),
                 "import_resync_s": round(resync_s, 2), "import_resync_changed": again["created"] + again["updated"],
                 "import_resync_batch": again["batch"], "import_one_edit_s": round(one_s, 2),
-                "import_one_edit_changed": one["created"] + one["updated"]}
+                "import_one_edit_changed": one["created"] + one["updated"],
+                "import_longest_write_s": cold["longest_write_s"], "import_writes": cold["writes"]}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -356,7 +357,8 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
 def _format_import(r: dict) -> str:
     return (f"  import of a generated vault of {r['import_notes']:,} notes ({r['import_units']:,} units):"
             f" cold {r['import_cold_s']} s ({r['import_units'] / max(r['import_cold_s'], 0.001):,.0f} units/s),"
-            f" no-change re-sync {r['import_resync_s']} s, re-sync after one edit {r['import_one_edit_s']} s")
+            f" no-change re-sync {r['import_resync_s']} s, re-sync after one edit {r['import_one_edit_s']} s;"
+            f" {r['import_writes']:,} write transactions, the longest {r['import_longest_write_s']} s")
 
 
 def format_table(r: dict) -> str:

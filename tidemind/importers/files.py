@@ -84,9 +84,3 @@ def walk(root: Path, suffixes: tuple[str, ...], skip_dirs: set[str], skipped: li
         if text is not None:
             yield rel, text
 
-
-def exists_inside(root: Path, rel: str) -> bool:
-    """Whether the path is a regular file inside the vault (a watch's event may name a file
-    that is already gone again)."""
-    path = root / rel
-    return os.path.isfile(path) and not path.is_symlink()

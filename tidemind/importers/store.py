@@ -186,10 +186,6 @@ def _scrub_heading_below(conn, source: str, root: str, path: str, headings: list
             nodes.set_context_text(conn, node_id, context.text(scrubbed))
 
 
-def units(conn, source: str, root: str) -> dict[str, dict]:
-    return {r["unit_key"]: r for r in rows(conn, "SELECT * FROM import_units WHERE source=? AND root=?", (source, root))}
-
-
 def units_by_key(conn, source: str, root: str, keys) -> dict[str, dict]:
     keys = list(keys)
     out: dict[str, dict] = {}
@@ -420,8 +416,3 @@ def note_paths(conn, scope: str) -> list[str]:
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT substr(u.unit_key, 1, instr(u.unit_key || '#', '#') - 1) FROM import_units u"
         f" JOIN nodes n ON n.id = u.node_id WHERE u.status = 'live' AND {pred}", params)]
-
-
-def dangling_keys(conn, source: str, root: str) -> list[str]:
-    return [k for (k,) in conn.execute("SELECT DISTINCT unit_key FROM import_dangling WHERE source=? AND root=?",
-                                       (source, root))]

@@ -1,4 +1,8 @@
 """Embedders: the default one (deterministic, beyond word overlap) and Ollama over a loopback stub."""
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -9,7 +13,7 @@ from tidemind.embed.default import DefaultEmbedder
 from tidemind.memory import Memory
 from tidemind.store import immediate
 
-from .conftest import JSONStub, serving
+from .conftest import ROOT, JSONStub, serving
 
 
 def cos(a, b):
@@ -121,3 +125,33 @@ def test_bit_index_candidates_contain_the_exact_nearest_neighbours(mem):
         agree.append(len(set(exact) & set(fast)) / 10)
         assert exact[0] in fast
     assert sum(agree) / len(agree) >= 0.8
+
+
+def test_recall_degrades_to_full_text_when_the_embedder_goes_away(home):
+    """With Ollama configured and not running, `tidemind recall` exited 1 and brain_recall
+    returned "ollama embed failed". The stub is switched off mid-run: recall still answers from
+    the FTS arm, says why in `degraded`, and the CLI prints one line about it and exits 0."""
+    with serving(_OllamaStub) as url:
+        settings = load_settings(home, embedder="ollama", ollama_host=url, ollama_model="stub-embed")
+        m = Memory(settings)
+        m.digest("The staging database listens on port 5433 behind PgBouncer.")
+        assert m.embed_pending()["embedded"] == 1
+        healthy = m.recall("staging database port")
+        assert healthy["degraded"] is None and healthy["arms"]["vector"] == 1
+    try:                                                     # the service is gone now
+        r = m.recall("staging database port")
+        assert [i["content"] for i in r["items"]] == ["The staging database listens on port 5433 behind PgBouncer."]
+        assert r["arms"]["vector"] == 0 and "ollama embed failed" in r["degraded"]
+        assert m.recall("the capital of mongolia")["abstained"] is True
+        stored = m.digest("Deploys happen on Tuesdays after the standup.")     # digest still stores, queued
+        assert stored["node_ids"] and m.stats()["embed_queue"] == 1
+    finally:
+        m.close()
+    env = {**os.environ, "TIDEMIND_EMBEDDER": "ollama", "OLLAMA_HOST": url, "TIDEMIND_OLLAMA_MODEL": "stub-embed"}
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "recall", "staging database port"],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("(degraded: semantic search unavailable") and "5433" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "--json", "recall", "staging port"],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    assert proc.returncode == 0 and "ollama embed failed" in json.loads(proc.stdout)["degraded"]

@@ -195,3 +195,50 @@ def test_forget_scrubs_words_from_audit_details_but_keeps_the_trail(mem):
     assert "zephyrine" not in json.dumps(trail)
     annotated = next(json.loads(t["details"]) for t in trail if t["action"] == "annotate")
     assert annotated == {"generator": "annotate/offline-v1", "scrubbed": "forget"}
+
+
+def _merge(mem, older_text: str, newer_text: str) -> tuple[int, int]:
+    from tidemind.metabolism.scheduler import run_due
+
+    older = mem.digest(older_text)["node_ids"][0]
+    newer = mem.digest(newer_text)["node_ids"][0]
+    run_due(mem, only=["embed", "dedup"], force=True)
+    item = next(i for i in mem.review_list() if i["kind"] == "merge")
+    mem.review_decide(item["id"], "approved")
+    assert mem.show(newer)["versions"][0]["id"] == older
+    return older, newer
+
+
+def test_forgetting_a_merged_memory_erases_the_version_merged_into_it(mem, home):
+    """forget erased the correction lineage only: the node merged into the forgotten one kept its
+    text on disk and came back through a recorded-clock as-of."""
+    older, newer = _merge(mem, "The quarzite vault combination is kept in the blue binder.",
+                          "The quarzite vault combination is kept in the blue binder!")
+    between = mem.show(older, as_of=mem.show(newer)["recorded_at"], clock="recorded")["recorded_at"]
+    mem.forget(newer)
+    raw = mem.conn.execute("SELECT status, content FROM nodes WHERE id IN (?, ?)", (older, newer)).fetchall()
+    assert raw == [("forgotten", ""), ("forgotten", "")]
+    for clock in ("recorded", "both", "valid"):
+        r = mem.recall("quarzite vault combination", as_of=between, clock=clock, record=False)
+        assert r["items"] == [] and r["abstained"]
+        with pytest.raises(NotFound):
+            mem.show(older, as_of=between, clock=clock)
+    stream = "".join(p.read_text() for p in (home / "stream").glob("*.md"))
+    assert "quarzite" not in stream
+
+
+def test_archiving_a_corrected_memory_hides_its_earlier_versions_on_every_clock(mem):
+    """Archive hid the current version only: a recorded-clock as-of still served the old one."""
+    first = mem.digest("The obsidianite relay listens on port 3000.")["node_ids"][0]
+    when = mem.show(first)["recorded_at"]
+    second = mem.correct(first, "The obsidianite relay listens on port 8080.")["node_ids"][0]
+    assert [i["id"] for i in mem.recall("obsidianite relay port", as_of=when, clock="recorded",
+                                        record=False)["items"]] == [first]
+    mem.archive(second)
+    for clock in ("recorded", "both"):
+        assert mem.recall("obsidianite relay port", as_of=when, clock=clock, record=False)["items"] == []
+        with pytest.raises(NotFound):
+            mem.show(first, as_of=when, clock=clock)
+    mem.unarchive(second)                               # reversible: the history is back with it
+    assert [i["id"] for i in mem.recall("obsidianite relay port", as_of=when, clock="recorded",
+                                        record=False)["items"]] == [first]

@@ -6,6 +6,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from tidemind import __version__
 from tidemind.memory import Memory
 from tidemind.store import immediate, links
 
@@ -215,3 +216,84 @@ def test_clarifying_questions_through_a_real_client(home):
             plain = await call(s, "brain_recall", query="billing service owner", mode="clarify")
             assert plain["clarify"] is None and plain["items"]      # nothing diverges: the normal answer
     anyio.run(main)
+
+
+def _raw_session(home):
+    """`tidemind serve` driven line by line, as a client with a broken serializer would."""
+    import json
+    import select
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "tidemind.cli", "--home", str(home), "serve", "--scope", "personal"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT))
+
+    def send(line: str):
+        proc.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
+        proc.stdin.flush()
+
+    def reply(timeout=10):
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        return json.loads(proc.stdout.readline()) if ready else None
+
+    send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+    hello = reply()
+    assert hello["id"] == 1 and hello["result"]["serverInfo"] == {"name": "tidemind", "version": __version__}
+    send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    return proc, send, reply
+
+
+def test_every_request_gets_an_answer_even_when_it_cannot_be_parsed(home):
+    """Malformed JSON, 5,000-deep nesting and a lone surrogate (JSON.stringify writes it as a
+    \\ud800 escape) were dropped by the SDK without a word: the client waited for its timeout."""
+    import json
+
+    proc, send, reply = _raw_session(home)
+    try:
+        call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "brain_recall",
+                                                                   "arguments": {"query": "a\ud800b"}}}
+        cases = [('{"jsonrpc":"2.0","id":2,"method":"tools/list"', 2, -32700),
+                 ('{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"brain_recall","arguments":'
+                  '{"query":' + "[" * 5000 + "]" * 5000 + "}}}", "three", -32700),
+                 (json.dumps({**call, "id": 4}), 4, -32602),
+                 (json.dumps({"id": 5, "hello": "not json-rpc"}), 5, -32600)]
+        for line, request_id, code in cases:
+            send(line)
+            answer = reply()
+            assert answer is not None, line[:60]
+            assert answer["id"] == request_id and answer["error"]["code"] == code, answer
+        send('{"jsonrpc":"2.0","method":"notifications/x", broken')     # no id to answer: logged
+        send(json.dumps({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                         "params": {"name": "brain_digest", "arguments": {"content": "still serving"}}}))
+        answer = reply()
+        assert answer["id"] == 6 and answer["result"]["structuredContent"]["node_ids"] == [1], answer
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    assert "could not be read" in proc.stderr.read().decode()
+
+
+def test_scanning_for_a_request_id_is_linear_and_never_raises():
+    import time
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tidemind.mcp_stdio import diagnose, scan_id
+
+    assert scan_id('{"method": "x", "params": {"id": 9}, "id": 7, ') == 7
+    assert scan_id('{"id": "abc\\"d", ') == 'abc"d'
+    assert scan_id('{"params": {"id": 3}') is None and scan_id("[[[") is None and scan_id('{"id": true}') is None
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet='{}[]":,\\ id0123456789abc\ud800', max_size=300))
+    def check(line):
+        scan_id(line)
+        assert diagnose(line) is None or diagnose(line)[1] in (-32700, -32600, -32602)
+
+    check()
+    for nasty in ('{"' * 50_000, '\\"' * 50_000, '{"id": "' + "\\\\" * 50_000, "[" * 100_000):
+        started = time.monotonic()
+        scan_id(nasty)
+        diagnose(nasty)
+        assert time.monotonic() - started < 1.0

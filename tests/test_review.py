@@ -40,6 +40,40 @@ def test_tag_rejection_and_undo(mem):
         mem.tag_decide(nid, name, reject=False)
 
 
+def _assignment(mem, node_id, name):
+    return mem.conn.execute("SELECT nt.status, nt.source, nt.confidence FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
+                            " WHERE nt.node_id=? AND t.name=?", (node_id, name)).fetchone()
+
+
+def test_undoing_a_rejection_restores_exactly_what_was_there(mem, tmp_path):
+    """Undo deleted the row: a person's own tag (typed, or an imported #tag) vanished for good."""
+    from tidemind.importers.engine import sync
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Garden.md").write_text("Tomatoes need staking by June. #garden\n", encoding="utf-8")
+    sync(mem, "obsidian", vault, "vault:v")
+    imported = mem.conn.execute("SELECT id FROM nodes WHERE scope='vault:v' AND status='live'").fetchone()[0]
+    typed = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
+    mem.tag_add(typed, "postgres")
+    run_due(mem, only=["embed", "annotate"], force=True)
+    proposed = next(t["name"] for t in mem.tags_of(typed) if t["status"] == "proposed")
+    cases = [(imported, "garden"), (typed, "postgres"), (typed, proposed)]
+    before = {case: _assignment(mem, *case) for case in cases}
+    assert before[(imported, "garden")][0] == "confirmed" and before[(typed, proposed)][0] == "proposed"
+    for node_id, name in cases:
+        mem.tag_decide(node_id, name, reject=True)
+        mem.tag_decide(node_id, name, reject=True)            # a second no keeps the first one's memory
+        assert _assignment(mem, node_id, name)[0] == "rejected_by_user"
+    run_due(mem, only=["annotate"], force=True)
+    for node_id, name in cases:
+        mem.tag_decide(node_id, name, reject=False)
+        assert _assignment(mem, node_id, name) == before[(node_id, name)], name
+    mem.tag_decide(typed, "never-had-it", reject=True)        # a no to a tag the memory never had
+    mem.tag_decide(typed, "never-had-it", reject=False)
+    assert _assignment(mem, typed, "never-had-it") is None
+
+
 def test_link_decisions_change_what_traversal_walks(mem):
     a, b = (mem.digest(t)["node_ids"][0] for t in ("hub memory", "spoke memory"))
     with immediate(mem.conn):

@@ -61,9 +61,10 @@ def _fmt_item(item: dict, width: int = 100) -> str:
 def _fmt_recall(r: dict) -> str:
     searched = f"(searched scope{'s' if len(r['scopes']) > 1 else ''}: {', '.join(r['scopes'])};" \
                " --scope S or --all-scopes to widen)"
+    degraded = f"(degraded: {r['degraded']})\n" if r.get("degraded") else ""
     if r["abstained"]:
-        return f"(abstained) {r['message']}\n{searched}"
-    lines = [_fmt_item(i) for i in r["items"]]
+        return f"{degraded}(abstained) {r['message']}\n{searched}"
+    lines = ([degraded.strip()] if degraded else []) + [_fmt_item(i) for i in r["items"]]
     if r.get("clarify"):
         c = r["clarify"]
         lines.append(f"\n{c['question']}")
@@ -170,9 +171,16 @@ def cmd_clarify(args):
         _emit(args, r, lambda r: r["done"])
 
 
+def _id_arg(text: str) -> int:
+    """The CLI reads ids as text; the core takes whole numbers only (never text or booleans)."""
+    if not text.strip().isascii() or not text.strip().isdigit():
+        raise InvalidInput(f"an id is a whole number, got {text!r}")
+    return int(text)
+
+
 def cmd_show(args):
     with _memory(args) as m:
-        _emit(args, m.show(args.id, scopes=args.scope, as_of=args.as_of, clock=args.clock), _fmt_show)
+        _emit(args, m.show(_id_arg(args.id), scopes=args.scope, as_of=args.as_of, clock=args.clock), _fmt_show)
 
 
 def cmd_correct(args):

@@ -2,6 +2,9 @@
 
 Every error a user can cause is a `TideMindError`; anything else is a bug and keeps its traceback.
 """
+from numbers import Integral
+
+MAX_ID = 2**63 - 1
 
 
 class TideMindError(Exception):
@@ -24,5 +27,21 @@ class StoreBusy(TideMindError):
     """The database stayed locked by another writer past the busy timeout."""
 
 
+class ProviderUnavailable(TideMindError):
+    """A model service (Ollama, Anthropic) is away or failing: callers that can do without it
+    degrade (recall answers from full-text search and says so) instead of failing."""
+
+
 class Conflict(TideMindError):
     """The requested change does not fit the node's current state (e.g. correcting an archived node)."""
+
+
+def check_id(value, what: str = "node") -> int:
+    """A row id is a whole number, given as one. A boolean is refused (JSON `true` is not node 1:
+    coercing it once made `forget` erase node 1), and so is text ("12"): a shell that reads ids as
+    text (the CLI) converts them itself, where it can say what was wrong."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise InvalidInput(f"{what} id must be a whole number, got {type(value).__name__} {str(value)[:40]!r}")
+    if not 0 < int(value) <= MAX_ID:
+        raise InvalidInput(f"{what} id out of range: {value}")
+    return int(value)

@@ -6,16 +6,19 @@ never widen it. Every user-caused problem is a `ToolError` with a sentence the m
 """
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field, Strict, ValidationError
 
 from .config import load_settings
-from .errors import TideMindError
+from . import __version__, limits
+from .errors import MAX_ID, TideMindError
 from .memory import Memory
 from .scopes import derive_scopes
 from .views import title_of
@@ -93,6 +96,17 @@ lessons and decisions, recent memories in this project, and open review items ab
 corrections. Call once at the start of a session. Read-only; at most 9,800 characters."""
 
 
+# Strict: JSON `true` or "12" is refused, never coerced (`true` once became node 1 and was forgotten)
+NodeId = Annotated[int, Strict(), Field(ge=1, le=MAX_ID)]
+# the core checks the same bounds (tidemind.limits); the schema tells the model before it calls
+Query = Annotated[str, Field(max_length=limits.MAX_QUERY_CHARS)]
+TagFilters = Annotated[list[Annotated[str, Field(max_length=limits.MAX_TAG_CHARS)]],
+                       Field(max_length=limits.MAX_TAG_FILTERS)]
+Source = Annotated[dict[str, Annotated[str, Field(max_length=limits.MAX_SOURCE_CHARS)]], Field(max_length=8)]
+Limit = Annotated[int, Strict(), Field(ge=1, le=100)]
+Choice = Annotated[str, Field(max_length=limits.MAX_CHOICE_CHARS)]
+
+
 def _narrow(allowed: list[str], scope: str | list[str] | None) -> list[str] | None:
     if scope is None:
         return None
@@ -104,13 +118,30 @@ def _narrow(allowed: list[str], scope: str | list[str] | None) -> list[str] | No
     return asked
 
 
+class _Server(MCPServer):
+    """The SDK reports a schema mismatch as pydantic's multi-line text with a documentation URL;
+    the model gets one line per bad argument instead (`target_node: Input should be a valid
+    integer (got True)`), like every other refusal."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = [f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                        f" (got {json.dumps(e.get('input'), default=str)[:40]})"
+                        for e in exc.__cause__.errors(include_url=False)]
+            raise ToolError(f"invalid arguments for {name}: " + "; ".join(problems)) from None
+
+
 def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: Path | None = None) -> MCPServer:
     """A fresh server over the store at `home` (tests build one per case)."""
     settings = load_settings(home)
     fixed = derive_scopes(scopes, settings, cwd)
     memory = Memory(settings, actor="mcp", readable_scopes=fixed, writable_scopes=fixed)
     lock = threading.Lock()          # tools run in worker threads; one connection serves them in turn
-    server = MCPServer("tidemind", instructions=INSTRUCTIONS)
+    server = _Server("tidemind", version=__version__, instructions=INSTRUCTIONS)
     embedder = BackgroundEmbedder(memory, lock)
 
     def call(fn, *args, **kwargs):
@@ -124,9 +155,9 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
         title="Store or change a memory", read_only_hint=False, destructive_hint=True, idempotent_hint=False,
         open_world_hint=False))
     def brain_digest(content: str = "", intent: Literal["store", "correct", "archive", "forget", "clarify"] = "store",
-                     target_node: int | None = None, scope: str | None = None,
-                     source: dict[str, str] | None = None, valid_at: str | None = None,
-                     skip: bool = False) -> dict[str, Any]:
+                     target_node: NodeId | None = None, scope: str | None = None,
+                     source: Source | None = None, valid_at: str | None = None,
+                     skip: Annotated[bool, Strict()] = False) -> dict[str, Any]:
         source = source or {}
         if skip and intent != "clarify":
             raise ToolError('skip is only for intent "clarify"')
@@ -164,10 +195,10 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     @server.tool(description=RECALL_DOC, annotations=ToolAnnotations(
         title="Search memory", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
         open_world_hint=False))
-    def brain_recall(query: str | None = None, node_id: int | None = None, from_node: int | None = None,
-                     scope: str | list[str] | None = None, tags: list[str] | None = None, limit: int = 8,
+    def brain_recall(query: Query | None = None, node_id: NodeId | None = None, from_node: NodeId | None = None,
+                     scope: str | list[str] | None = None, tags: TagFilters | None = None, limit: Limit = 8,
                      mode: Literal["detail", "index", "taste", "clarify"] = "detail", as_of: str | None = None,
-                     clock: Literal["both", "valid", "recorded"] = "both", choose: str | None = None) -> dict[str, Any]:
+                     clock: Literal["both", "valid", "recorded"] = "both", choose: Choice | None = None) -> dict[str, Any]:
         given = [x is not None for x in (query, node_id, from_node)]
         if sum(given) != 1:
             raise ToolError("give exactly one of query, node_id or from_node")
@@ -200,7 +231,8 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     @server.tool(description=PREPARE_DOC, annotations=ToolAnnotations(
         title="Session context", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
         open_world_hint=False))
-    def brain_prepare(hint: str | None = None, budget_chars: int = 9000) -> str:
+    def brain_prepare(hint: Query | None = None,
+                      budget_chars: Annotated[int, Strict(), Field(ge=200, le=50_000)] = 9000) -> str:
         return call(memory.prepare, hint, budget_chars)["text"]
 
     server.memory = memory          # for tests and the bench
@@ -259,4 +291,8 @@ def _index(item: dict) -> dict:
 
 
 def serve(home: str | None, scopes: list[str] | None) -> None:
-    build_server(home, scopes).run()
+    import anyio
+
+    from . import mcp_stdio
+
+    anyio.run(mcp_stdio.run, build_server(home, scopes))

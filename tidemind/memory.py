@@ -7,6 +7,7 @@ row, the stream file) and leaves SQL to the store modules. It imports no CLI, MC
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -15,9 +16,9 @@ from typing import Iterable, Sequence
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
-from . import clarify, secrets, text, units
+from . import clarify, limits, secrets, text, units
 from .config import Settings, load_settings
-from .errors import Conflict, InvalidInput, NotFound, ScopeDenied, StoreBusy
+from .errors import Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StoreBusy, check_id
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
@@ -163,6 +164,7 @@ class Memory:
                source_tool: str | None = None, session: str | None = None) -> dict:
         """Store text verbatim (secrets masked), split into units; returns ids and warnings."""
         scope = self._write_scope(scope)
+        source_tool, session = limits.check_source("tool", source_tool), limits.check_source("session", session)
         body, warnings = self._clean_content(content)
         valid_from = parse_iso(valid_at) if valid_at else None
         pieces = units.split_units(body)
@@ -272,7 +274,7 @@ class Memory:
         return list(hits.values())
 
     def _live_node(self, node_id: int, verb: str) -> dict:
-        row = nodes.get_any(self.conn, _node_id(node_id))
+        row = nodes.get_any(self.conn, check_id(node_id))
         if row is None or (self.writable is not None and row["scope"] not in self.writable):
             raise NotFound(f"no node {node_id} in a scope writable here")
         if row["status"] == "superseded":
@@ -284,6 +286,7 @@ class Memory:
     def correct(self, node_id: int, content, *, valid_at: str | None = None, source_tool: str | None = None,
                 session: str | None = None) -> dict:
         """Replace a node's text by a new version; the old version is kept, superseded."""
+        source_tool, session = limits.check_source("tool", source_tool), limits.check_source("session", session)
         body, warnings = self._clean_content(content)
         rules = clarify.policy(self.settings)      # a bad [clarify] setting refuses before anything is written
         now = self.now()
@@ -357,11 +360,10 @@ class Memory:
         """Erase the text of the node and every version of it, everywhere; keep hash tombstones."""
         now = self.now()
         with immediate(self.conn):
-            row = nodes.get_any(self.conn, _node_id(node_id))
+            row = nodes.get_any(self.conn, check_id(node_id))
             if row is None or (self.writable is not None and row["scope"] not in self.writable):
                 raise NotFound(f"no node {node_id} in a scope writable here")
-            lineage = nodes.lineage_ids(self.conn, row["id"]) or [row["id"]]
-            targets = [nodes.get_any(self.conn, i) for i in lineage]
+            targets = [nodes.get_any(self.conn, i) for i in nodes.family_ids(self.conn, row["id"])]
             targets = [t for t in targets if t["status"] != "forgotten"]
             if not targets:
                 raise Conflict(f"node {node_id} is already forgotten")
@@ -450,21 +452,29 @@ class Memory:
                use_lexical: bool = True, record: bool = True, choose: str | None = None) -> dict:
         """Hybrid recall. When the grounding memories are about different things the answer
         carries `clarify` (one question, candidate groups); `choose` answers for one group."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInput("recall needs a query (or use `show ID` for one node)")
-        if choose is not None and (not isinstance(choose, str) or not choose.strip()):
+        query = limits.check_query(query)
+        tags_filter = limits.check_tags(tags_filter)
+        if choose is not None and (not isinstance(choose, str) or not choose.strip()
+                                   or len(choose) > limits.MAX_CHOICE_CHARS):
             raise InvalidInput("choose must be one of the choices a divergent answer offered")
-        if not 1 <= int(limit) <= 100:
-            raise InvalidInput("limit must be between 1 and 100")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+            raise InvalidInput("limit must be a whole number between 1 and 100")
         read = self.read_scopes(scopes, all_scopes)
         moment = self._as_of(as_of, clock)
         req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),
                             as_of=moment, now=self.now(), use_vectors=use_vectors, use_lexical=use_lexical,
                             choose=choose)
+        embedder, unavailable = None, None
         if use_vectors:
-            result = hybrid_recall(self.conn, self.embedder, req, side=self._recall_side())
+            try:
+                embedder = self.embedder
+            except ProviderUnavailable as exc:      # e.g. its client library is missing: words still answer
+                unavailable = f"semantic search unavailable ({exc}); answered from full-text search alone"
+        if embedder is not None:
+            result = hybrid_recall(self.conn, embedder, req, side=self._recall_side())
         else:
-            result = hybrid_recall(self.conn, None, req)
+            result = hybrid_recall(self.conn, None, replace(req, use_vectors=False))
+            result["degraded"] = unavailable
         result["scopes"] = read
         if record:
             self._record_hits([i["id"] for i in result["items"]], req.now)
@@ -496,7 +506,7 @@ class Memory:
 
     def show(self, node_id, *, scopes: Sequence[str] | None = None, as_of: str | None = None,
              clock: str = "both") -> dict:
-        node_id = _node_id(node_id)
+        node_id = check_id(node_id)
         read = self.read_scopes(scopes, all_scopes=True)
         moment = self._as_of(as_of, clock)
         found = nodes.get_visible(self.conn, [node_id], read, moment)
@@ -536,7 +546,7 @@ class Memory:
     def clarified(self, node_id: int) -> list[dict]:
         """The clarified layer of a visible node: the person's answers, oldest first."""
         self.show(node_id)
-        return clarifications.for_node(self.conn, _node_id(node_id))
+        return clarifications.for_node(self.conn, check_id(node_id))
 
     def propose_lessons(self, lessons: list[dict], session: str | None = None) -> list[int]:
         """File heuristic findings (corrections, repeated failures) as `proposed_lesson` review items in
@@ -563,7 +573,7 @@ class Memory:
 
     def review_show(self, item_id: int, scopes: Sequence[str] | None = None) -> dict:
         read = self.read_scopes(scopes, all_scopes=True)
-        item = review.get(self.conn, _node_id(item_id), read)
+        item = review.get(self.conn, check_id(item_id, "review item"), read)
         if item is None:
             raise NotFound(f"no review item {item_id} in scope(s) {', '.join(read)}")
         named = [i for i in (item["node_id"], item["other_node_id"]) if i]
@@ -578,7 +588,7 @@ class Memory:
             raise InvalidInput("decision must be approved, rejected or open")
         now = self.now()
         with immediate(self.conn):
-            item = review.get(self.conn, _node_id(item_id), self.read_scopes(None, all_scopes=True))
+            item = review.get(self.conn, check_id(item_id, "review item"), self.read_scopes(None, all_scopes=True))
             if item is None:
                 raise NotFound(f"no review item {item_id}")
             review.decide(self.conn, item["id"], decision, now, self.actor)
@@ -652,7 +662,7 @@ class Memory:
             raise InvalidInput("a link can be confirmed, rejected or reopened")
         now = self.now()
         with immediate(self.conn):
-            link = links.get(self.conn, _node_id(link_id))
+            link = links.get(self.conn, check_id(link_id, "link"))
             ends = [link["source_id"], link["target_id"]] if link else []
             if link is None or len(nodes.get_visible(self.conn, ends, self.read_scopes(None, all_scopes=True))) != 2:
                 raise NotFound(f"no link {link_id} between memories visible here")
@@ -706,6 +716,14 @@ class Memory:
     def data_version(self) -> int:
         """Changes whenever another connection commits: a cheap way for a window to notice."""
         return scalar(self.conn, "PRAGMA data_version")
+
+    def change_mark(self) -> tuple:
+        """What a person could see change: the newest audit row (every mutation writes one) and
+        the newest finished task run. Comparable across connections, unlike `data_version`, and
+        untouched by a search's own bookkeeping."""
+        from .store import task_runs
+
+        return audit.latest_id(self.conn), task_runs.latest_finish(self.conn)
 
     def task_state(self) -> dict:
         from .store import task_runs
@@ -856,16 +874,3 @@ class Memory:
         if unembedded:
             notes.append(f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)")
         return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes}
-
-
-_MAX_ID = 2**63 - 1
-
-
-def _node_id(value) -> int:
-    try:
-        node_id = int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput(f"node id must be a number, got {value!r}") from None
-    if not 0 < node_id <= _MAX_ID:
-        raise InvalidInput(f"node id out of range: {value}")
-    return node_id

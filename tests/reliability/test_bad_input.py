@@ -222,3 +222,88 @@ def test_logseq_properties(tmp_path):
     check()
     assert m.doctor()["ok"]
     m.close()
+
+
+def test_ids_are_whole_numbers_never_booleans_or_text(tmp_path):
+    """JSON `true` was coerced to node 1 and `forget` erased it for good; "1" was coerced too.
+    Every id argument of every tool and of the core refuses both, and nothing changes."""
+    home = tmp_path / "home"
+    server = build_server(str(home), ["project:a"])
+    m = server.memory
+    first = m.digest("the lighthouse keeper logs every ship", scope="project:a")["node_ids"][0]
+    assert first == 1
+    before = fingerprint(m, home)
+    calls = [("brain_digest", {"intent": intent, "target_node": bad, "content": "x"})
+             for intent in ("forget", "archive", "correct", "clarify") for bad in (True, "1", 1.0, "true")]
+    calls += [("brain_recall", {key: bad}) for key in ("node_id", "from_node") for bad in (True, "1", 1.5)]
+    for tool, arguments in calls:
+        try:
+            result = asyncio.run(server.call_tool(tool, arguments))
+        except ToolError as exc:
+            assert str(exc) and "\n" not in str(exc)                  # one line the model can act on
+        else:
+            assert result.is_error, (tool, arguments)
+        assert fingerprint(m, home) == before, (tool, arguments)
+    for verb in ("forget", "archive", "unarchive", "show"):
+        for bad in (True, "1", 1.0):
+            try:
+                getattr(m, verb)(bad)
+            except TideMindError as exc:
+                assert "whole number" in str(exc)
+            else:
+                raise AssertionError(f"{verb}({bad!r}) was accepted")
+    assert m.show(first)["content"] == "the lighthouse keeper logs every ship"
+    assert fingerprint(m, home) == before
+
+
+def test_oversized_arguments_are_refused_at_once_with_one_line(tmp_path):
+    """A 1.1 MB query took 13 s with digests queued behind it; 1,000 tag filters raised
+    'Expression tree is too large' (a traceback on the CLI, an empty MCP error); `source`
+    accepted a NUL and a 1 MB tool name. Each is now one clear refusal that changes nothing."""
+    import subprocess
+    import sys
+    import time
+
+    from tidemind.limits import MAX_TAG_FILTERS
+
+    home = tmp_path / "home"
+    server = build_server(str(home), ["project:a"])
+    m = server.memory
+    m.digest("the lighthouse keeper logs every ship", scope="project:a")
+    tags_ok = [f"t{i}" for i in range(MAX_TAG_FILTERS)]
+    assert m.recall("lighthouse", tags_filter=tags_ok, record=False)["items"] == []   # at the bound: answers
+    before = fingerprint(m, home)
+    started = time.monotonic()
+    core_calls = [lambda: m.recall("lighthouse " * 110_000),
+                  lambda: m.recall("lighthouse", tags_filter=[f"t{i}" for i in range(1000)]),
+                  lambda: m.recall("lighthouse", tags_filter=["ok", "bad\x00tag"]),
+                  lambda: m.digest("a fact", scope="project:a", source_tool="x" * 1_000_000),
+                  lambda: m.digest("a fact", scope="project:a", source_tool="claude\x00code"),
+                  lambda: m.digest("a fact", scope="project:a", session="\ud800")]
+    for fn in core_calls:
+        try:
+            fn()
+        except TideMindError as exc:
+            assert str(exc) and "\n" not in str(exc)
+        else:
+            raise AssertionError("accepted")
+    tool_calls = [("brain_recall", {"query": "lighthouse " * 110_000}),
+                  ("brain_recall", {"query": "lighthouse", "tags": [f"t{i}" for i in range(1000)]}),
+                  ("brain_recall", {"query": "lighthouse", "limit": True}),
+                  ("brain_digest", {"content": "a fact", "source": {"tool": "x" * 1_000_000}}),
+                  ("brain_digest", {"content": "a fact", "source": {"tool": "claude\x00code"}}),
+                  ("brain_prepare", {"hint": "x" * 100_000})]
+    for tool, arguments in tool_calls:
+        try:
+            result = asyncio.run(server.call_tool(tool, arguments))
+        except ToolError as exc:
+            assert str(exc) and "\n" not in str(exc)
+        else:
+            assert result.is_error, tool
+    assert time.monotonic() - started < 5                      # refused, not worked through
+    assert fingerprint(m, home) == before
+    many = [a for i in range(1000) for a in ("--tag", f"t{i}")]
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "recall", "lighthouse",
+                           "--scope", "project:a", *many], capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "tag filters" in proc.stderr

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound, check_id
 from ..store import audit, clarifications, derived, fts, immediate, migrations, nodes, vectors
 from ..timeutil import from_iso, system_clock, to_iso
 from . import detect
@@ -232,8 +232,7 @@ def read_without_asking(m: "Memory", rules: Policy, *, node_id: int, scope: str,
 def _question(m: "Memory", ref: int, by_node: bool, reanswer: bool = False) -> dict:
     """The open question for `ref` (a question id, or a node id when `by_node`) in a writable
     scope; with `reanswer`, an answered one too (a person putting a wrong answer right)."""
-    if isinstance(ref, bool) or not isinstance(ref, int) or ref <= 0:
-        raise InvalidInput(f"{'node' if by_node else 'question'} must be a positive whole number, got {ref!r}")
+    ref = check_id(ref, "node" if by_node else "question")
     q = clarifications.open_for_node(m.conn, ref) if by_node else clarifications.get(m.conn, ref)
     if q is None and by_node and reanswer:
         q = clarifications.last_for_node(m.conn, ref, "answered")

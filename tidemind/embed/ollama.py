@@ -5,7 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import TideMindError
+from ..errors import ProviderUnavailable
 from . import normalise, register
 
 
@@ -14,7 +14,7 @@ class OllamaEmbedder:
         try:
             import ollama  # imported here so the default path never pays for it
         except ImportError:
-            raise TideMindError("the ollama embedder needs the `ollama` package (pip install ollama)") from None
+            raise ProviderUnavailable("the ollama embedder needs the `ollama` package (pip install ollama)") from None
 
         self._client = ollama.Client(host=host)
         self.model = model
@@ -25,7 +25,7 @@ class OllamaEmbedder:
         try:
             result = self._client.embed(model=self.model, input=list(texts))
         except Exception as exc:  # the client raises ConnectionError, ResponseError, httpx errors...
-            raise TideMindError(f"ollama embed failed ({self.model}): {exc}") from None
+            raise ProviderUnavailable(f"ollama embed failed ({self.model}): {exc}") from None
         mat = normalise(np.asarray(result.embeddings, dtype=np.float32))
         self.dim = mat.shape[1]
         return mat

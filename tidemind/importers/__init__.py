@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
+from .. import secrets
+
 
 @dataclass
 class Ref:
@@ -56,8 +58,10 @@ class Unit:
     key: str = ""                   # '<path>#<anchor>'; the engine gives nameless units theirs
 
     def __post_init__(self):
+        # the key is stored in the import tables: a heading is the note's words, so it is masked
+        # like them (the same heading gives the same key at every sync)
         if not self.key and self.anchor is not None:
-            self.key = f"{self.path}#{self.anchor}"
+            self.key = f"{self.path}#{secrets.mask(self.anchor)[0]}"
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from .. import secrets
 
 from ..store import nodes
 from ..store.connection import rows
@@ -254,6 +255,7 @@ def notes(conn, source: str, root: str) -> dict[str, dict]:
 
 
 def put_note(conn, source: str, root: str, path: str, file_hash: str, names: list[str]) -> None:
+    names, _ = secrets.mask_tree(list(names))        # aliases and titles are the note's words
     conn.execute("INSERT INTO import_notes(source, root, path, file_hash, names) VALUES(?,?,?,?,?) ON CONFLICT"
                  "(source, root, path) DO UPDATE SET file_hash=excluded.file_hash, names=excluded.names",
                  (source, root, path, file_hash, json.dumps(names, ensure_ascii=False)))
@@ -306,6 +308,7 @@ def drop_unit(conn, source, root, key) -> None:
 
 def change(conn, batch_id: int, action: str, *, unit_key=None, old_key=None, old_node_id=None, new_node_id=None,
            old_hash=None, **detail) -> None:
+    detail, _ = secrets.mask_tree(detail)       # tag names and link targets, from the note's words
     conn.execute("INSERT INTO import_changes(batch_id, action, unit_key, old_key, old_node_id, new_node_id, old_hash,"
                  " detail) VALUES(?,?,?,?,?,?,?,?)", (batch_id, action, unit_key, old_key, old_node_id, new_node_id,
                                                       old_hash, json.dumps(detail, sort_keys=True)))
@@ -361,6 +364,8 @@ def set_batch_status(conn, batch_id: int, status: str) -> None:
 
 
 def add_dangling(conn, batch_id, source, root, key, target, reason: str, ref: dict) -> None:
+    target, _ = secrets.mask(target)            # a link's text, as the note wrote it
+    ref, _ = secrets.mask_tree(ref)
     conn.execute("INSERT INTO import_dangling(batch_id, source, root, unit_key, target, reason, ref)"
                  " VALUES(?,?,?,?,?,?,?)", (batch_id, source, root, key, target, reason,
                                             json.dumps(ref, ensure_ascii=False, sort_keys=True)))

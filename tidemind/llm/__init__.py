@@ -13,6 +13,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -55,7 +56,8 @@ def choose(settings) -> LLM | None:
 
 
 # -- strategies ---------------------------------------------------------------------------------
-REPO_STRATEGIES = Path(__file__).resolve().parent.parent.parent / "strategies"
+# shipped inside the package (read through importlib.resources, so a wheel install has them)
+SHIPPED_STRATEGIES = resources.files("tidemind").joinpath("strategies")
 
 
 @dataclass
@@ -74,15 +76,15 @@ class Strategy:
 
 def load_strategy(name: str, home: Path | None = None) -> Strategy:
     """`<home>/strategies/<name>.md` (a person's edit) wins over the shipped one."""
-    for folder in ([home / "strategies"] if home else []) + [REPO_STRATEGIES]:
+    for folder in ([home / "strategies"] if home else []) + [SHIPPED_STRATEGIES]:
         path = folder / f"{name}.md"
-        if path.exists():
+        if path.is_file():
             text = path.read_text(encoding="utf-8")
             version = re.search(r"(?m)^version:\s*(\S+)", text)
             system, _, prompt = text.partition("\n---prompt---\n")
             system = re.sub(r"(?m)^version:.*\n", "", system).strip()
             return Strategy(name, version.group(1) if version else "0", system, prompt.strip())
-    raise TideMindError(f"strategy {name!r} not found in {REPO_STRATEGIES}")
+    raise TideMindError(f"strategy {name!r} not found (shipped ones: {SHIPPED_STRATEGIES})")
 
 
 # -- validated JSON -----------------------------------------------------------------------------

@@ -170,7 +170,7 @@ class LessonsTask:
                         f"{'s' if len(group) > 1 else ''}; superseded: node {replaced})")
                 made += self._file(ctx, scope, members, text, digest, max(group)[0])
         for scope, said, times, item_ids in review.repeated_failures(ctx.conn):
-            digest = sha256(f"lesson:failure:{scope}:{said}")
+            digest = syntheses.failure_lesson_digest(scope, said)
             if syntheses.exists(ctx.conn, digest):
                 continue
             text = f"Avoid: {' '.join(said.split())[:300]}  (seen {times} times in sessions; review items {item_ids})"

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 from .. import views
+from ..errors import ProviderUnavailable
 from ..store import AsOf, fts, links, nodes, review, tags as tag_store, vectors, visible
 from ..text import STOPWORDS, content_words
 from ..timeutil import from_iso
@@ -174,7 +175,11 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     if req.choose is not None:       # room for the chosen group once the others leave
         req = replace(req, limit=req.limit * 2)
     where, params = _where(req)
-    query = embed_query(embedder, req) if req.use_vectors else None
+    degraded = None
+    try:
+        query = embed_query(embedder, req) if req.use_vectors else None
+    except ProviderUnavailable as exc:         # the model service is away: answer from the text, say so
+        query, degraded = None, f"semantic search unavailable ({exc}); answered from full-text search alone"
     if side is not None and query is not None:
         executor, other = side
         pending = executor.submit(vector_arm, other, embedder, req, where, params, query)
@@ -217,7 +222,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
                         f" answer to a question (node {', '.join(map(str, waiting))}): answer it with brain_digest"
                         " intent \"clarify\", or `tidemind clarify`.")
         return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms, "grounded_by": [],
-                "clarify": None, "chosen": None, "waiting": waiting, "message": message}
+                "clarify": None, "chosen": None, "waiting": waiting, "message": message, "degraded": degraded}
     direct = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
     via: dict[int, str] = {}
     if req.expand:
@@ -254,7 +259,7 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         message += f" (for {chosen['choice']})"
     message += note
     return {"items": items, "abstained": False, "arms": arms, "best_evidence": round(best, 3), "grounded_by": grounded,
-            "clarify": clarify, "chosen": chosen and chosen["choice"], "message": message}
+            "clarify": clarify, "chosen": chosen and chosen["choice"], "message": message, "degraded": degraded}
 
 
 def _waiting_matches(conn, req: RecallRequest, limit: int = 5) -> list[int]:

@@ -13,6 +13,17 @@ from . import (audit, captures, clarifications, derived, fts, links, llm_calls, 
 from .connection import connect, immediate, rows, scalar
 from .visibility import AsOf, visible
 
+
+def _mask_quoted_secrets(conn: apsw.Connection) -> None:
+    """Review payloads and syntheses were stored unmasked until their modules masked them (the stop
+    hook's lessons quoted transcripts, and prepare served them to every session): mask what is
+    there. A repeated-failure lesson is keyed by its text, so its key follows, or it is made twice."""
+    for scope, before, after in review.remask_payloads(conn):
+        syntheses.rename_digest(conn, syntheses.failure_lesson_digest(scope, before),
+                                syntheses.failure_lesson_digest(scope, after))
+    syntheses.remask_texts(conn)
+
+
 CORE_MIGRATIONS = [
     ("0001_captures", captures.DDL),
     ("0002_nodes", nodes.DDL),
@@ -30,7 +41,9 @@ CORE_MIGRATIONS = [
     ("0014_derived_history", derived.HISTORY_DDL),
     ("0015_nodes_by_valid_day", nodes.VALID_DAY_DDL),
     ("0016_clarified_layer", clarifications.DDL),
-    ("0017_import_context", nodes.CONTEXT_DDL + fts.CONTEXT_REBUILD),
+    ("0017_tag_rejection_remembers_prior", tags.PRIOR_DDL),
+    ("0018_mask_quoted_secrets", _mask_quoted_secrets),
+    ("0019_import_context", nodes.CONTEXT_DDL + fts.CONTEXT_REBUILD),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

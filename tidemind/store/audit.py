@@ -9,6 +9,7 @@ import json
 
 import apsw
 
+from .. import secrets
 from .connection import rows
 
 DDL = """
@@ -29,8 +30,15 @@ def record(conn: apsw.Connection, *, at: str, actor: str, action: str, node_id: 
            capture_id: int | None = None, **details) -> None:
     if not conn.in_transaction:
         raise RuntimeError("audit.record must run inside the mutation's transaction")
+    details, _ = secrets.mask_tree(details)     # tag names, notes, titles: made from people's words
     conn.execute("INSERT INTO audit_log(at, actor, action, node_id, capture_id, details) VALUES(?,?,?,?,?,?)",
                  (at, actor, action, node_id, capture_id, json.dumps(details, sort_keys=True)))
+
+
+def latest_id(conn: apsw.Connection) -> int:
+    """The newest audit row: every mutation writes one, so a window can tell real changes from a
+    search's bookkeeping (hit counts and heat, which write no audit row)."""
+    return conn.execute("SELECT coalesce(max(id), 0) FROM audit_log").fetchone()[0]
 
 
 # detail keys whose values can be made from a memory's words (tag names, titles, notes' tags)

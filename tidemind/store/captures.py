@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import apsw
 
+from .. import secrets
 from .connection import rows
 
 DDL = """
@@ -23,6 +24,9 @@ CREATE TABLE captures(
 
 def insert(conn: apsw.Connection, *, content: str, content_hash: str, scope: str, source_tool: str | None,
            session: str | None, recorded_at: str, stream_file: str, stream_key: str) -> int:
+    secrets.require_masked(content, "the captures table")      # the stream file is written from it too
+    # the host names these; an id is no place for a key, but nothing stops one being put there
+    source_tool, session = secrets.mask_optional(source_tool), secrets.mask_optional(session)
     conn.execute(
         "INSERT INTO captures(content, content_hash, scope, source_tool, session, recorded_at, stream_file, stream_key)"
         " VALUES(?,?,?,?,?,?,?,?)",

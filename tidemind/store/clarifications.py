@@ -15,6 +15,7 @@ from typing import Sequence
 
 import apsw
 
+from .. import secrets
 from . import fts
 from .connection import rows, scalar
 from ..text import has_phrase
@@ -91,6 +92,8 @@ def _decode(found: list[dict]) -> list[dict]:
 
 def ask(conn: apsw.Connection, *, node_id: int, scope: str, kind: str, term: str, question: str,
         options: Sequence[str], at: str, hold_until: str) -> int:
+    # made from the unit's (masked) words, and from other units' words for the options
+    (term, question, options), _ = secrets.mask_tree([term, question, list(options)])
     conn.execute("INSERT INTO questions(node_id, scope, kind, term, question, options, asked_at, hold_until)"
                  " VALUES(?,?,?,?,?,?,?,?)", (node_id, scope, kind, term, question, json.dumps(list(options)), at,
                                               hold_until))
@@ -166,6 +169,7 @@ def close_for_node(conn: apsw.Connection, node_id: int, at: str) -> list[int]:
 
 def append(conn: apsw.Connection, *, node_id: int, question_id: int | None, term: str, answer: str, actor: str,
            at: str) -> int:
+    (term, answer), _ = secrets.mask_tree([term, answer])       # a person's answer, in their words
     conn.execute("INSERT INTO clarified(node_id, question_id, term, answer, actor, at) VALUES(?,?,?,?,?,?)",
                  (node_id, question_id, term, answer, actor, at))
     clarified_id = conn.last_insert_rowid()
@@ -212,6 +216,7 @@ def scrub_node(conn: apsw.Connection, node_id: int) -> None:
 
 def index_readings(conn: apsw.Connection, node_id: int, scope: str,
                    readings: Sequence[tuple[str, str, str]]) -> None:
+    readings, _ = secrets.mask_tree(readings)                  # an answered acronym's reading is an answer
     conn.executemany("INSERT OR IGNORE INTO referents(scope, kind, word, reading, node_id) VALUES(?,?,?,?,?)",
                      [(scope, kind, word, reading, node_id) for kind, word, reading in readings])
 

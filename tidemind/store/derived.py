@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import apsw
 
+from .. import secrets
 from . import nodes
 from .connection import rows
 from .visibility import unheld
@@ -39,7 +40,9 @@ SEARCHABLE = ("title", "summary", "keyphrases", "anchors")
 
 
 def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: str, at: str) -> None:
-    """Set a derived value; a different earlier value moves to derived_history (non-destructive)."""
+    """Set a derived value; a different earlier value moves to derived_history (non-destructive).
+    A model's answer may quote what it read or invent a key-shaped string: masked here."""
+    value, _ = secrets.mask(value)
     conn.execute("INSERT INTO derived_history(node_id, field, value, generator, created_at, replaced_at)"
                  " SELECT node_id, field, value, generator, created_at, ? FROM derived"
                  " WHERE node_id = ? AND field = ? AND (value != ? OR generator != ?)",

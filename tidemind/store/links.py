@@ -9,6 +9,7 @@ from typing import Sequence
 
 import apsw
 
+from .. import secrets
 from .connection import rows
 from .visibility import AsOf, visible
 
@@ -36,6 +37,7 @@ def add(conn: apsw.Connection, source_id: int, target_id: int, *, relation: str 
     """Insert a link unless the pair already has one in any status (so rejections hold). Returns the id or None."""
     if exists(conn, source_id, target_id):
         return None
+    reason = secrets.mask_optional(reason)       # a reason may be a model's words
     conn.execute("INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by, created_at)"
                  " VALUES(?,?,?,?,?,?,?,?)", (source_id, target_id, relation, status, strength, reason, proposed_by, at))
     return conn.last_insert_rowid()
@@ -49,12 +51,14 @@ def exists(conn: apsw.Connection, a: int, b: int) -> bool:
 def judge(conn: apsw.Connection, link_id: int, status: str, at: str, reason: str) -> bool:
     """A judge's verdict lands only on a link that is still pending: a person's decision made
     meanwhile always wins. Returns whether it landed."""
+    reason = secrets.mask_optional(reason)       # a model judge's words
     conn.execute("UPDATE links SET status=?, decided_at=?, reason=? WHERE id=? AND status='pending'",
                  (status, at, reason, link_id))
     return conn.changes() == 1
 
 
 def set_status(conn: apsw.Connection, link_id: int, status: str, at: str, reason: str | None = None) -> None:
+    reason = secrets.mask_optional(reason)
     conn.execute("UPDATE links SET status=?, decided_at=?, reason=coalesce(?, reason) WHERE id=?",
                  (status, at, reason, link_id))
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import apsw
 
+from .. import secrets
+
 DDL = """
 CREATE TABLE llm_calls(
   id INTEGER PRIMARY KEY,
@@ -21,6 +23,7 @@ CREATE TABLE llm_calls(
 
 def record(conn: apsw.Connection, *, at: str, task: str, provider: str, strategy: str, status: str,
            reason: str | None, input_tokens: int, output_tokens: int, ms: int) -> None:
+    reason = secrets.mask_optional(reason)      # a provider's error can echo the request, key and all
     conn.execute("INSERT INTO llm_calls(at, task, provider, strategy, status, reason, input_tokens, output_tokens, ms)"
                  " VALUES(?,?,?,?,?,?,?,?,?)", (at, task, provider, strategy, status, reason, input_tokens,
                                                 output_tokens, ms))

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import apsw
 
+from .. import secrets
 from . import fts
 from .connection import rows, scalar
 from .visibility import AsOf, unheld, visible
@@ -67,6 +68,9 @@ def insert(conn: apsw.Connection, *, capture_id: int | None, unit_index: int, co
            norm_hash: str, scope: str, source_tool: str | None, session: str | None, recorded_at: str,
            valid_from: str, kind: str = "memory", reason: str = "digest", actor: str = "cli",
            lineage_of: int | None = None, span: tuple[int, int] | None = None, context_text: str = "") -> int:
+    secrets.require_masked(content, "the nodes table")
+    secrets.require_masked(context_text, "the nodes table")     # (the importer masks a unit's context)
+    source_tool, session = secrets.mask_optional(source_tool), secrets.mask_optional(session)   # as captures
     start, end = span if span is not None else (0, len(content))
     conn.execute(
         "INSERT INTO nodes(capture_id, unit_index, capture_start, capture_end, content, content_hash, norm_hash, scope,"
@@ -150,6 +154,7 @@ def set_derived_text(conn: apsw.Connection, node_id: int, text: str) -> None:
 
 
 def set_context_text(conn: apsw.Connection, node_id: int, text: str) -> None:
+    secrets.require_masked(text, "the nodes table")
     conn.execute("UPDATE nodes SET context_text=? WHERE id=? AND status != 'forgotten'", (text, node_id))
 
 
@@ -166,6 +171,23 @@ def lineage_ids(conn: apsw.Connection, node_id: int) -> list[int]:
     return [r[0] for r in conn.execute(
         "SELECT node_id FROM node_versions WHERE lineage_id=(SELECT lineage_id FROM node_versions WHERE node_id=?)",
         (node_id,))]
+
+
+def family_ids(conn: apsw.Connection, node_id: int) -> list[int]:
+    """Every node that carries an earlier form of this memory's words: its correction lineage,
+    the nodes merged into any of them, and their lineages in turn (a merge supersedes the older
+    node by the newer without sharing a lineage). Forget erases all of them."""
+    family: set[int] = set()
+    frontier = [node_id]
+    while frontier:
+        found = set()
+        for member in frontier:
+            found.update(lineage_ids(conn, member) or [member])
+        marks = ",".join("?" * len(found))
+        found.update(r[0] for r in conn.execute(f"SELECT id FROM nodes WHERE superseded_by IN ({marks})", list(found)))
+        frontier = sorted(found - family)
+        family |= found
+    return sorted(family)
 
 
 def of_capture(conn: apsw.Connection, capture_id: int) -> list[dict]:

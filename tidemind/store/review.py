@@ -6,6 +6,7 @@ from typing import Sequence
 
 import apsw
 
+from .. import secrets
 from .connection import rows
 
 DDL = """
@@ -29,6 +30,9 @@ CREATE INDEX review_node ON review_items(node_id);
 
 def file(conn: apsw.Connection, kind: str, *, node_id: int | None, other_node_id: int | None, at: str,
          scope: str | None = None, digest: str | None = None, **payload) -> int:
+    """File an item. Payloads quote text from outside the store's masked layers (a transcript the
+    stop hook read, a model's answer): every string in it is masked here, whoever the caller."""
+    payload, _ = secrets.mask_tree(payload)
     conn.execute("INSERT INTO review_items(kind, scope, digest, node_id, other_node_id, payload, created_at)"
                  " VALUES(?,?,?,?,?,?,?)",
                  (kind, scope, digest, node_id, other_node_id, json.dumps(payload, sort_keys=True), at))
@@ -38,8 +42,24 @@ def file(conn: apsw.Connection, kind: str, *, node_id: int | None, other_node_id
 def set_payload_key(conn: apsw.Connection, item_id: int, key: str, value) -> None:
     """Note on an item what applying its decision did (so a reopen undoes only that)."""
     payload = json.loads(conn.execute("SELECT payload FROM review_items WHERE id=?", (item_id,)).fetchone()[0])
-    payload[key] = value
+    payload[key] = secrets.mask_tree(value)[0]
     conn.execute("UPDATE review_items SET payload=? WHERE id=?", (json.dumps(payload, sort_keys=True), item_id))
+
+
+def remask_payloads(conn: apsw.Connection) -> list[tuple[str, str, str]]:
+    """Mask the payloads stored before `file` masked them (a migration). Returns (scope, said
+    before, said after) for each repeated-failure proposal whose text changed: the lesson made
+    from it is keyed by that text."""
+    renamed = []
+    for item_id, scope, raw in conn.execute("SELECT id, scope, payload FROM review_items").fetchall():
+        before = json.loads(raw)
+        after, kinds = secrets.mask_tree(before)
+        if not kinds:
+            continue
+        conn.execute("UPDATE review_items SET payload=? WHERE id=?", (json.dumps(after, sort_keys=True), item_id))
+        if isinstance(before, dict) and before.get("finding") == "repeated_failure":
+            renamed.append((scope, before.get("said", ""), after.get("said", "")))
+    return renamed
 
 
 def workstream_items(conn: apsw.Connection, scope: str) -> list[tuple[int, str]]:

@@ -23,6 +23,8 @@ import secrets as _random
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
+from .. import secrets as masking
+
 _ENTRY = re.compile(rb"(?m)^### [^\n]*\n<!-- tidemind capture=(\d+) key=([0-9a-f]{16}) bytes=(\d+) -->\n")
 _TAIL = b"\n<!-- /tidemind -->\n\n"
 
@@ -65,6 +67,9 @@ def encode_entry(capture_id: int, key: str, title: str, body: bytes) -> bytes:
 
 
 def append(stream_dir: Path, name: str, capture_id: int, key: str, title: str, content: str) -> None:
+    # the content is the capture's (masked where it is stored); the title names the host's tool
+    # and session, which the host chose
+    title, _ = masking.mask(title)
     data = encode_entry(capture_id, key, title, content.encode("utf-8"))
     with _locked(stream_dir):
         fd = os.open(stream_dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -10,6 +10,7 @@ from typing import Sequence
 
 import apsw
 
+from .. import secrets
 from .connection import rows
 
 DDL = """
@@ -31,10 +32,35 @@ CREATE INDEX syntheses_scope ON syntheses(scope, kind, status);
 
 def add(conn: apsw.Connection, *, kind: str, scope: str, members: Sequence[int], text: str, generator: str,
         at: str, digest: str, period: str | None = None) -> int | None:
+    # a synthesis quotes review payloads and model output, and prepare serves it to every session
+    text, _ = secrets.mask(text)
     conn.execute("INSERT OR IGNORE INTO syntheses(kind, scope, period, members, text, generator, created_at, digest)"
                  " VALUES(?,?,?,?,?,?,?,?)", (kind, scope, period, json.dumps(sorted(members)), text, generator, at,
                                               digest))
     return conn.last_insert_rowid() if conn.changes() else None
+
+
+def failure_lesson_digest(scope: str, said: str) -> str:
+    """The identity of the lesson made from a repeated tool failure: one per scope and error text."""
+    from ..text import sha256
+
+    return sha256(f"lesson:failure:{scope}:{said}")
+
+
+def remask_texts(conn: apsw.Connection) -> int:
+    """Mask the texts stored before `add` masked them (a migration); returns how many changed."""
+    changed = 0
+    for synthesis_id, text in conn.execute("SELECT id, text FROM syntheses").fetchall():
+        masked, kinds = secrets.mask(text)
+        if kinds:
+            conn.execute("UPDATE syntheses SET text=? WHERE id=?", (masked, synthesis_id))
+            changed += 1
+    return changed
+
+
+def rename_digest(conn: apsw.Connection, old: str, new: str) -> None:
+    """The text a synthesis is keyed by changed (masked): keep it recognised, so it is not made twice."""
+    conn.execute("UPDATE OR IGNORE syntheses SET digest=? WHERE digest=?", (new, old))
 
 
 def exists(conn: apsw.Connection, digest: str) -> bool:

@@ -9,6 +9,8 @@ from typing import Sequence
 
 import apsw
 
+from .. import secrets
+
 from .connection import rows
 from .visibility import visible
 
@@ -30,10 +32,21 @@ CREATE TABLE node_tags(
 CREATE INDEX node_tags_tag ON node_tags(tag_id, status);
 """
 
+# A rejection remembers what it replaced, so undo restores exactly that (a person's own imported
+# tag once vanished when its rejection was undone: unreject deleted the row).
+PRIOR_DDL = """
+ALTER TABLE node_tags ADD COLUMN prior_status TEXT;
+ALTER TABLE node_tags ADD COLUMN prior_source TEXT;
+ALTER TABLE node_tags ADD COLUMN prior_confidence REAL;
+"""
+
 SERVED = ("proposed", "confirmed")   # statuses a tag filter matches; rejected ones never do
 
 
 def tag_id(conn: apsw.Connection, name: str) -> int:
+    """The tag's row, made on first use. A name comes from a person, a note's frontmatter or a
+    model: masked, so a tag never holds a key."""
+    name, _ = secrets.mask(name)
     conn.execute("INSERT INTO tags(name) VALUES(?) ON CONFLICT(name) DO NOTHING", (name,))
     return next(iter(conn.execute("SELECT id FROM tags WHERE name=?", (name,))))[0]
 
@@ -53,17 +66,34 @@ def assign(conn: apsw.Connection, node_id: int, name: str, *, status: str, sourc
 
 
 def reject(conn: apsw.Connection, node_id: int, name: str, at: str) -> None:
+    """A tombstone on this node. What it replaces (a proposal, a person's own tag) is kept beside
+    it; rejecting twice keeps the first rejection's memory of the state before."""
     tid = tag_id(conn, name)
     conn.execute("INSERT INTO node_tags(node_id, tag_id, status, source, created_at, decided_at)"
                  " VALUES(?,?,'rejected_by_user','person',?,?) ON CONFLICT(node_id, tag_id)"
-                 " DO UPDATE SET status='rejected_by_user', decided_at=excluded.decided_at",
+                 " DO UPDATE SET prior_status=CASE WHEN status='rejected_by_user' THEN prior_status ELSE status END,"
+                 " prior_source=CASE WHEN status='rejected_by_user' THEN prior_source ELSE source END,"
+                 " prior_confidence=CASE WHEN status='rejected_by_user' THEN prior_confidence ELSE confidence END,"
+                 " status='rejected_by_user', source='person', confidence=NULL, decided_at=excluded.decided_at",
                  (node_id, tid, at, at))
 
 
 def unreject(conn: apsw.Connection, node_id: int, name: str) -> bool:
-    conn.execute("DELETE FROM node_tags WHERE node_id=? AND status='rejected_by_user'"
-                 " AND tag_id=(SELECT id FROM tags WHERE name=?)", (node_id, name))
-    return conn.changes() > 0
+    """Undo a rejection: the assignment it replaced comes back as it was (status, source,
+    confidence); a rejection of a tag the node never had leaves nothing."""
+    found = rows(conn, "SELECT nt.tag_id, nt.prior_status, nt.prior_source, nt.prior_confidence FROM node_tags nt"
+                       " JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id=? AND t.name=? AND nt.status='rejected_by_user'",
+                 (node_id, name))
+    if not found:
+        return False
+    row = found[0]
+    if row["prior_status"] is None:
+        conn.execute("DELETE FROM node_tags WHERE node_id=? AND tag_id=?", (node_id, row["tag_id"]))
+    else:
+        conn.execute("UPDATE node_tags SET status=?, source=?, confidence=?, prior_status=NULL, prior_source=NULL,"
+                     " prior_confidence=NULL WHERE node_id=? AND tag_id=?",
+                     (row["prior_status"], row["prior_source"], row["prior_confidence"], node_id, row["tag_id"]))
+    return True
 
 
 def nodes_tagged_with(conn: apsw.Connection, name: str, scope: str) -> dict[int, list[str]]:
@@ -109,14 +139,26 @@ def recent_rejections(conn: apsw.Connection, node_id: int, limit: int) -> list[s
     return list(dict.fromkeys(names))
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _nocase(name: str) -> str:
+    """The key SQLite's NOCASE collation compares (ASCII letters folded only), so two filters it
+    treats as one name are counted once."""
+    return name.translate(_ASCII_LOWER)
+
+
 def filter_sql(alias: str, names: Sequence[str]) -> tuple[str, list]:
-    """Nodes carrying every one of `names` with a served status (applied before ranking)."""
-    parts, params = [], []
-    for name in names:
-        parts.append(f"EXISTS (SELECT 1 FROM node_tags nt JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id = {alias}.id"
-                     f" AND t.name = ? AND nt.status IN ('proposed','confirmed'))")
-        params.append(name)
-    return " AND ".join(parts), params
+    """Nodes carrying every one of `names` with a served status (applied before ranking). One
+    counted subquery whatever the number of names (one EXISTS per name made SQLite refuse the
+    statement at ~1,000 names: "Expression tree is too large")."""
+    wanted = sorted({_nocase(n): n for n in names}.values())
+    if not wanted:
+        return "1", []
+    marks = ",".join("?" * len(wanted))
+    return (f"(SELECT count(DISTINCT nt.tag_id) FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
+            f" WHERE nt.node_id = {alias}.id AND t.name IN ({marks}) AND nt.status IN ('proposed','confirmed')) = ?",
+            [*wanted, len(wanted)])
 
 
 def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:

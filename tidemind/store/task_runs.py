@@ -35,6 +35,10 @@ def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str) 
         return conn.changes() == 1
 
 
+def latest_finish(conn: apsw.Connection) -> str | None:
+    return conn.execute("SELECT max(last_finished) FROM task_runs").fetchone()[0]
+
+
 def holder(conn: apsw.Connection, task: str) -> str | None:
     for (owner,) in conn.execute("SELECT lease_owner FROM task_runs WHERE task=?", (task,)):
         return owner

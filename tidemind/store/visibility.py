@@ -5,7 +5,8 @@ may read. `as_of` answers for either clock:
   - valid clock: the fact held at T   (valid_from <= T < valid_to)
   - recorded clock: the store held it at T (recorded_at <= T < superseded_at); this is the
     only way a `superseded` node is ever seen, and it comes back flagged `superseded_by`.
-Archived and forgotten nodes are never visible, whatever the clock. A unit awaiting
+Archived and forgotten nodes are never visible, whatever the clock, and neither are the earlier
+versions of a memory that was archived or forgotten. A unit awaiting
 clarification (`held_until` in the future) is not visible either, on any clock; its hold lapses
 by itself at that time, read against the real time of the read.
 """
@@ -55,6 +56,12 @@ def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: s
         clauses.append(f"{a}.status IN ('live','superseded')")
         clauses.append(f"{a}.recorded_at <= ? AND ({a}.superseded_at IS NULL OR {a}.superseded_at > ?)")
         params += [as_of.recorded, as_of.recorded]
+        # an earlier version is hidden once the memory it became (by correction or merge) was
+        # archived or forgotten: archive hides the whole memory, on every clock
+        clauses.append(f"({a}.status = 'live' OR NOT EXISTS (WITH RECURSIVE later(id) AS (SELECT {a}.superseded_by"
+                       " UNION SELECT x.superseded_by FROM nodes x JOIN later ON x.id = later.id"
+                       " WHERE x.superseded_by IS NOT NULL)"
+                       " SELECT 1 FROM later JOIN nodes h ON h.id = later.id WHERE h.status IN ('archived','forgotten')))")
     else:
         clauses.append(f"{a}.status = 'live'")
     if as_of is not None and as_of.valid:

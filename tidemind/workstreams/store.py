@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 import apsw
 import numpy as np
 
+from .. import secrets
 from ..store import migrations
 from ..store.connection import rows
 
@@ -104,6 +105,7 @@ def slug_row(conn: apsw.Connection, scope: str, slug: str) -> dict | None:
 
 def put_slug(conn: apsw.Connection, scope: str, slug: str, *, dim: int, seed: str, at: str, by: str,
              has_note: bool = False, note: str | None = None) -> None:
+    note = secrets.mask_optional(note)          # a person's words, or a path
     conn.execute("INSERT INTO ws_slugs(scope, slug, has_note, note, status, dim, seed, created_at, created_by)"
                  " VALUES(?,?,?,?, 'active', ?,?,?,?) ON CONFLICT(scope, slug) DO UPDATE SET status='active',"
                  " has_note=max(has_note, excluded.has_note), note=coalesce(excluded.note, note)",
@@ -115,6 +117,7 @@ def set_status(conn: apsw.Connection, scope: str, slug: str, status: str) -> Non
 
 
 def mark_note(conn: apsw.Connection, scope: str, slug: str, note: str) -> None:
+    note = secrets.mask_optional(note)
     conn.execute("UPDATE ws_slugs SET has_note=1, note=? WHERE scope=? AND slug=?", (note, scope, slug))
 
 
@@ -245,6 +248,7 @@ def decisions(conn: apsw.Connection, scope: str) -> dict[str, dict]:
 def put_decision(conn: apsw.Connection, scope: str, name: str, status: str, note: str | None, days: int, mass: float,
                  at: str, by: str) -> None:
     """Record a decision; the one it replaces is kept inside it, so undo restores it."""
+    note = secrets.mask_optional(note)          # why a name was dismissed, in a person's words
     before = decisions(conn, scope).get(name)
     previous = json.dumps({k: v for k, v in before.items() if k not in ("scope", "name")}) if before else None
     conn.execute("INSERT OR REPLACE INTO ws_decisions(scope, name, status, note, days_at, mass_at, decided_at,"

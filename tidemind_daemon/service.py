@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import shutil
 import sys
+from importlib import resources
 from pathlib import Path
+from string import Template
 from xml.sax.saxutils import escape
 
 LABEL = "dev.tidemind.daemon"
@@ -19,53 +21,20 @@ def command(home: str | None) -> list[str]:
     return base + (["--home", str(Path(home).expanduser().resolve())] if home else []) + ["daemon"]
 
 
+def _template(name: str) -> Template:
+    # shipped as package data, so an installed wheel has them (never read from a source tree)
+    return Template(resources.files("tidemind_daemon").joinpath("templates", name).read_text(encoding="utf-8"))
+
+
 def systemd_unit(home: str | None) -> str:
     import shlex
 
-    return f"""[Unit]
-Description=TideMind memory metabolism (tagging, linking, decay)
-After=default.target
-
-[Service]
-Type=simple
-ExecStart={' '.join(shlex.quote(p) for p in command(home))}
-Restart=on-failure
-RestartSec=30
-KillSignal=SIGTERM
-TimeoutStopSec=10
-Nice=10
-
-[Install]
-WantedBy=default.target
-"""
+    return _template("tidemind.service").substitute(exec_start=" ".join(shlex.quote(p) for p in command(home)))
 
 
 def launchd_plist(home: str | None) -> str:
     args = "\n".join(f"    <string>{escape(p)}</string>" for p in command(home))
-    return f"""<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<plist version="1.0">
-<dict>
-  <key>Label</key>
-  <string>{LABEL}</string>
-  <key>ProgramArguments</key>
-  <array>
-{args}
-  </array>
-  <key>RunAtLoad</key>
-  <true/>
-  <key>KeepAlive</key>
-  <dict>
-    <key>SuccessfulExit</key>
-    <false/>
-  </dict>
-  <key>ProcessType</key>
-  <string>Background</string>
-  <key>StandardErrorPath</key>
-  <string>/tmp/tidemind-daemon.log</string>
-</dict>
-</plist>
-"""
+    return _template("launchd.plist").substitute(label=escape(LABEL), program_arguments=args)
 
 
 def install(home: str | None, directory: str | None = None) -> dict:

@@ -2,6 +2,8 @@
 memory view, the review queue, and a status bar; it notices changes made by other processes."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow,
                                QPushButton, QSplitter, QStatusBar, QTabWidget, QVBoxLayout, QWidget)
@@ -100,7 +102,11 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.show_rejected)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.graph_view.node_opened.connect(self.open_node)
-        self._version = None
+        # live refresh compares like with like: this connection's data_version (did anyone commit?),
+        # then the store's change mark (did anything a person sees change?). The worker's
+        # data_version is another connection's counter and never equals this one's.
+        self._seen_version = None
+        self._seen_mark = None
         self._reader: Memory | None = None      # the worker thread's own connection
         self._refreshing = False
         self.graph_pending = False
@@ -235,13 +241,38 @@ class MainWindow(QMainWindow):
                 self._run(lambda: self.memory.tag_add(node_id, name), node_id)
         elif verb == "archive":
             self._run(lambda: self.memory.archive(node_id), None)
+            self._drop_rows([node_id])
         elif verb == "forget":
-            answer = QMessageBox.question(self, "Forget this memory?",
-                                          "Forgetting erases the text of this memory and of every earlier version"
-                                          " from the store, its indexes and the stream files. Only a hash remains."
-                                          " This cannot be undone.")
-            if answer == QMessageBox.Yes:
+            if self.forget_dialog(node_id).exec() == QMessageBox.Yes:
                 self.forget_node(node_id)
+
+    def forget_dialog(self, node_id: int):
+        """Names the memory it erases, and Cancel is the default: Enter must never erase."""
+        from PySide6.QtWidgets import QMessageBox
+
+        try:
+            title = title_of(self.memory.show(node_id))
+        except TideMindError:
+            title = ""
+        box = QMessageBox(QMessageBox.Warning, f"Forget memory #{node_id}?",
+                          f"Forget memory #{node_id}: “{title[:120]}”?\n\nForgetting erases the text of this memory and"
+                          " of every earlier version from the store, its indexes and the stream files. Only a hash"
+                          " remains. This cannot be undone.", QMessageBox.Yes | QMessageBox.Cancel, self)
+        box.button(QMessageBox.Yes).setText("Forget")
+        box.setDefaultButton(QMessageBox.Cancel)
+        box.setEscapeButton(QMessageBox.Cancel)
+        return box
+
+    def _drop_rows(self, node_ids) -> None:
+        """A forgotten or archived memory leaves every list at once (its title is its words)."""
+        gone = set(node_ids)
+        for row in reversed(range(self.results.count())):
+            if self.results.item(row).data(256) in gone:
+                self.results.takeItem(row)
+        if self.node_view.node_id in gone:
+            self.node_view.show_message(self.message.text())
+        if gone & self.graph_view.node_ids:
+            self.graph_view.clear_graph()
 
     def _run(self, fn, reopen: int | None):
         try:
@@ -277,7 +308,13 @@ class MainWindow(QMainWindow):
         return r["node_ids"][0]
 
     def forget_node(self, node_id: int):
-        self._run(lambda: self.memory.forget(node_id), None)
+        try:
+            r = self.memory.forget(node_id)
+            self.message.setText(r["done"])
+            self._drop_rows(r["node_ids"])
+        except TideMindError as exc:
+            self.message.setText(str(exc))
+        self.refresh_all()
 
     def import_folder(self, source: str, folder: str) -> dict | None:
         from tidemind.importers.engine import sync
@@ -287,8 +324,15 @@ class MainWindow(QMainWindow):
             # meanwhile would start another one on the same connection
             self.import_panel.report.setText(f"importing… {done:,} / {total:,} units")
 
+        # an empty box once imported the working directory (from a launcher: the home folder)
+        path = Path(folder.strip()).expanduser() if folder.strip() else None
+        if path is None or not path.is_absolute() or not path.is_dir():
+            self.import_panel.report.setText(
+                "Choose the vault or graph folder first (Browse…)." if path is None else
+                f"{folder.strip()} is not a folder (give its full path, or use Browse…); nothing was imported.")
+            return None
         try:
-            r = sync(self.memory, source, folder, progress=progress)
+            r = sync(self.memory, source, path, progress=progress)
         except TideMindError as exc:
             self.import_panel.report.setText(str(exc))
             return None
@@ -344,7 +388,7 @@ class MainWindow(QMainWindow):
             except TideMindError:
                 shown = []
             details[pseudo] = {**row, "nodes": shown}
-        return {"version": memory.data_version(), "stats": memory.stats(), "runs": memory.task_state(),
+        return {"mark": memory.change_mark(), "stats": memory.stats(), "runs": memory.task_state(),
                 "review": (items, details), "questions": memory.clarify_questions(limit=200),
                 "tasks": [t.name for t in ordered_tasks()]}
 
@@ -367,28 +411,35 @@ class MainWindow(QMainWindow):
         self.review_view.load(*data["review"])
         self.review_view.questions.load(data["questions"])
         self.metabolism_panel.load(data["tasks"], runs)
-        self._version = data["version"]
+        self._seen_mark = data["mark"]
 
     def refresh_review(self):
         self._apply(self._gather(self.memory))
 
     def refresh_all(self):
         """After the person's own action: refresh at once (the change was just made here)."""
+        self._seen_version = self.memory.data_version()
         self._apply(self._gather(self.memory))
 
     def poll(self):
         """Another process (an agent, the daemon) committed: gather on the worker thread, apply on
-        the UI thread, keeping the selection."""
+        the UI thread, keeping the tab, the focus and the selection."""
+        if self._refreshing:
+            return
         try:
             version = self.memory.data_version()
+            if version == self._seen_version:
+                return                      # nobody committed since the last look: no query at all
+            self._seen_version = version
+            if self.memory.change_mark() == self._seen_mark:
+                return                      # a commit that changed nothing shown (a search's hit counts)
         except Exception:            # the store went away (closed, deleted): stop polling, keep the window
             self.timer.stop()
             self.message.setText("The store is no longer reachable; reopen TideMind.")
             return
-        if version != self._version and not self._refreshing:
-            self._refreshing = True
-            with_decided = self.review_view.show_decided.isChecked()
-            self._submit(lambda reader: self._gather(reader, with_decided), self._applied_from_poll)
+        self._refreshing = True
+        with_decided = self.review_view.show_decided.isChecked()
+        self._submit(lambda reader: self._gather(reader, with_decided), self._applied_from_poll)
 
     def _applied_from_poll(self, data: dict):
         self._refreshing = False
@@ -396,8 +447,12 @@ class MainWindow(QMainWindow):
         self.task_pending = False
         self.last_task_report: dict | None = None
         self._apply(data)
-        if self.node_view.node_id is not None:
-            self.open_node(self.node_view.node_id)
+        if self.node_view.node_id is not None:           # in place: never switch the person's tab
+            payload = self._node_payload(self.memory, self.node_view.node_id)
+            if "error" in payload:
+                self.node_view.show_message(payload["error"])
+            else:
+                self.node_view.show_node(payload["node"], payload["tags"])
 
     def closeEvent(self, event):
         self.timer.stop()
@@ -414,7 +469,8 @@ class MainWindow(QMainWindow):
         except TideMindError as exc:
             self.message.setText(str(exc))
         self.open_node(node_id)
-        self._version = self.memory.data_version()
+        self._seen_version = self.memory.data_version()
+        self._seen_mark = self.memory.change_mark()
 
     def answer_question(self, question_id: int, answer: str):
         try:

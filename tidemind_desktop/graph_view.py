@@ -87,17 +87,25 @@ class GraphView(QGraphicsView):
         self.setDragMode(QGraphicsView.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
         self.center = None
+        self.node_ids: set[int] = set()
         self.edge_items: list = []
 
     def wheelEvent(self, event):
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
         self.scale(factor, factor)
 
+    def clear_graph(self) -> None:
+        self.graph_scene.clear()
+        self.edge_items = []
+        self.center = None
+        self.node_ids = set()
+
     def show_graph(self, graph: dict, pos: dict | None = None):
         """Draw a graph; `pos` is its layout when it was computed elsewhere (the worker thread)."""
         self.graph_scene.clear()
         self.edge_items = []
         self.center = graph["center"]
+        self.node_ids = {n["id"] for n in graph["nodes"]}
         if pos is None:
             pos = layout([n["id"] for n in graph["nodes"]], [(e["source_id"], e["target_id"]) for e in graph["edges"]])
         for e in graph["edges"]:

@@ -1,0 +1,142 @@
+"""The stdio transport of `tidemind serve`: the SDK's, with a guard in front of its reader.
+
+The SDK drops a line it cannot parse (it logs nothing and answers nothing), so a client that sent
+malformed JSON, 5,000-deep nesting or a lone surrogate (`JSON.stringify` writes `"\\ud800"`, which
+the SDK's JSON parser refuses) waited for its timeout. Here every line is first checked the way
+the SDK will read it; a line it would drop is answered with a JSON-RPC error when its request id
+can be read (from the parsed object, else by a linear scan of the raw line), and logged to stderr
+otherwise (a notification, or an id nobody can read). Lines the SDK accepts pass through unchanged.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from io import TextIOWrapper
+
+import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+_ID_VALUE = re.compile(r'\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,200}")')
+
+
+def scan_id(line: str) -> int | str | None:
+    """The value of the top-level "id" key of a JSON object that may not parse, or None. One pass,
+    no recursion: depth is counted outside strings."""
+    depth, i, n = 0, 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == '"':
+            j = i + 1
+            while j < n and line[j] != '"':
+                j += 2 if line[j] == "\\" else 1
+            key, i = line[i + 1:j], j + 1
+            if depth == 1 and key == "id":
+                k = i
+                while k < n and line[k] in " \t\r\n":
+                    k += 1
+                if k < n and line[k] == ":":
+                    found = _ID_VALUE.match(line, k + 1)
+                    return _usable_id(found.group(1)) if found else None
+            continue
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        i += 1
+    return None
+
+
+def _usable_id(literal: str) -> int | str | None:
+    try:
+        value = json.loads(literal)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")     # a lone surrogate cannot go back out
+    except (ValueError, UnicodeEncodeError):
+        return None
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
+def _lone_surrogate(obj) -> bool:
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def diagnose(line: str) -> tuple[int | str | None, int, str] | None:
+    """None when the SDK will read the line; else (request id or None, JSON-RPC code, message)."""
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValidationError:
+        pass
+    try:
+        obj = json.loads(line)
+    except RecursionError:
+        return scan_id(line), PARSE_ERROR, "Parse error: the JSON is nested too deeply"
+    except ValueError as exc:
+        return scan_id(line), PARSE_ERROR, f"Parse error: not valid JSON ({exc})"
+    request_id = _usable_id(json.dumps(obj.get("id"))) if isinstance(obj, dict) else None
+    if _lone_surrogate(obj):
+        return (request_id, INVALID_PARAMS, "Invalid params: the text holds an unpaired surrogate (\\ud800-\\udfff),"
+                " which is not valid Unicode; nothing was done")
+    return request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request or notification"
+
+
+class _GuardedLines:
+    """What the SDK's reader iterates: stdin's lines, minus those answered here."""
+
+    def __init__(self, answer):
+        raw = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        self._lines = anyio.wrap_file(raw)
+        self._answer = answer
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self._lines.readline()
+            if not line:
+                raise StopAsyncIteration
+            if not line.strip():
+                continue
+            problem = diagnose(line)
+            if problem is None:
+                return line
+            await self._answer(*problem)
+
+
+async def run(server) -> None:
+    """Serve `server` (an MCPServer) over stdin/stdout until stdin closes."""
+    ready = anyio.Event()
+    writer: dict = {}
+
+    async def answer(request_id, code: int, message: str) -> None:
+        if request_id is None:
+            print(f"tidemind serve: dropped a message whose id could not be read: {message}", file=sys.stderr,
+                  flush=True)
+            return
+        await ready.wait()
+        error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+        await writer["stream"].send(SessionMessage(error))
+
+    async with stdio_server(stdin=_GuardedLines(answer)) as (read_stream, write_stream):
+        writer["stream"] = write_stream
+        ready.set()
+        low = server._lowlevel_server           # as MCPServer.run_stdio_async does (no public seam for streams)
+        await low.run(read_stream, write_stream, low.create_initialization_options())

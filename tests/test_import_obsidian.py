@@ -284,3 +284,330 @@ def test_a_link_to_a_note_without_units_stays_dangling_and_the_rest_imports(mem,
     dangling = {t for (t,) in mem.conn.execute("SELECT target FROM import_dangling")}
     assert {"Alpha", "Empty", "Blank#Part", "A#^blk"} <= dangling
     assert not mem.conn.execute("SELECT count(*) FROM links").fetchone()[0]
+
+
+def _links_from(mem, key):
+    node = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key=?", (key,)).fetchone()[0]
+    keys = dict(mem.conn.execute("SELECT node_id, unit_key FROM import_units"))
+    return {(keys[t], rel) for t, rel in mem.conn.execute(
+        "SELECT target_id, relation FROM links WHERE source_id=? AND status='confirmed'", (node,))}
+
+
+def test_links_as_obsidian_documents_them(mem, vault):
+    """Written from Obsidian's help on internal links and embeds: same-note heading links,
+    aliases in tables (`\\|`), nested headings, block ids, embeds of notes, blocks and files."""
+    sync(mem, "obsidian", vault, SCOPE)
+    embed, links = "Help/Embed files.md#", "Help/Internal links.md#"
+    table = _links_from(mem, links + "Internal links")
+    assert (embed + "Embed files", "links-to") in table                       # [[Embed files\|embeds]]
+    assert (embed + "Embed an image in a note", "links-to") in table          # [[Note#Heading\|text]]
+    assert (embed + "Embed an image with a size", "links-to") in table        # [[Note#A#B]]: B under A
+    assert (links + "Link to a block in a note", "links-to") in table         # [[#Heading]] in the same note
+    assert (embed + "Embed an image in a note", "links-to") in _links_from(mem, embed + "Embed files")
+    embeds = _links_from(mem, embed + "Embed a note in another note")
+    assert embeds == {(links + "Internal links", "embeds"), (links + "Link to a block in a note", "embeds")}
+    assert (embed + "Embed files", "links-to") in _links_from(mem, links + "Link to a block in a note")   # alias
+    dangling = {(k, t): reason for k, t, reason in mem.conn.execute(
+        "SELECT unit_key, target, reason FROM import_dangling")}
+    assert dangling[(links + "Internal links", "Embed files#Embed a video")] == "missing heading"
+    assert dangling[(links + "Link to a block in a note", "Internal links#^no-such-block")] == "missing block"
+    assert dangling[(embed + "Embed an image in a note", "Engelbart.jpg")] == "attachment"
+    assert dangling[(embed + "Embed an image with a size", "Engelbart.jpg")] == "attachment"
+    assert dangling[(embed + "Embed an image with a size", "Missing diagram.png")] == "missing attachment"
+    assert dangling[(embed + "Embed a PDF in a note", "Document.pdf#page=3")] == "attachment"
+    assert dangling[("Runbook.md#Missing", "Nowhere")] == "missing note"
+    assert dangling[("Daily/2026-03-02.md#", "diagram.png")] == "missing attachment"
+    # a link to a heading names no tag: 'Embed', 'Link' are the person's headings, not their tags
+    names = {n for (n,) in mem.conn.execute("SELECT name FROM tags")}
+    assert not {"Embed", "Link", "Open"} & names and "help" in names
+
+
+def test_a_name_resolves_to_the_nearest_note_of_that_name(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    for lang in ("en", "fr"):                 # (the way back is the same pair: one link row holds it)
+        assert _links_from(mem, f"{lang}/Guide.md#") == {(f"{lang}/Start here.md#", "links-to")}
+    assert not mem.conn.execute("SELECT count(*) FROM import_dangling WHERE target IN ('Guide', 'Start here')"
+                                ).fetchone()[0]
+
+
+def test_a_unit_knows_its_note_and_headings_and_show_names_them(mem, vault, home):
+    """Context: the note's title, aliases, description and the headings above a section are a
+    searchable field beside its text, so "how do I embed a file" finds the section of the note
+    "Embed files" that never says so; `show` names the note, the file and the heading path."""
+    sync(mem, "obsidian", vault, SCOPE)
+    mem.embed_pending()
+    size = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key='Help/Embed files.md#Size and position'"
+                            ).fetchone()[0]
+    assert "embed" not in mem.show(size, scopes=[SCOPE])["content"].lower()
+    assert size in [i["id"] for i in mem.recall("how do I embed a file", scopes=[SCOPE])["items"]]
+    lexical = mem.recall("transclusion", scopes=[SCOPE], use_vectors=False)["items"]
+    by_alias = [i for i in lexical if "transclusion" not in i["content"].lower()          # a frontmatter alias
+                and not any(f.startswith("via:") for f in i["flags"])]                   # (not a linked neighbour)
+    assert by_alias and {mem.show(i["id"])["note"]["file"] for i in by_alias} == {"Help/Embed files.md"}
+    described = mem.recall("headings and blocks", scopes=[SCOPE])      # the description of "Internal links"
+    assert any(mem.show(i["id"])["note"]["file"] == "Help/Internal links.md" for i in described["items"])
+    shown = mem.show(size, scopes=[SCOPE])
+    assert shown["content"].startswith("## Size and position")                 # the text itself is untouched
+    assert shown["note"] == {"source": "obsidian", "folder": str(vault.resolve()), "file": "Help/Embed files.md",
+                             "note": "Embedding files", "headings": ["Embed files", "Size and position"]}
+    proc = run_cli(home, "show", str(size))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert 'from the note "Embedding files" (Help/Embed files.md in ' in proc.stdout.decode()
+    assert "under Embed files › Size and position" in proc.stdout.decode()
+
+
+def test_show_tells_a_link_to_from_a_link_from(mem, vault, home):
+    """`embeds -> 785` was printed on the note that 785 embeds."""
+    sync(mem, "obsidian", vault, SCOPE)
+    key = lambda k: mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key=?", (k,)).fetchone()[0]
+    embedding, embedded = key("Help/Embed files.md#Embed a note in another note"), key("Help/Internal links.md#Internal links")
+    assert {"target": embedded, "relation": "embeds", "status": "confirmed", "direction": "out"} in \
+        mem.show(embedding, scopes=[SCOPE])["links"]
+    assert {"target": embedding, "relation": "embeds", "status": "confirmed", "direction": "in"} in \
+        mem.show(embedded, scopes=[SCOPE])["links"]
+    text = run_cli(home, "show", str(embedded)).stdout.decode()
+    assert f"{embedding} embeds this (confirmed)" in text and f"embeds -> {embedding}" not in text
+
+
+def test_a_renamed_title_refreshes_the_context_in_place_and_rolls_back(mem, vault):
+    sync(mem, "obsidian", vault, SCOPE)
+    before = dump(mem)
+    note = vault / "Help" / "Embed files.md"
+    note.write_text(note.read_text().replace("title: Embedding files", "title: Putting files inside notes\n"
+                                             "api_key: sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"))
+    r = sync(mem, "obsidian", vault, SCOPE)
+    assert (r["created"], r["updated"], r["refreshed"]) == (0, 0, 6)             # six sections, same words
+    hits = mem.recall("putting files inside notes", scopes=[SCOPE])["items"]
+    assert hits and all(mem.show(i["id"])["note"]["note"] == "Putting files inside notes" for i in hits[:3])
+    stored = " ".join(c for (c,) in mem.conn.execute("SELECT context_text FROM nodes"))
+    assert "sk-ant-api03" not in stored and "[REDACTED" in stored              # a property's secret is masked
+    assert "sk-ant-api03" not in " ".join(c for (c,) in mem.conn.execute("SELECT context FROM import_units"))
+    rollback(mem, r["batch"])
+    assert dump(mem) == before
+    assert not mem.conn.execute("SELECT count(*) FROM nodes WHERE context_text LIKE '%Putting%'").fetchone()[0]
+    assert {mem.show(i["id"])["note"]["note"] for i in hits[:3]} == {"Embedding files"}
+
+
+def test_links_to_a_deleted_note_become_dangling_and_resolve_when_it_returns(mem, vault):
+    """Found by the every-link-accounted-for check: a link from an unchanged note kept pointing
+    at the archived section of a deleted note, neither a live link nor listed as dangling."""
+    sync(mem, "obsidian", vault, SCOPE)
+    text = (vault / "Runbook.md").read_text()
+    (vault / "Runbook.md").unlink()
+    sync(mem, "obsidian", vault, SCOPE)
+    dangling = {(k, t): r for k, t, r in mem.conn.execute("SELECT unit_key, target, reason FROM import_dangling")}
+    assert dangling[("Projects/Shop.md#Deploys", "Runbook#Rollback")] == "missing note"
+    (vault / "Runbook.md").write_text(text)
+    sync(mem, "obsidian", vault, SCOPE)
+    assert ("Projects/Shop.md#Deploys", "Runbook#Rollback") not in {
+        (k, t) for k, t in mem.conn.execute("SELECT unit_key, target FROM import_dangling")}
+    assert ("Runbook.md#Rollback", "links-to") in _links_from(mem, "Projects/Shop.md#Deploys")
+
+
+def test_a_sync_that_changes_nothing_parses_nothing_and_leaves_no_batch(mem, vault):
+    """Every no-change sync (and every rescan of --watch) added a batch row and re-parsed every
+    note; a watch's sync after one file event reads that file only."""
+    first = sync(mem, "obsidian", vault, SCOPE)
+    batches = mem.conn.execute("SELECT count(*) FROM import_batches").fetchone()[0]
+    again = sync(mem, "obsidian", vault, SCOPE)
+    assert again["batch"] is None and again["parsed"] == 0 and again["read"] == first["read"] > 0
+    assert again["unchanged"] == first["created"]
+    assert mem.conn.execute("SELECT count(*) FROM import_batches").fetchone()[0] == batches
+    runbook = vault / "Runbook.md"
+    runbook.write_text(runbook.read_text().replace("Steps for the on-call person.", "Steps for whoever is on call."))
+    one = sync(mem, "obsidian", vault, SCOPE, only={"Runbook.md"})
+    assert (one["read"], one["parsed"], one["updated"], one["created"]) == (1, 1, 1, 0)
+    runbook.unlink()
+    gone = sync(mem, "obsidian", vault, SCOPE, only={"Runbook.md"})
+    assert (gone["read"], gone["archived"]) == (0, 3)
+    assert ("Projects/Shop.md#Deploys", "Runbook#Rollback") in {        # the links to it are dangling now
+        (k, t) for k, t in mem.conn.execute("SELECT unit_key, target FROM import_dangling")}
+
+
+def test_the_cli_embeds_what_it_imported_or_says_the_daemon_will(home, vault, tmp_path):
+    """After an import nothing was embedded until the person ran `tidemind embed` themselves."""
+    import subprocess
+    import sys
+    import time
+
+    from .conftest import ROOT, cli_json
+
+    r = cli_json(home, "import", "obsidian", str(vault))
+    assert r["embedded"] >= r["created"] > 0 and cli_json(home, "stats")["embed_queue"] == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("A note about tide tables and harbour pilots.")
+    r = cli_json(home, "import", "obsidian", str(other), "--no-embed")
+    assert "embedded" not in r and "tidemind embed" in r["embedding"]
+    assert cli_json(home, "stats")["embed_queue"] == r["created"]
+    text = run_cli(home, "import", "obsidian", str(vault), "--no-embed").stdout.decode()
+    assert "nothing changed" in text and "no batch" in text
+    daemon = subprocess.Popen([sys.executable, "-m", "tidemind.cli", "--home", str(home), "daemon", "--tick", "60"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and '"event": "started"' not in daemon.stderr.readline():
+            pass
+        (other / "b.md").write_text("A second note about pilots.")
+        proc = run_cli(home, "import", "obsidian", str(other))
+        assert proc.returncode == 0 and f"left to the running daemon (pid {daemon.pid})" in proc.stdout.decode()
+    finally:
+        daemon.terminate()
+        daemon.communicate(timeout=30)
+
+
+def test_two_folders_of_the_same_name_get_two_scopes_and_the_report_says_which(mem, tmp_path, home):
+    """Two different folders called 'notes' shared one scope (and each other's memories)."""
+    first, second = tmp_path / "work" / "notes", tmp_path / "home" / "notes"
+    for folder, text in ((first, "The build server listens on port 8080."), (second, "Buy oat milk on Friday.")):
+        folder.mkdir(parents=True)
+        (folder / "a.md").write_text(text)
+    a = sync(mem, "obsidian", first)
+    b = sync(mem, "obsidian", second)
+    assert a["scope"] == "vault:notes" and "scope_note" not in a
+    assert b["scope"].startswith("vault:notes-") and b["scope"] != a["scope"]
+    assert str(first.resolve()) in b["scope_note"] and b["scope"] in b["scope_note"]
+    (second / "b.md").write_text("Call the plumber.")
+    assert sync(mem, "obsidian", second)["scope"] == b["scope"]             # the folder keeps its scope
+    hits = mem.recall("build server port", scopes=[b["scope"]])["items"]
+    assert not any("8080" in i["content"] for i in hits)
+    odd = [tmp_path / "My Vault (été)", tmp_path / "日記", tmp_path / "dir" / "日記"]
+    scopes = []
+    for folder in odd:
+        folder.mkdir(parents=True)
+        (folder / "n.md").write_text("A line.")
+        scopes.append(sync(mem, "obsidian", folder)["scope"])
+    assert scopes[0] == "vault:My-Vault-ete" and scopes[1].startswith("vault:notes-") and len(set(scopes)) == 3
+    third = tmp_path / "elsewhere" / "notes"
+    third.mkdir(parents=True)
+    (third / "c.md").write_text("A third folder called notes.")
+    text = run_cli(home, "import", "obsidian", str(third), "--no-embed").stdout.decode()
+    assert "scope: vault:notes is the scope of another folder of that name" in text
+
+
+def test_an_import_never_unarchives_what_a_person_archived(mem, vault):
+    """Issue 16: re-importing an edited note un-archived a section the person had archived; so
+    did the note coming back after a delete."""
+    sync(mem, "obsidian", vault, SCOPE)
+    node = lambda key: mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key=?", (key,)).fetchone()[0]
+    status = lambda n: mem.conn.execute("SELECT status FROM nodes WHERE id=?", (n,)).fetchone()[0]
+    payments = node("Projects/Shop.md#Payments")
+    mem.archive(payments)
+    before = dump(mem)
+    shop = vault / "Projects" / "Shop.md"
+    shop.write_text(shop.read_text().replace("Stripe handles payments", "Adyen handles payments"))
+    r = sync(mem, "obsidian", vault, SCOPE)
+    assert r["updated"] == 1
+    edited = node("Projects/Shop.md#Payments")
+    assert edited != payments and status(edited) == "archived"               # the new words: kept, still hidden
+    assert not any("Adyen" in i["content"] for i in mem.recall("who handles payments", scopes=[SCOPE])["items"])
+    rollback(mem, r["batch"])
+    assert dump(mem) == before and status(payments) == "archived"
+
+    runbook = node("Runbook.md#Rollback")
+    mem.archive(runbook)
+    text = (vault / "Runbook.md").read_text()
+    (vault / "Runbook.md").unlink()
+    sync(mem, "obsidian", vault, SCOPE)
+    (vault / "Runbook.md").write_text(text)                                 # back as it was
+    sync(mem, "obsidian", vault, SCOPE)
+    assert status(runbook) == "archived"
+    (vault / "Runbook.md").unlink()
+    sync(mem, "obsidian", vault, SCOPE)
+    (vault / "Runbook.md").write_text(text.replace("Revert the tag", "Revert the release tag"))   # back, edited
+    sync(mem, "obsidian", vault, SCOPE)
+    assert status(node("Runbook.md#Rollback")) == "archived" and status(runbook) != "live"
+    steps = node("Runbook.md#Runbook")                      # a section the importer itself archived comes back
+    assert status(steps) == "live"
+
+
+def test_an_import_commits_in_chunks_and_its_rollback_is_exact(mem, vault):
+    """Issue 16: an 8,000-note import was one 25 s transaction. With a zero budget every unit is
+    its own transaction; the batch is still one, and its rollback (in chunks too) exact."""
+    sync(mem, "obsidian", vault, SCOPE)
+    before = dump(mem)
+    for i in range(12):
+        (vault / f"Extra {i}.md").write_text(f"# Extra {i}\nA note about harbour {i}. #extra\n\n## More\n[[Runbook]]\n")
+    (vault / "Runbook.md").unlink()
+    r = sync(mem, "obsidian", vault, SCOPE, budget_s=0)
+    assert r["created"] == 24 and r["archived"] == 3 and r["writes"] > 24 and r["longest_write_s"] < 1
+    assert mem.conn.execute("SELECT status FROM import_batches WHERE id=?", (r["batch"],)).fetchone()[0] == "done"
+    assert rollback(mem, r["batch"], budget_s=0)["undone"] > 24
+    assert dump(mem) == before
+
+
+def test_an_interrupted_import_keeps_whole_chunks_and_is_completed_or_rolled_back(mem, vault, tmp_path):
+    """Ctrl-C (or a kill) between chunks: every chunk is whole, the batch is 'running' until the
+    folder's next sync or rollback closes it; rolling it back restores the state before, and a
+    sync instead completes the folder."""
+    for i in range(600):
+        (vault / f"Many {i}.md").write_text(f"Note {i} about lanterns.\n")
+
+    def stop_midway(done, total):             # (called every 250 units)
+        if done >= 250:
+            raise KeyboardInterrupt
+
+    before = dump(mem)
+    with pytest.raises(KeyboardInterrupt):
+        sync(mem, "obsidian", vault, SCOPE, progress=stop_midway, budget_s=0)
+    [(batch, status)] = mem.conn.execute("SELECT id, status FROM import_batches").fetchall()
+    stored = mem.conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+    assert status == "running" and 0 < stored < 600           # whole chunks before the stop, none after
+    assert mem.doctor()["ok"]
+    rollback(mem, batch)
+    assert dump(mem) == before and mem.conn.execute("SELECT status FROM import_batches").fetchone()[0] == "rolled_back"
+
+    with pytest.raises(KeyboardInterrupt):
+        sync(mem, "obsidian", vault, SCOPE, progress=stop_midway, budget_s=0)
+    done = sync(mem, "obsidian", vault, SCOPE)
+    assert done["recovered"][0]["now"] == "interrupted"
+    statuses = dict(mem.conn.execute("SELECT id, status FROM import_batches"))
+    assert "running" not in statuses.values() and statuses[done["batch"]] == "done"
+    clean = Memory.open(tmp_path / "clean")
+    sync(clean, "obsidian", vault, SCOPE)
+    contents = lambda m: sorted(c for (c,) in m.conn.execute("SELECT content FROM nodes WHERE status='live'"))
+    assert contents(mem) == contents(clean)                  # the same as an import that was never stopped
+    clean.close()
+
+
+def test_one_import_of_a_folder_at_a_time(home, vault):
+    from tidemind.errors import StoreBusy
+    from tidemind.importers.engine import _folder_lock
+
+    m = Memory.open(home, busy_timeout_ms=300)
+    try:
+        with _folder_lock(m, "obsidian", str(vault.resolve())):
+            with pytest.raises(StoreBusy, match=f"another import of {vault.resolve()} is running"):
+                sync(m, "obsidian", vault, SCOPE)
+        assert sync(m, "obsidian", vault, SCOPE)["created"] > 0
+    finally:
+        m.close()
+
+
+def test_a_sync_stopped_while_linking_links_on_the_next_one(mem, vault, tmp_path, monkeypatch):
+    """A note's hash is recorded after its units' links: stopped in between, the next sync reads
+    the note again and writes the links the stopped one did not."""
+    from tidemind.importers import engine
+
+    real, calls = engine._Sync._link, []
+
+    def stop_at_the_third_link(self, *args):
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(engine._Sync, "_link", stop_at_the_third_link)
+    with pytest.raises(KeyboardInterrupt):
+        sync(mem, "obsidian", vault, SCOPE, budget_s=0)
+    monkeypatch.setattr(engine._Sync, "_link", real)
+    sync(mem, "obsidian", vault, SCOPE)
+    clean = Memory.open(tmp_path / "clean")
+    sync(clean, "obsidian", vault, SCOPE)
+    pairs = lambda m: sorted((a, b, rel) for a, b, rel in m.conn.execute(
+        "SELECT ua.unit_key, ub.unit_key, l.relation FROM links l JOIN import_units ua ON ua.node_id = l.source_id"
+        " JOIN import_units ub ON ub.node_id = l.target_id WHERE l.status = 'confirmed'"))
+    assert len(calls) == 3 and pairs(mem) == pairs(clean) and pairs(clean)
+    dangling = lambda m: sorted(m.conn.execute("SELECT unit_key, target, reason FROM import_dangling"))
+    assert dangling(mem) == dangling(clean)
+    clean.close()

@@ -1,7 +1,7 @@
 """No input crashes an import: property-based tests over generated Obsidian vaults and Logseq
 graphs whose links point at missing, alias-only, empty and whitespace-only notes, headings
 (nested, missing), block ids, embeds and attachments. Every run ends in a report (bad files
-listed with a reason) or one clear refusal that leaves the store as it was; a second run over
+listed with a reason) that loses and invents nothing (import_checks.py); a second run over
 the same folder changes nothing.
 
 Examples per property: 40 in CI, 400 with TIDEMIND_SOAK=1.
@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from tidemind.errors import TideMindError
 from tidemind.importers.engine import sync
 from tidemind.memory import Memory
+
+from .import_checks import check_folder
 
 EXAMPLES = 400 if os.environ.get("TIDEMIND_SOAK") else 40
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -87,10 +89,11 @@ def _write(root: Path, rel: str, text: str) -> None:
 
 
 def _import_twice(m: Memory, source: str, root: Path, scope: str) -> dict:
-    """The first run must end in a report (the generated folders hold nothing a refusal is for);
-    the second run over the same files must change nothing."""
+    """The first run must end in a report (the generated folders hold nothing a refusal is for)
+    that loses and invents nothing; the second run over the same files must change nothing."""
     r = sync(m, source, root, scope)
     assert all({"path", "reason"} <= set(s) and s["reason"] for s in r["skipped"]), r["skipped"]
+    check_folder(m, source, root, r)
     again = sync(m, source, root, scope)
     assert again["created"] == again["updated"] == again["archived"] == 0, again
     return r

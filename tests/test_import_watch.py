@@ -25,9 +25,12 @@ def test_watch_follows_edits_new_folders_deletes_and_survives_a_vanished_vault(h
     stop = threading.Event()
     lock = threading.Lock()
 
-    def once():
+    asked = []
+
+    def once(paths):
         with lock:
-            return sync(m, "obsidian", vault, "vault:w")
+            asked.append(paths)
+            return sync(m, "obsidian", vault, "vault:w", only=paths)
 
     def live(text):
         with lock:
@@ -41,6 +44,7 @@ def test_watch_follows_edits_new_folders_deletes_and_survives_a_vanished_vault(h
         assert _wait(lambda: live("The first note") == 1)
         (vault / "Second.md").write_text("A second note appears.")
         assert _wait(lambda: live("second note") == 1)
+        assert asked[0] is None and {"Second.md"} in asked          # a file event reads that file only
         (vault / "Deep" / "Deeper").mkdir(parents=True)
         (vault / "Deep" / "Deeper" / "Nested.md").write_text("Nested in a brand new folder.")
         assert _wait(lambda: live("brand new folder") == 1)

@@ -15,7 +15,8 @@ same run:
   words saves).
 
 With `--full` (or each on its own flag): MCP round trips and hook latency, metabolism
-throughput per task, import throughput of a generated vault.
+throughput per task, import throughput of a generated vault (8 units a note; `--nodes 0
+--import-notes N` times the import alone).
 
 Medians and p95 over the query set; the machine is shared, so compare ratios, not single runs.
 """
@@ -179,21 +180,28 @@ def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, roun
     return out
 
 
-def make_vault(folder: Path, notes: int, corpus: Corpus) -> None:
-    """A generated Obsidian vault: ~1 KB notes in 20 folders, each with frontmatter tags,
-    two sections, inline tags and wikilinks to other notes."""
+def make_vault(folder: Path, notes: int, corpus: Corpus, sections: int = 8) -> None:
+    """A generated Obsidian vault shaped like a large documentation vault: ~4 KB notes in 20
+    folders, each with frontmatter tags and an alias, an opening paragraph and `sections - 1`
+    heading sections (so `sections` units a note), inline tags and links to other notes'
+    headings and aliases."""
     rng = random.Random(11)
     for i in range(notes):
         sub = folder / f"area-{i % 20:02d}"
         sub.mkdir(parents=True, exist_ok=True)
-        links = " ".join(f"[[note-{rng.randrange(notes):05d}]]" for _ in range(3))
-        body = (f"---\ntags: [{corpus.word()}, {corpus.word()}]\ncreated: 2026-0{1 + i % 9}-1{i % 9}\n---\n"
-                f"{corpus.memory('vault')} #{corpus.word()}\n\n## Details\n{corpus.memory('vault')}"
-                f" {corpus.memory('vault')} See {links}.\n")
-        (sub / f"note-{i:05d}.md").write_text(body, encoding="utf-8")
+        parts = [f"---\ntags: [{corpus.word()}, {corpus.word()}]\naliases: [alias-{i}]\n"
+                 f"created: 2026-0{1 + i % 9}-1{i % 9}\n---\n{corpus.memory('vault')} #{corpus.word()}\n"]
+        for s in range(1, sections):
+            target = rng.randrange(notes)
+            links = (f"[[note-{target:05d}#Section {rng.randrange(1, max(2, sections))}]]"
+                     f" and [[alias-{rng.randrange(notes)}]]")
+            parts.append(f"\n## Section {s}\n{corpus.memory('vault')} #{corpus.word()} See {links}.\n")
+        (sub / f"note-{i:05d}.md").write_text("".join(parts), encoding="utf-8")
 
 
 def _import_bench(home: str, notes: int, corpus: Corpus) -> dict:
+    """Cold import of a generated vault, a re-sync with nothing changed, and a re-sync after one
+    note changed (the whole folder read, one note parsed), through `importers.engine.sync`."""
     from .importers.engine import sync
 
     folder = Path(tempfile.mkdtemp(prefix="tidemind-vault-"))
@@ -206,8 +214,16 @@ def _import_bench(home: str, notes: int, corpus: Corpus) -> dict:
             t0 = time.perf_counter()
             again = sync(m, "obsidian", folder, "vault:bench")
             resync_s = time.perf_counter() - t0
+            edited = next(folder.glob("area-00/*.md"))
+            edited.write_text(edited.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+            t0 = time.perf_counter()
+            one = sync(m, "obsidian", folder, "vault:bench")
+            one_s = time.perf_counter() - t0
         return {"import_notes": notes, "import_units": cold["created"], "import_cold_s": round(cold_s, 2),
-                "import_resync_s": round(resync_s, 2), "import_resync_changed": again["created"] + again["updated"]}
+                "import_resync_s": round(resync_s, 2), "import_resync_changed": again["created"] + again["updated"],
+                "import_resync_batch": again["batch"], "import_one_edit_s": round(one_s, 2),
+                "import_one_edit_changed": one["created"] + one["updated"],
+                "import_longest_write_s": cold["longest_write_s"], "import_writes": cold["writes"]}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -252,6 +268,9 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         home = temp
     try:
         corpus = Corpus(seed)
+        if n_nodes == 0:                   # `--nodes 0 --import-notes N`: the import alone
+            return {"nodes": 0, **(_import_bench(str(Path(home) / "import-bench"), import_notes, corpus)
+                                   if import_notes else {})}
         scopes = scopes_for(n_scopes)
         m = Memory.open(home)
         t0 = time.perf_counter()
@@ -335,7 +354,16 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             shutil.rmtree(temp, ignore_errors=True)
 
 
+def _format_import(r: dict) -> str:
+    return (f"  import of a generated vault of {r['import_notes']:,} notes ({r['import_units']:,} units):"
+            f" cold {r['import_cold_s']} s ({r['import_units'] / max(r['import_cold_s'], 0.001):,.0f} units/s),"
+            f" no-change re-sync {r['import_resync_s']} s, re-sync after one edit {r['import_one_edit_s']} s;"
+            f" {r['import_writes']:,} write transactions, the longest {r['import_longest_write_s']} s")
+
+
 def format_table(r: dict) -> str:
+    if not r["nodes"]:
+        return _format_import(r) if "import_cold_s" in r else "nothing measured (--nodes 0 and no --import-notes)"
     lines = [f"TideMind bench: {r['nodes']:,} nodes in {r['scopes']} scopes, embedder {r['embedder']}",
              f"  load {r['load_s']} s, embed {r['embed_s']} s, {r['db_bytes_per_1000_nodes']:,} bytes/1000 nodes,"
              f" peak RSS {r['peak_rss_mb']} MB", "",
@@ -352,9 +380,7 @@ def format_table(r: dict) -> str:
         lines.append(f"  MCP round trip / in-process (p50): recall {r['mcp_recall_overhead_ratio']},"
                      f" digest {r['mcp_digest_overhead_ratio']}")
     if "import_cold_s" in r:
-        lines.append(f"\n  import of a generated vault of {r['import_notes']:,} notes ({r['import_units']:,} units):"
-                     f" cold {r['import_cold_s']} s ({r['import_notes'] / max(r['import_cold_s'], 0.001):,.0f} notes/s),"
-                     f" no-change re-sync {r['import_resync_s']} s")
+        lines.append("\n" + _format_import(r))
     if "metabolism" in r:
         lines.append(f"\n  offline metabolism on the {r['nodes']:,}-node store (up to {r['metabolism_cap']:,} nodes a task):"
                      f" {r['metabolism_total_s']} s in all")

@@ -80,16 +80,25 @@ def _fmt_show(r: dict) -> str:
     origin = ", ".join(f"{k} {v}" for k, v in (("tool", src["tool"]), ("session", src["session"]),
                                                  ("capture", src["capture"])) if v)
     lines = [f"node {r['id']} · {r['status']} · scope {r['scope']}" + (f" · {origin}" if origin else ""),
-             f"valid from {r['valid_from']} to {r['valid_to'] or 'now'} · recorded {r['recorded_at']}",
-             "", r["content"], ""]
+             f"valid from {r['valid_from']} to {r['valid_to'] or 'now'} · recorded {r['recorded_at']}"]
+    if r.get("note"):
+        n = r["note"]
+        lines.append(f"from the note \"{n['note']}\" ({n['file']} in {n['folder']})"
+                     + (f", under {' › '.join(n['headings'])}" if n["headings"] else ""))
+    lines += ["", r["content"], ""]
     for c in r.get("clarified", []):
         lines.append(f"clarified ({c['by']}, {c['at'][:10]}): {c['term']}: {c['answer']}")
     for name, d in r["derived"].items():
         lines.append(f"derived {name} ({d['generator']}): {d['value']}")
     if r["tags"]:
         lines.append("tags: " + ", ".join(f"{t['name']} ({t['status']})" for t in r["tags"]))
-    if r["links"]:
-        lines.append("links: " + ", ".join(f"{l['relation']} -> {l['target']} ({l['status']})" for l in r["links"]))
+    outgoing = [l for l in r["links"] if l.get("direction", "out") == "out"]
+    incoming = [l for l in r["links"] if l.get("direction") == "in"]
+    if outgoing:
+        lines.append("links: " + ", ".join(f"{l['relation']} -> {l['target']} ({l['status']})" for l in outgoing))
+    if incoming:
+        lines.append("linked from: " + ", ".join(f"{l['target']} {l['relation']} this ({l['status']})"
+                                                 for l in incoming))
     if len(r["versions"]) > 1:
         lines.append("versions:")
         for v in r["versions"]:
@@ -448,11 +457,47 @@ def cmd_links(args):
 
 
 def _fmt_import(r: dict) -> str:
-    lines = [f"batch {r['batch']} into {r['scope']}: {r['created']} created, {r['updated']} updated,"
-             f" {r['unchanged']} unchanged, {r['archived']} archived, {r['moved']} moved, {r['restored']} restored"]
+    if r["batch"] is None:
+        lines = [f"nothing changed in {r['scope']} ({r['read']:,} notes read, {r['unchanged']:,} units unchanged);"
+                 " no batch recorded"]
+    else:
+        lines = [f"batch {r['batch']} into {r['scope']}: {r['created']} created, {r['updated']} updated,"
+                 f" {r['unchanged']} unchanged, {r['archived']} archived, {r['moved']} moved, {r['restored']}"
+                 f" restored, {r['refreshed']} refreshed"]
+    if r.get("scope_note"):
+        lines.append(f"scope: {r['scope_note']}")
     lines += [f"skipped {s['path']}: {s['reason']}" for s in r["skipped"]]
     lines += [f"warning: {w}" for w in r["warnings"]]
+    if "embedded" in r:
+        lines.append(f"embedded {r['embedded']:,} unit(s): findable by meaning now, not only by their words")
+    elif "embedding" in r:
+        lines.append(f"embedding: {r['embedding']}")
     return "\n".join(lines)
+
+
+def _embed_after_import(m, r: dict, no_embed: bool, bar) -> None:
+    """What an import stored is found by its words at once, by its meaning once embedded: embed
+    it now (with the bar), unless the daemon is running (it embeds them) or --no-embed."""
+    if not (r["created"] or r["updated"] or r["restored"]):
+        return
+    if no_embed:
+        r["embedding"] = "not now (--no-embed); `tidemind embed` or the daemon will"
+        return
+    from tidemind_daemon.runner import running
+
+    pid = running(m.settings.home)
+    if pid:
+        r["embedding"] = f"left to the running daemon (pid {pid}), which embeds them in the background"
+        return
+    done = 0
+    while True:           # small batches: each is its own short transaction, and Ctrl-C keeps what is done
+        step = m.embed_pending(batch=256, limit=256)
+        done += step["embedded"]
+        if bar is not None:
+            bar(done, done + step["queue"], "embedding")
+        if not step["embedded"] or not step["queue"]:
+            break
+    r["embedded"] = done
 
 
 def cmd_import(args):
@@ -470,19 +515,25 @@ def cmd_import(args):
         options = {"exclude": args.exclude or []}
         bar = None
         if sys.stderr.isatty() and not args.json:
-            def bar(done, total, width=30):
+            def bar(done, total, what="importing", width=30):
                 filled = int(width * done / max(total, 1))
-                print(f"\r  importing [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} units",
+                print(f"\r  {what:<9} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} units",
                       end="" if done < total else "\n", file=sys.stderr, flush=True)
         r = sync(m, args.source, args.target, args.scope, options, progress=bar)
+        _embed_after_import(m, r, args.no_embed, bar)
         _emit(args, r, _fmt_import)
         if args.watch:
             from pathlib import Path
 
             from .importers.watch import watch
 
+            def once(paths):
+                found = sync(m, args.source, args.target, r["scope"], options, only=paths)
+                _embed_after_import(m, found, args.no_embed, None)
+                return found
+
             sys.stdout.flush()
-            sys.exit(watch(lambda: sync(m, args.source, args.target, args.scope, options), Path(args.target)))
+            sys.exit(watch(once, Path(args.target)))
 
 
 def cmd_desktop(args):
@@ -617,9 +668,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("import", cmd_import, "import a notes folder (obsidian DIR, logseq DIR), or undo one (rollback BATCH)")
     s.add_argument("source", choices=["obsidian", "logseq", "rollback"])
     s.add_argument("target", help="the vault folder, or the batch number to roll back")
-    s.add_argument("--scope", help="scope for the notes (default vault:<folder name>)")
+    s.add_argument("--scope", help="scope for the notes (default: the folder's earlier scope, else vault:<folder"
+                                   " name>, with a hash of its path when another folder has that name)")
     s.add_argument("--exclude", action="append", help="a folder to skip (e.g. templates); repeatable")
     s.add_argument("--watch", action="store_true", help="keep the store in sync as files change (Ctrl-C stops)")
+    s.add_argument("--no-embed", action="store_true",
+                   help="do not embed the new units now (the daemon or `tidemind embed` does it later)")
     s = add("desktop", cmd_desktop, "open the desktop app (or render it to a PNG with --screenshot)")
     s.add_argument("--screenshot", help="render offscreen to this PNG and exit")
     s.add_argument("--view", choices=["search", "node", "graph", "review"], default="search")
@@ -644,7 +698,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--metabolism", type=int, nargs="?", const=5000, default=None, metavar="N",
                    help="also time the offline metabolism tasks over up to N nodes each (default 5000)")
     s.add_argument("--import-notes", type=int, default=None, metavar="N",
-                   help="also time importing a generated vault of N notes")
+                   help="also time importing a generated vault of N notes, 8 units each (with --nodes 0: only that)")
     s.add_argument("--full", action="store_true",
                    help="everything: MCP and hooks, metabolism (5000 nodes a task), import (2000 notes)")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")

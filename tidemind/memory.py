@@ -6,6 +6,7 @@ row, the stream file) and leaves SQL to the store modules. It imports no CLI, MC
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class Memory:
             raise InvalidInput(f"{settings.db_path} is not a usable TideMind database ({exc})") from None
         self._embedder = None
         self._side = None        # (executor, read connection) for the vector arm, opened on first recall
+        self._stream_pending: list | None = None     # set inside stream_batch()
 
     @classmethod
     def open(cls, home=None, **kwargs) -> "Memory":
@@ -139,8 +141,24 @@ class Memory:
                                      source_tool=source_tool, session=session, recorded_at=now,
                                      stream_file=stream.file_for(now), stream_key=key)
         title = " · ".join(x for x in (now, scope, source_tool or self.actor, session) if x)
-        stream.append(self.settings.stream_dir, stream.file_for(now), capture_id, key, title, content)
+        if self._stream_pending is not None:
+            self._stream_pending.append((stream.file_for(now), capture_id, key, title, content))
+        else:
+            stream.append(self.settings.stream_dir, stream.file_for(now), capture_id, key, title, content)
         return capture_id
+
+    @contextlib.contextmanager
+    def stream_batch(self):
+        """Inside the caller's transaction (an import's): the stream entries of the units stored in
+        the block are written together, one fsync per file, when it ends, still before the caller
+        commits; an exception writes none of them."""
+        self._stream_pending = []
+        try:
+            yield
+            pending = self._stream_pending
+        finally:
+            self._stream_pending = None
+        stream.append_many(self.settings.stream_dir, pending)
 
     def digest(self, content, *, scope: str | None = None, valid_at: str | None = None,
                source_tool: str | None = None, session: str | None = None) -> dict:
@@ -189,10 +207,11 @@ class Memory:
                 "scope": scope, "questions": questions, "done": done}
 
     def store_unit(self, content: str, *, scope: str, source_tool: str, valid_from: str | None, now: str,
-                   lineage_of: int | None = None, reason: str = "import") -> tuple[int, list[str]]:
+                   lineage_of: int | None = None, reason: str = "import", context: str = "") -> tuple[int, list[str]]:
         """One unit that a source already delimited (an importer): capture, stream entry, node,
         embed queue, audit — inside the caller's transaction. A changed unit passes `lineage_of`:
-        the new node supersedes the old one, keeping its tags and links."""
+        the new node supersedes the old one, keeping its tags and links. `context` (where the unit
+        sits in its note) is indexed beside the text, never part of it."""
         if not self.conn.in_transaction:
             raise RuntimeError("store_unit must run inside the caller's transaction")
         scope = self._write_scope(scope)
@@ -202,7 +221,8 @@ class Memory:
         node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=0, content=body,
                                content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
                                source_tool=source_tool, session=None, recorded_at=now, valid_from=valid_from or now,
-                               kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of)
+                               kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of,
+                               context_text=context)
         if valid_from:      # the source dates its words: their relative dates can be anchored
             # a date-only source (a journal's day) is stored at midnight UTC: that day, as is; a
             # timed one is read in the person's time zone
@@ -499,6 +519,9 @@ class Memory:
         versions = nodes.merged_into(self.conn, node_id) + nodes.versions(self.conn, node_id)
         item["versions"] = [{**v, "content": v["content"] if v["status"] in ("live", "superseded") else None}
                             for v in versions if not limit or v["recorded_at"] <= limit]
+        origin = _import_schema.origin(self.conn, node_id)
+        if origin:                            # an imported unit: which note, which file, under which headings
+            item["note"] = origin
         return item
 
     def prepare(self, hint: str | None = None, budget_chars: int = 9_000, scopes: Sequence[str] | None = None) -> dict:

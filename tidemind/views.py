@@ -46,8 +46,8 @@ def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int]
             "score": round(scores.get(node_id, 0.0), 6) if scores else None,
             "tags": [{"name": t["name"], "status": t["status"]} for t in tag_map[node_id]
                      if t["status"] != "rejected_by_user"],
-            "links": [{"target": l["target"], "relation": l["relation"], "status": l["status"]}
-                      for l in link_map[node_id]],
+            "links": [{"target": l["target"], "relation": l["relation"], "status": l["status"],
+                       "direction": l["direction"]} for l in link_map[node_id]],
             "clarified": [{"term": c["term"], "answer": c["answer"], "by": c["actor"], "at": c["at"],
                            "layer": "clarified"} for c in clarified],
             "derived": {k: {"value": v["value"], "generator": v["generator"], "layer": "derived"}

@@ -63,6 +63,21 @@ class InstanceLock:
             self.handle = None
 
 
+def running(home: Path) -> str | None:
+    """The pid of the daemon running for this home, or None: its lock is held (a brief shared
+    probe, released at once; a held exclusive lock refuses it)."""
+    path = Path(home) / "daemon.lock"
+    if not path.exists():
+        return None
+    with open(path, "r") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "?"
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
+
+
 class StopFlag:
     """Set from a signal handler. Not a threading.Event: Event.set() takes a non-reentrant lock,
     and a signal landing while the main thread holds it inside Event.wait() deadlocks the

@@ -337,8 +337,10 @@ class MainWindow(QMainWindow):
             self.import_panel.report.setText(str(exc))
             return None
         skipped = "".join(f"<br>skipped {s['path']}: {s['reason']}" for s in r["skipped"][:20])
+        done = (f"batch {r['batch']} into {r['scope']}" if r["batch"] is not None
+                else f"nothing changed in {r['scope']}")
         self.import_panel.report.setText(
-            f"batch {r['batch']} into {r['scope']}: {r['created']} created, {r['updated']} updated, {r['unchanged']}"
+            f"{done}: {r['created']} created, {r['updated']} updated, {r['unchanged']}"
             f" unchanged, {r['archived']} archived, {r['moved']} moved{skipped}")
         self.refresh_all()
         return r

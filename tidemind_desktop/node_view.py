@@ -132,8 +132,9 @@ class NodeView(QScrollArea):
         if not all_tags:
             grid.addWidget(QLabel("<i>none</i>"), 0, 0)
         self.layout_.addWidget(chips)
-        link_text = "<br>".join(f"{html.escape(l['relation'])} → {l['target']} <i>({html.escape(l['status'])})</i>"
-                                for l in node["links"]) or "<i>none</i>"
+        link_text = "<br>".join((f"{html.escape(l['relation'])} → {l['target']}" if l.get("direction", "out") == "out"
+                                 else f"{l['target']} {html.escape(l['relation'])} → this")
+                                + f" <i>({html.escape(l['status'])})</i>" for l in node["links"]) or "<i>none</i>"
         self.layout_.addWidget(QLabel(f"<b>Links</b><br>{link_text}"))
         src = node["source"]
         provenance = QLabel(

@@ -151,3 +151,42 @@ def test_everything_at_once_on_one_store(home, tmp_path):
         assert sorted(a["batch"] for a in acked if a["op"] == "import") == sorted(batches)
         report = m.doctor()
         assert report["ok"], report
+
+
+def test_a_10000_note_import_beside_a_digesting_mcp_server_refuses_no_write(home, tmp_path):
+    """Issue 16: an 8,000-note import was one 25 s transaction, and an MCP digest during it failed
+    with "the database stayed locked" after 10 s. The import commits in chunks of ~0.25 s: every
+    digest made while it runs is stored, and no write transaction holds the lock for a second."""
+    vault = tmp_path / "vault"
+    for i in range(10_000):
+        folder = vault / f"area-{i % 50:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note-{i:05d}.md").write_text(f"Note {i}: the ferry to island {i % 97} leaves at dawn. #ferry\n")
+    Memory.open(home).close()
+
+    async def agent():
+        acked, errors = [], []
+        async with session_for(home, "project:busy") as s:
+            importer = subprocess.Popen([sys.executable, "-m", "tidemind.cli", "--home", str(home), "--json", "import",
+                                         "obsidian", str(vault), "--no-embed"], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, cwd=ROOT, text=True)
+            i = 0
+            while importer.poll() is None:
+                text = f"digest {i} while the import runs: the lighthouse lamp {i} was cleaned"
+                r = await call(s, "brain_digest", content=text, source={"tool": "agent", "session": "busy"})
+                (errors.append(r["error"]) if "error" in r else acked.append((r["node_ids"], text)))
+                i += 1
+            out, err = importer.communicate(timeout=60)
+        return acked, errors, importer.returncode, out, err
+
+    acked, errors, code, out, err = asyncio.run(agent())
+    assert code == 0, err
+    report = json.loads(out)
+    assert errors == [] and "locked" not in err
+    assert report["created"] == 10_000 and report["writes"] > 1 and report["longest_write_s"] < 1.0, report
+    assert len(acked) >= 10                                   # the agent kept writing all along
+    with Memory.open(home) as m:
+        for ids, text in acked:
+            assert m.conn.execute("SELECT content FROM nodes WHERE id=?", ids[:1]).fetchone()[0] == text
+        assert m.conn.execute("SELECT status FROM import_batches").fetchall() == [("done",)]
+        assert m.doctor()["ok"]

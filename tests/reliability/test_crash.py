@@ -1,8 +1,9 @@
 """Crash: SIGKILL at random points during digests, corrections, imports and metabolism runs.
 
 Afterwards every acknowledged write is there, `doctor` is clean, and nothing is half-applied (a
-correction without its superseded original, a capture without its units, an unfinished import
-batch). Each workload is killed ROUNDS times at a random point: 5 in CI, 25 with TIDEMIND_SOAK=1.
+correction without its superseded original, a capture without its units, an import chunk; a
+killed import's batch is closed as interrupted by the folder's next sync). Each workload is
+killed ROUNDS times at a random point: 5 in CI, 25 with TIDEMIND_SOAK=1.
 """
 from __future__ import annotations
 
@@ -96,9 +97,12 @@ def test_imports_survive_sigkill(home, tmp_path):
     with Memory.open(home) as m:
         statuses = dict(m.conn.execute("SELECT id, status FROM import_batches"))
         assert all(statuses[a["batch"]] == "done" for a in acked)
-        assert set(statuses.values()) == {"done"}                  # no batch left half-applied
+        # an import commits in chunks: a killed one is whole chunk by chunk, 'running' until the
+        # folder's next sync marks it interrupted (its changes recorded, still rolled back exactly)
+        assert set(statuses.values()) <= {"done", "interrupted", "running"}
         assert_whole(m)
         sync(m, "obsidian", vault, "vault:crash")                  # catch up with what the kill left unsynced
+        assert set(dict(m.conn.execute("SELECT id, status FROM import_batches")).values()) <= {"done", "interrupted"}
         again = sync(m, "obsidian", vault, "vault:crash")
         assert again["created"] + again["updated"] + again["archived"] == 0
         live = sorted(r[0] for r in m.conn.execute(

@@ -64,7 +64,8 @@ def imports(m: Memory, rng: random.Random, seed: int, limit: int, vault: Path) -
         else:
             rng.choice(notes).unlink()
         r = sync(m, "obsidian", vault, "vault:crash")
-        ack(op="import", batch=r["batch"])
+        if r["batch"] is not None:          # (a sync that changed nothing records no batch)
+            ack(op="import", batch=r["batch"])
 
 
 def metabolism(m: Memory, rng: random.Random, seed: int, limit: int) -> None:

@@ -9,8 +9,17 @@ from typing import Iterator
 MAX_FILE_BYTES = 2_000_000
 
 
-def walk(root: Path, suffixes: tuple[str, ...], skip_dirs: set[str], skipped: list[dict]) -> Iterator[tuple[str, str]]:
-    """(relative posix path, text) for each readable file under root with one of the suffixes."""
+def skipped_dir(rel: str, skip_dirs: set[str]) -> bool:
+    """Whether a folder (relative posix path) is one the walk does not enter."""
+    parts = rel.split("/")
+    return any(p.startswith(".") or p in skip_dirs for p in parts) or any(
+        "/".join(parts[:i]) in skip_dirs for i in range(1, len(parts) + 1))
+
+
+def paths(root: Path, suffixes: tuple[str, ...], skip_dirs: set[str], skipped: list[dict],
+          others: list[str] | None = None) -> Iterator[str]:
+    """Relative posix paths of the files under root with one of the suffixes (unread); the
+    paths of the other files (attachments: images, PDFs) go to `others`."""
     root = root.resolve()
     for folder, dirs, files in os.walk(root, followlinks=False):
         here = Path(folder)
@@ -26,32 +35,52 @@ def walk(root: Path, suffixes: tuple[str, ...], skip_dirs: set[str], skipped: li
             keep.append(d)
         dirs[:] = keep
         for name in sorted(files):
-            path = here / name
-            rel = path.relative_to(root).as_posix()
-            if not name.endswith(suffixes) or name.startswith("."):
+            rel = (here / name).relative_to(root).as_posix()
+            if name.startswith("."):
                 continue
-            if path.is_symlink():
-                skipped.append({"path": rel, "reason": "symbolic link (not followed)"})
+            if not name.endswith(suffixes):
+                if others is not None:
+                    others.append(rel)
                 continue
-            try:
-                real = path.resolve(strict=True)
-                if root not in real.parents:
-                    skipped.append({"path": rel, "reason": "resolves outside the vault"})
-                    continue
-                size = path.stat().st_size
-                if size > MAX_FILE_BYTES:
-                    skipped.append({"path": rel, "reason": f"larger than {MAX_FILE_BYTES:,} bytes"})
-                    continue
-                data = path.read_bytes()
-            except OSError as exc:
-                skipped.append({"path": rel, "reason": f"unreadable: {exc.strerror or exc}"})
-                continue
-            if b"\x00" in data:
-                skipped.append({"path": rel, "reason": "binary file"})
-                continue
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                skipped.append({"path": rel, "reason": "not UTF-8 text"})
-                continue
+            yield rel
+
+
+def read(root: Path, rel: str, skipped: list[dict]) -> str | None:
+    """The text of one file of the vault, or None with the reason added to `skipped` (a symbolic
+    link, a path leaving the vault, too large, binary, not UTF-8, unreadable)."""
+    root = root.resolve()
+    path = root / rel
+    try:
+        if path.is_symlink():
+            skipped.append({"path": rel, "reason": "symbolic link (not followed)"})
+            return None
+        real = path.resolve(strict=True)
+        if root not in real.parents:
+            skipped.append({"path": rel, "reason": "resolves outside the vault"})
+            return None
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            skipped.append({"path": rel, "reason": f"larger than {MAX_FILE_BYTES:,} bytes"})
+            return None
+        data = path.read_bytes()
+    except OSError as exc:
+        skipped.append({"path": rel, "reason": f"unreadable: {exc.strerror or exc}"})
+        return None
+    if b"\x00" in data:
+        skipped.append({"path": rel, "reason": "binary file"})
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        skipped.append({"path": rel, "reason": "not UTF-8 text"})
+        return None
+
+
+def walk(root: Path, suffixes: tuple[str, ...], skip_dirs: set[str], skipped: list[dict],
+         others: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(relative posix path, text) for each readable file under root with one of the suffixes."""
+    for rel in paths(root, suffixes, skip_dirs, skipped, others):
+        text = read(root, rel, skipped)
+        if text is not None:
             yield rel, text
+

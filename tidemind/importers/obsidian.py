@@ -1,6 +1,7 @@
 """Obsidian vaults: `.md` files, YAML frontmatter, heading sections as units, inline and nested
-`#tags` (never inside code or URLs), `[[wikilinks]]` with aliases, `#heading` and `#^block`
-targets and `![[embeds]]`.
+`#tags` (never inside code, URLs or links), `[[wikilinks]]` with aliases (`|`, or `\\|` inside a
+table), `#heading` targets (nested: `#A#B` is B under A; empty target: the same note), `#^block`
+targets, `![[embeds]]` of notes and of attachments.
 
 Frontmatter: `tags` (list or string), `aliases`, `created`/`date` → valid time. Malformed YAML
 does not stop the note: its body is imported and the file is reported.
@@ -13,13 +14,19 @@ from pathlib import Path
 import yaml
 
 from ..timeutil import parse_iso
-from . import ParseResult, Ref, Unit, register
-from .files import walk
+from . import Note, ParseResult, Ref, Unit, parse, register
+from .files import paths, skipped_dir
 
+# libyaml's loader when PyYAML was built with it (a tenth of the pure-Python loader's time per note)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SKIP_DIRS = {".obsidian", ".trash", ".git", "node_modules"}
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#^]*?)(?:#(\^?)([^\[\]|]*?))?(?:\|([^\[\]]*?))?\]\]")
+# CommonMark: a closing run of '#' counts only after a space ('## C#' is the heading 'C#')
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+_ALIAS_BAR = re.compile(r"\\?\|")          # '|', or '\|' where the link sits in a table cell
+_MD_LINK_TARGET = re.compile(r"\]\([^()\s]*\)")
+_LINK_NOISE = re.compile(r"[\s#|^:%\[\]\\]+")
 _TAG = re.compile(r"(?<![\w/&#\-])#([A-Za-z0-9_\-/\u00C0-\uFFFF]+)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://\S+|\bwww\.\S+", re.IGNORECASE)
@@ -37,14 +44,31 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     return text[text.index("\n") + 1: 3 + m.start() + 1], text[start:], start
 
 
-def _as_list(value) -> list[str]:
+def _as_list(value, separators: str = r"[,\s]+") -> list[str]:
+    """A frontmatter value as a list: tags split at commas and spaces, aliases (which may hold
+    spaces: 'My Alias') at commas only."""
     if value is None:
         return []
     if isinstance(value, str):
-        return [v.strip() for v in re.split(r"[,\s]+", value) if v.strip()]
+        return [v.strip() for v in re.split(separators, value) if v.strip()]
     if isinstance(value, (list, tuple)):
         return [str(v).strip() for v in value if v is not None and str(v).strip()]
     return [str(value)]
+
+
+# frontmatter keys that are not a description of the note: tags and aliases have their own
+# place, and the rest is Obsidian's styling
+NOT_DESCRIPTIONS = {"tags", "tag", "aliases", "alias", "title", "cssclasses", "cssclass"}
+
+
+def _as_text(value, nested: bool = False) -> str:
+    """A frontmatter value as searchable text: scalars and lists of scalars. Nested lists and
+    maps are not a description a person reads (and YAML anchors can make them cyclic)."""
+    if value is None or isinstance(value, dict):
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "" if nested else ", ".join(t for t in (_as_text(v, True) for v in value) if t)
+    return str(value).strip()
 
 
 def _clean_tag(tag: str) -> str | None:
@@ -73,23 +97,40 @@ def prose_only(text: str) -> str:
     return "".join(out)
 
 
-def inline_tags(text: str) -> list[str]:
-    return list(dict.fromkeys(t for t in (_clean_tag(m) for m in _TAG.findall(prose_only(text))) if t))
+def _blank(m: re.Match) -> str:
+    return " " * len(m.group(0))
 
 
-def wikilinks(text: str) -> list[Ref]:
-    refs = []
-    for embed, target, caret, anchor, alias in _WIKILINK.findall(prose_only(text)):
-        target = target.strip()
-        anchor = anchor.strip() if anchor else None
-        refs.append(Ref(target=target, heading=None if caret else anchor, block=anchor if caret else None,
-                        alias=alias.strip() or None if alias else None, embed=bool(embed)))
-    return refs
+def inline_tags(text: str, prose: str | None = None) -> list[str]:
+    """`#tags` of the prose (`prose_only(text)`, when already made); a link's target is not a tag
+    (`[[#Open sidebars]]` links to a heading, `[see](#setup)` to an anchor)."""
+    prose = _MD_LINK_TARGET.sub(_blank, _WIKILINK.sub(_blank, prose_only(text) if prose is None else prose))
+    return list(dict.fromkeys(t for t in (_clean_tag(m) for m in _TAG.findall(prose)) if t))
 
 
-def sections(body: str) -> list[tuple[str, str]]:
-    """(anchor, text) per heading section; text before the first heading has anchor ''."""
-    parts: list[tuple[str, list[str]]] = [("", [])]
+def parse_link(inner: str, embed: bool = False) -> Ref:
+    """The inside of `[[...]]`: target, then `#heading#subheading` or `#^block`, then `|alias`."""
+    bar = _ALIAS_BAR.search(inner)
+    alias = inner[bar.end():].strip() or None if bar else None
+    head = inner[:bar.start()] if bar else inner
+    target, _, anchor = head.partition("#")
+    if anchor.startswith("^"):
+        return Ref(target=target.strip(), block=anchor[1:].strip() or None, alias=alias, embed=embed)
+    # a heading made only of characters a link cannot hold ('[[##^]]') names no heading
+    headings = tuple(h.strip() for h in anchor.split("#") if _LINK_NOISE.sub("", h))
+    return Ref(target=target.strip(), headings=headings, alias=alias, embed=embed)
+
+
+def wikilinks(text: str, prose: str | None = None) -> list[Ref]:
+    return [parse_link(inner, bool(bang)) for bang, inner in
+            _WIKILINK.findall(prose_only(text) if prose is None else prose)]
+
+
+def sections(body: str) -> list[tuple[str, str, list[str]]]:
+    """(anchor, text, heading path) per heading section; text before the first heading has
+    anchor '' and an empty path; a section's path is the headings above it, then its own."""
+    parts: list[tuple[str, list[str], list[str]]] = [("", [], [])]
+    stack: list[tuple[int, str]] = []
     fence = None
     for line in body.splitlines(keepends=True):
         m = _FENCE.match(line)
@@ -100,12 +141,16 @@ def sections(body: str) -> list[tuple[str, str]]:
             fence = m.group(1)
         else:
             h = _HEADING.match(line.rstrip("\r\n"))
-            if h:
-                parts.append((h.group(2).strip(), []))
+            if h and h.group(2).strip():
+                level, title = len(h.group(1)), h.group(2).strip()
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, title))
+                parts.append((title, [], [t for _, t in stack]))
         parts[-1][1].append(line)
     out = []
     used: set[str] = set()
-    for anchor, lines in parts:
+    for anchor, lines, path in parts:
         text = "".join(lines)
         if not text.strip():
             continue
@@ -114,48 +159,64 @@ def sections(body: str) -> list[tuple[str, str]]:
             n += 1
             unique = f"{anchor} ({n})"
         used.add(unique)
-        out.append((unique, text))
+        out.append((unique, text, path))
     return out
 
 
 class ObsidianParser:
     source = "obsidian"
+    links_by = "path"
+    version = "2"
+
+    def paths(self, root: Path, options: dict, skipped: list[dict], others: list[str]):
+        return paths(root, (".md",), SKIP_DIRS | set(options.get("exclude", ())), skipped, others)
+
+    def is_note(self, rel: str, options: dict) -> bool:
+        folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        return rel.endswith(".md") and not rel.rsplit("/", 1)[-1].startswith(".") and not (
+            folder and skipped_dir(folder, SKIP_DIRS | set(options.get("exclude", ()))))
+
+    def settings(self, root: Path, options: dict) -> dict:
+        return {}
 
     def parse(self, root: Path, options: dict) -> ParseResult:
+        return parse(self, root, options)
+
+    def parse_note(self, rel: str, text: str, settings: dict) -> Note:
         skipped: list[dict] = []
-        units: list[Unit] = []
-        aliases: dict[str, str] = {}
-        skip = SKIP_DIRS | set(options.get("exclude", ()))
-        for rel, text in walk(root, (".md",), skip, skipped):
-            raw_meta, body, _ = split_frontmatter(text)
-            meta: dict = {}
-            if raw_meta is not None:
+        raw_meta, body, _ = split_frontmatter(text)
+        meta: dict = {}
+        if raw_meta is not None:
+            try:
+                loaded = yaml.load(raw_meta, Loader=_YAML_LOADER)
+                if loaded is not None and not isinstance(loaded, dict):
+                    raise ValueError("frontmatter is not a mapping")
+                meta = loaded or {}
+            except (yaml.YAMLError, ValueError, RecursionError) as exc:
+                reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+                skipped.append({"path": rel, "reason": f"malformed frontmatter ({reason}); body imported"})
+        note_tags = [t for t in (_clean_tag(x) for x in _as_list(meta.get("tags") or meta.get("tag"))) if t]
+        aliases = _as_list(meta.get("aliases") or meta.get("alias"), r",")
+        described = {k: _as_text(v) for k, v in meta.items() if k not in NOT_DESCRIPTIONS and _as_text(v)}
+        valid = None
+        for key in ("created", "date"):
+            if meta.get(key):
                 try:
-                    loaded = yaml.safe_load(raw_meta)
-                    if loaded is not None and not isinstance(loaded, dict):
-                        raise ValueError("frontmatter is not a mapping")
-                    meta = loaded or {}
-                except (yaml.YAMLError, ValueError) as exc:
-                    reason = str(exc).splitlines()[0][:160]
-                    skipped.append({"path": rel, "reason": f"malformed frontmatter ({reason}); body imported"})
-            note_tags = [t for t in (_clean_tag(x) for x in _as_list(meta.get("tags") or meta.get("tag"))) if t]
-            for alias in _as_list(meta.get("aliases") or meta.get("alias")):
-                aliases.setdefault(alias.casefold(), rel)
-            valid = None
-            for key in ("created", "date"):
-                if meta.get(key):
-                    try:
-                        valid = parse_iso(str(meta[key]))
-                        break
-                    except Exception:
-                        skipped.append({"path": rel, "reason": f"frontmatter {key} is not a date; ignored"})
-            for anchor, section in sections(body):
-                units.append(Unit(path=rel, anchor=anchor, text=section,
-                                  tags=list(dict.fromkeys(note_tags + inline_tags(section))),
-                                  refs=wikilinks(section), valid_from=valid,
-                                  block_ids=_BLOCK_ID.findall(prose_only(section)),
-                                  properties={k: str(v) for k, v in meta.items() if k not in ("tags", "aliases")}))
-        return ParseResult(units=units, skipped=skipped, aliases=aliases)
+                    valid = parse_iso(str(meta[key]))
+                    break
+                except Exception:
+                    skipped.append({"path": rel, "reason": f"frontmatter {key} is not a date; ignored"})
+        properties = {k: str(v) for k, v in meta.items() if k not in ("tags", "aliases")}
+        units = []
+        for anchor, section, path in sections(body):
+            prose = prose_only(section)
+            units.append(Unit(path=rel, anchor=anchor, text=section,
+                              tags=list(dict.fromkeys(note_tags + inline_tags(section, prose))),
+                              refs=wikilinks(section, prose), valid_from=valid, block_ids=_BLOCK_ID.findall(prose),
+                              properties=properties, heading_path=path))
+        return Note(path=rel, units=units, names=aliases, skipped=skipped,
+                    meta={"title": _as_text(meta.get("title")) or Path(rel).stem, "aliases": aliases,
+                          "properties": described})
 
 
 register("obsidian", ObsidianParser)

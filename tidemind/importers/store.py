@@ -7,9 +7,11 @@ import json
 
 from .. import secrets
 
+from ..store import nodes
 from ..store.connection import rows
 from ..store.migrations import register
 from ..store.visibility import visible
+from . import context
 
 DDL = """
 CREATE TABLE import_batches(
@@ -51,7 +53,67 @@ CREATE TABLE import_dangling(
   target TEXT NOT NULL
 );
 """
-register("importers", [("0001_engine", DDL)])
+# why a link is dangling (see resolve.py) and the link itself, so a later sync can try it again
+DANGLING_REASONS_DDL = """
+ALTER TABLE import_dangling ADD COLUMN reason TEXT NOT NULL DEFAULT 'missing note';
+ALTER TABLE import_dangling ADD COLUMN ref TEXT NOT NULL DEFAULT '{}';
+CREATE INDEX import_dangling_unit ON import_dangling(source, root, unit_key);
+"""
+# a unit's place in its note: a block without an id:: is matched by its place among the blocks
+# that did not match by id or text (identity.py)
+POSITION_DDL = "ALTER TABLE import_units ADD COLUMN position INTEGER NOT NULL DEFAULT 0;"
+# where the unit sits in its note (context.py): shown by `tidemind show`, mirrored as text into
+# nodes.context_text for search
+CONTEXT_DDL = "ALTER TABLE import_units ADD COLUMN context TEXT NOT NULL DEFAULT '{}';"
+# A re-sync reads every file but parses only those whose hash changed: `import_notes` keeps each
+# note's hash and the names links may call it by; each unit keeps what links resolve against
+# (heading hashes, not words, and block ids), and the hash of its note's path (which survives a
+# forget that hashes the unit's key), so only the changed notes' units are loaded.
+NOTES_DDL = """
+CREATE TABLE import_notes(
+  source TEXT NOT NULL,
+  root TEXT NOT NULL,
+  path TEXT NOT NULL,
+  file_hash TEXT NOT NULL,                    -- sha256 of the file and of what shapes its parsing
+  names TEXT NOT NULL DEFAULT '[]',           -- what else links may call it (aliases, page names)
+  PRIMARY KEY(source, root, path)
+);
+ALTER TABLE import_units ADD COLUMN note_hash TEXT;
+ALTER TABLE import_units ADD COLUMN anchors TEXT NOT NULL DEFAULT '{}';
+CREATE INDEX import_units_note ON import_units(source, root, note_hash);
+CREATE INDEX import_units_node ON import_units(node_id);
+"""
+
+
+def note_hash(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()[:16]
+
+
+def _backfill_note_hashes(conn) -> None:
+    conn.execute(NOTES_DDL)
+    conn.executemany("UPDATE import_units SET note_hash=? WHERE rowid=?", [
+        (note_hash(key.split("#", 1)[0]), rowid) for rowid, key in
+        conn.execute("SELECT rowid, unit_key FROM import_units").fetchall() if not key.startswith(FORGOTTEN)])
+
+
+# whether the importer itself archived a unit's node (its file vanished): only then may the
+# note's return bring it back; a node a person archived stays archived (rows archived before
+# this column were archived by the importer)
+HIDDEN_DDL = """
+ALTER TABLE import_units ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;
+UPDATE import_units SET hidden = 1 WHERE status = 'archived';
+"""
+# an import commits in chunks and a rollback undoes in chunks: a batch is 'running' until its
+# last chunk, 'interrupted' when its process died first (what it did is recorded and can be
+# rolled back), 'rolling_back' while undone; each change is marked once undone
+CHUNKS_DDL = """
+ALTER TABLE import_changes ADD COLUMN undone INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX import_changes_batch ON import_changes(batch_id, id);
+"""
+register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL),
+                       ("0003_unit_position", POSITION_DDL), ("0004_unit_context", CONTEXT_DDL),
+                       ("0005_notes_index", _backfill_note_hashes), ("0006_hidden_by_import", HIDDEN_DDL),
+                       ("0007_chunked_batches", CHUNKS_DDL)])
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
@@ -77,11 +139,14 @@ def forget_node(conn, node_id: int) -> None:
     """Forget: the unit's key becomes a hash (also in every change row that named it, through
     its moves), its dangling link targets go, and change details keep only ids."""
     keys: set[str] = set()
-    for source, root, key in conn.execute("SELECT source, root, unit_key FROM import_units WHERE node_id=?",
-                                          (node_id,)).fetchall():
+    for source, root, key, ctx in conn.execute("SELECT source, root, unit_key, context FROM import_units WHERE"
+                                               " node_id=?", (node_id,)).fetchall():
         if key.startswith(FORGOTTEN):
             continue
         keys.add(key)
+        _scrub_heading_below(conn, source, root, key.split("#", 1)[0], context.decode(ctx).get("headings") or [])
+        conn.execute("UPDATE import_units SET context='{}', anchors='{}' WHERE source=? AND root=? AND unit_key=?",
+                     (source, root, key))
         conn.execute("DELETE FROM import_units WHERE source=? AND root=? AND unit_key=?",
                      (source, root, forgotten_key(key)))
         conn.execute("UPDATE import_units SET unit_key=? WHERE source=? AND root=? AND unit_key=?",
@@ -107,20 +172,134 @@ def forget_node(conn, node_id: int) -> None:
         conn.execute("UPDATE import_changes SET detail=? WHERE id=?", (json.dumps(kept), change_id))
 
 
-def units(conn, source: str, root: str) -> dict[str, dict]:
-    return {r["unit_key"]: r for r in rows(conn, "SELECT * FROM import_units WHERE source=? AND root=?", (source, root))}
+def _scrub_heading_below(conn, source: str, root: str, path: str, headings: list[str]) -> None:
+    """The sections under a forgotten one carry its heading in their context: it goes there too."""
+    if not headings:
+        return
+    prefix = path + "#"
+    for key, node_id, ctx in conn.execute("SELECT unit_key, node_id, context FROM import_units WHERE source=? AND"
+                                          " root=? AND substr(unit_key, 1, ?) = ?",
+                                          (source, root, len(prefix), prefix)).fetchall():
+        scrubbed = context.scrub_heading(context.decode(ctx), headings)
+        if scrubbed is not None:
+            conn.execute("UPDATE import_units SET context=? WHERE source=? AND root=? AND unit_key=?",
+                         (context.encode(scrubbed), source, root, key))
+            nodes.set_context_text(conn, node_id, context.text(scrubbed))
 
 
-def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id) -> None:
-    conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id)"
-                 " VALUES(?,?,?,?,?,?,?) ON CONFLICT(source, root, unit_key) DO UPDATE SET"
+def units_by_key(conn, source: str, root: str, keys) -> dict[str, dict]:
+    keys = list(keys)
+    out: dict[str, dict] = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        for r in rows(conn, f"SELECT * FROM import_units WHERE source=? AND root=? AND unit_key IN"
+                            f" ({','.join('?' * len(chunk))})", [source, root, *chunk]):
+            out[r["unit_key"]] = r
+    return out
+
+
+def put_unit(conn, source, root, key, content_hash, node_id, status, batch_id, position: int | None = None,
+             context: str | None = None, anchors: dict | None = None, hidden: bool = False) -> None:
+    """Insert or update a unit's row; a position, context or anchors of None keep the stored
+    ones. `hidden`: the importer archived the node (its file vanished)."""
+    found = json.dumps(anchors, sort_keys=True) if anchors is not None else None
+    conn.execute("INSERT INTO import_units(source, root, unit_key, content_hash, node_id, status, batch_id, position,"
+                 " context, anchors, note_hash, hidden) VALUES(?,?,?,?,?,?,?,coalesce(?, 0),coalesce(?, '{}'),"
+                 "coalesce(?, '{}'),?,?) ON CONFLICT(source, root, unit_key) DO UPDATE SET"
                  " content_hash=excluded.content_hash, node_id=excluded.node_id, status=excluded.status,"
-                 " batch_id=excluded.batch_id", (source, root, key, content_hash, node_id, status, batch_id))
+                 " batch_id=excluded.batch_id, position=coalesce(?, import_units.position),"
+                 " context=coalesce(?, import_units.context), anchors=coalesce(?, import_units.anchors),"
+                 " note_hash=excluded.note_hash, hidden=excluded.hidden",
+                 (source, root, key, content_hash, node_id, status, batch_id, position, context, found,
+                  note_hash(key.split("#", 1)[0]), int(bool(hidden)), position, context, found))
+
+
+def set_anchors(conn, source, root, key, anchors: dict) -> None:
+    conn.execute("UPDATE import_units SET anchors=? WHERE source=? AND root=? AND unit_key=?",
+                 (json.dumps(anchors, sort_keys=True), source, root, key))
+
+
+def units_of_notes(conn, source: str, root: str, paths, legacy_forgotten: bool = False) -> dict[str, dict]:
+    """The rows of these notes' units, forgotten ones included (by their note's hash); with
+    `legacy_forgotten`, also forgotten rows from before note hashes were kept."""
+    hashes = [note_hash(p) for p in paths]
+    out: dict[str, dict] = {}
+    for start in range(0, len(hashes), 500):
+        chunk = hashes[start:start + 500]
+        for r in rows(conn, f"SELECT * FROM import_units WHERE source=? AND root=? AND note_hash IN"
+                            f" ({','.join('?' * len(chunk))})", [source, root, *chunk]):
+            out[r["unit_key"]] = r
+    if legacy_forgotten:
+        for r in rows(conn, "SELECT * FROM import_units WHERE source=? AND root=? AND note_hash IS NULL",
+                      (source, root)):
+            out[r["unit_key"]] = r
+    return out
+
+
+def count_live(conn, source: str, root: str) -> int:
+    return conn.execute("SELECT count(*) FROM import_units WHERE source=? AND root=? AND status='live'",
+                        (source, root)).fetchone()[0]
+
+
+def index_rows(conn, source: str, root: str) -> list[tuple[str, int, dict]]:
+    """(key, node id, anchors) of the folder's live units in note order: what links resolve to."""
+    return [(k, n, json.loads(a)) for k, n, a in conn.execute(
+        "SELECT unit_key, node_id, anchors FROM import_units WHERE source=? AND root=? AND status='live'"
+        " ORDER BY note_hash, position, unit_key", (source, root))]
+
+
+def notes(conn, source: str, root: str) -> dict[str, dict]:
+    """path -> {"file_hash", "names"} of every note the folder's last sync read."""
+    return {p: {"file_hash": h, "names": json.loads(n)} for p, h, n in conn.execute(
+        "SELECT path, file_hash, names FROM import_notes WHERE source=? AND root=?", (source, root))}
+
+
+def put_note(conn, source: str, root: str, path: str, file_hash: str, names: list[str]) -> None:
+    names, _ = secrets.mask_tree(list(names))        # aliases and titles are the note's words
+    conn.execute("INSERT INTO import_notes(source, root, path, file_hash, names) VALUES(?,?,?,?,?) ON CONFLICT"
+                 "(source, root, path) DO UPDATE SET file_hash=excluded.file_hash, names=excluded.names",
+                 (source, root, path, file_hash, json.dumps(names, ensure_ascii=False)))
+
+
+def drop_note(conn, source: str, root: str, path: str) -> None:
+    conn.execute("DELETE FROM import_notes WHERE source=? AND root=? AND path=?", (source, root, path))
+
+
+def reread_all(conn, source: str, root: str) -> None:
+    """Forget the files' hashes (after a rollback): the next sync parses every note again."""
+    conn.execute("DELETE FROM import_notes WHERE source=? AND root=?", (source, root))
+
+
+def set_context(conn, source, root, key, context: str) -> None:
+    conn.execute("UPDATE import_units SET context=? WHERE source=? AND root=? AND unit_key=?",
+                 (context, source, root, key))
+
+
+def origin(conn, node_id: int) -> dict | None:
+    """Where an imported node came from: source, folder, file, the note's title and the
+    headings it sits under (a correction's new version answers for its lineage)."""
+    lineage = nodes.lineage_ids(conn, node_id) or [node_id]
+    marks = ",".join("?" * len(lineage))
+    for source, root, key, ctx in conn.execute(
+            f"SELECT source, root, unit_key, context FROM import_units WHERE node_id IN ({marks}) AND"
+            f" unit_key NOT LIKE '{FORGOTTEN}%' ORDER BY node_id = ? DESC LIMIT 1", [*lineage, node_id]):
+        found = context.decode(ctx)
+        return {"source": source, "folder": root, "file": key.split("#", 1)[0],
+                "note": found.get("note") or key.split("#", 1)[0].rsplit("/", 1)[-1], "headings":
+                found.get("headings") or []}
+    return None
+
+
+def set_position(conn, source, root, key, position: int) -> None:
+    conn.execute("UPDATE import_units SET position=? WHERE source=? AND root=? AND unit_key=?",
+                 (position, source, root, key))
 
 
 def rekey(conn, source, root, old_key, new_key, batch_id) -> None:
-    conn.execute("UPDATE import_units SET unit_key=?, batch_id=? WHERE source=? AND root=? AND unit_key=?",
-                 (new_key, batch_id, source, root, old_key))
+    """A new key for a unit (moved, renamed, given an id::); a forgotten key keeps its note's hash."""
+    hashed = None if new_key.startswith(FORGOTTEN) else note_hash(new_key.split("#", 1)[0])
+    conn.execute("UPDATE import_units SET unit_key=?, batch_id=?, note_hash=coalesce(?, note_hash) WHERE source=?"
+                 " AND root=? AND unit_key=?", (new_key, batch_id, hashed, source, root, old_key))
 
 
 def drop_unit(conn, source, root, key) -> None:
@@ -135,11 +314,24 @@ def change(conn, batch_id: int, action: str, *, unit_key=None, old_key=None, old
                                                       old_hash, json.dumps(detail, sort_keys=True)))
 
 
-def changes(conn, batch_id: int) -> list[dict]:
-    found = rows(conn, "SELECT * FROM import_changes WHERE batch_id=? ORDER BY id DESC", (batch_id,))
+def changes(conn, batch_id: int, pending: bool = False) -> list[dict]:
+    """The batch's changes, newest first (the order they are undone in); `pending`: not undone yet."""
+    found = rows(conn, "SELECT * FROM import_changes WHERE batch_id=?" + (" AND undone=0" if pending else "")
+                 + " ORDER BY id DESC", (batch_id,))
     for r in found:
         r["detail"] = json.loads(r["detail"])
     return found
+
+
+def mark_undone(conn, change_id: int) -> None:
+    conn.execute("UPDATE import_changes SET undone=1 WHERE id=?", (change_id,))
+
+
+def unfinished_batches(conn, source: str, root: str) -> list[dict]:
+    """Batches of the folder whose process stopped before their last chunk (an import, or a
+    rollback), newest first."""
+    return rows(conn, "SELECT * FROM import_batches WHERE source=? AND root=? AND status IN ('running',"
+                      " 'rolling_back') ORDER BY id DESC", (source, root))
 
 
 def batch(conn, batch_id: int) -> dict | None:
@@ -150,24 +342,53 @@ def batch(conn, batch_id: int) -> dict | None:
 def later_batches(conn, b: dict) -> list[int]:
     """Later batches of the same folder that changed something (a no-change re-sync does not count)."""
     return [r[0] for r in conn.execute(
-        "SELECT id FROM import_batches WHERE source=? AND root=? AND id>? AND status='done' AND EXISTS"
-        " (SELECT 1 FROM import_changes c WHERE c.batch_id = import_batches.id)", (b["source"], b["root"], b["id"]))]
+        "SELECT id FROM import_batches WHERE source=? AND root=? AND id>? AND status IN ('done', 'interrupted')"
+        " AND EXISTS (SELECT 1 FROM import_changes c WHERE c.batch_id = import_batches.id AND c.undone = 0)",
+        (b["source"], b["root"], b["id"]))]
 
 
 def scopes_of(conn, source: str, root: str) -> set[str]:
     """Scopes the folder's earlier batches went into."""
     return {s for (s,) in conn.execute("SELECT DISTINCT scope FROM import_batches WHERE source=? AND root=? AND"
-                                       " status='done'", (source, root))}
+                                       " status != 'rolled_back'", (source, root))}
+
+
+def roots_of_scope(conn, scope: str) -> set[str]:
+    """Folders (of any source) whose imports went into this scope."""
+    return {r for (r,) in conn.execute("SELECT DISTINCT root FROM import_batches WHERE scope=? AND"
+                                       " status != 'rolled_back'", (scope,))}
 
 
 def set_batch_status(conn, batch_id: int, status: str) -> None:
     conn.execute("UPDATE import_batches SET status=? WHERE id=?", (status, batch_id))
 
 
-def add_dangling(conn, batch_id, source, root, key, target) -> None:
+def add_dangling(conn, batch_id, source, root, key, target, reason: str, ref: dict) -> None:
     target, _ = secrets.mask(target)            # a link's text, as the note wrote it
-    conn.execute("INSERT INTO import_dangling(batch_id, source, root, unit_key, target) VALUES(?,?,?,?,?)",
-                 (batch_id, source, root, key, target))
+    ref, _ = secrets.mask_tree(ref)
+    conn.execute("INSERT INTO import_dangling(batch_id, source, root, unit_key, target, reason, ref)"
+                 " VALUES(?,?,?,?,?,?,?)", (batch_id, source, root, key, target, reason,
+                                            json.dumps(ref, ensure_ascii=False, sort_keys=True)))
+
+
+def dangling(conn, source: str, root: str) -> list[dict]:
+    """The folder's dangling links: row id, unit key, target as written, reason, the link."""
+    found = rows(conn, "SELECT rowid AS id, unit_key, target, reason, ref FROM import_dangling WHERE source=? AND"
+                       " root=? ORDER BY rowid", (source, root))
+    for r in found:
+        r["ref"] = json.loads(r["ref"])
+    return found
+
+
+def dangling_of(conn, source: str, root: str, key: str) -> list[tuple[str, str, dict]]:
+    """(target as written, reason, link) of one unit's dangling links, in the order written."""
+    return [(t, r, json.loads(ref)) for t, r, ref in conn.execute(
+        "SELECT target, reason, ref FROM import_dangling WHERE source=? AND root=? AND unit_key=? ORDER BY rowid",
+        (source, root, key))]
+
+
+def drop_dangling(conn, row_id: int) -> None:
+    conn.execute("DELETE FROM import_dangling WHERE rowid=?", (row_id,))
 
 
 def clear_dangling(conn, source, root, key) -> None:
@@ -200,8 +421,3 @@ def note_paths(conn, scope: str) -> list[str]:
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT substr(u.unit_key, 1, instr(u.unit_key || '#', '#') - 1) FROM import_units u"
         f" JOIN nodes n ON n.id = u.node_id WHERE u.status = 'live' AND {pred}", params)]
-
-
-def dangling_keys(conn, source: str, root: str) -> list[str]:
-    return [k for (k,) in conn.execute("SELECT DISTINCT unit_key FROM import_dangling WHERE source=? AND root=?",
-                                       (source, root))]

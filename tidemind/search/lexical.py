@@ -20,8 +20,9 @@ from ..text import content_words
 
 K1 = 1.2
 B = 0.3
-# authored words count fully; a person's clarification nearly so; a model's derived words half
-COLUMN_WEIGHTS = {"content": 1.0, "clarified_text": 0.75, "derived_text": 0.5}
+# the index's own column weights: authored words fully, a person's clarification nearly so, a
+# model's derived words and an imported note's context (title, heading path) half
+COLUMN_WEIGHTS = dict(zip(fts.COLUMNS, fts.WEIGHTS))
 
 
 class Lexical:

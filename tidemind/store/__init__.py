@@ -44,6 +44,7 @@ CORE_MIGRATIONS = [
     ("0017_tag_rejection_remembers_prior", tags.PRIOR_DDL),
     ("0018_mask_quoted_secrets", _mask_quoted_secrets),
     ("0019_fts_token_totals", fts.count_tokens),
+    ("0020_import_context", nodes.CONTEXT_DDL + fts.CONTEXT_REBUILD),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

@@ -65,9 +65,41 @@ END;
 INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild');
 """
 
+# Where an imported unit sits (migration 0017): its note's title, aliases and properties and the
+# headings above it, written by the person but outside the unit's own words (see
+# importers/context.py). A fourth column, so "how do I embed a file" finds the section under the
+# note "Embed files" that never repeats those words.
+CONTEXT_REBUILD = """
+DROP TRIGGER nodes_fts_ai;
+DROP TRIGGER nodes_fts_ad;
+DROP TRIGGER nodes_fts_au;
+DROP TABLE nodes_fts;
+CREATE VIRTUAL TABLE nodes_fts USING fts5(
+  content, derived_text, clarified_text, context_text, content='nodes', content_rowid='id',
+  tokenize='porter unicode61'
+);
+CREATE TRIGGER nodes_fts_ai AFTER INSERT ON nodes BEGIN
+  INSERT INTO nodes_fts(rowid, content, derived_text, clarified_text, context_text)
+  VALUES (new.id, new.content, new.derived_text, new.clarified_text, new.context_text);
+END;
+CREATE TRIGGER nodes_fts_ad AFTER DELETE ON nodes BEGIN
+  INSERT INTO nodes_fts(nodes_fts, rowid, content, derived_text, clarified_text, context_text)
+  VALUES ('delete', old.id, old.content, old.derived_text, old.clarified_text, old.context_text);
+END;
+CREATE TRIGGER nodes_fts_au AFTER UPDATE OF content, derived_text, clarified_text, context_text ON nodes BEGIN
+  INSERT INTO nodes_fts(nodes_fts, rowid, content, derived_text, clarified_text, context_text)
+  VALUES ('delete', old.id, old.content, old.derived_text, old.clarified_text, old.context_text);
+  INSERT INTO nodes_fts(rowid, content, derived_text, clarified_text, context_text)
+  VALUES (new.id, new.content, new.derived_text, new.clarified_text, new.context_text);
+END;
+INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild');
+"""
+
 # authored text counts double the derived text (a model's title should not outrank what was said);
-# a person's clarification sits between them
-WEIGHTS = (1.0, 0.5, 0.75)
+# a person's clarification sits between them; an imported unit's context (shared by every section
+# of its note, so it tells the sections apart less than their own words do) weighs like derived text
+COLUMNS = ("content", "derived_text", "clarified_text", "context_text")
+WEIGHTS = (1.0, 0.5, 0.75, 0.5)
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -171,7 +203,7 @@ def search(conn: apsw.Connection, expression: str, where: str, params: Sequence,
     """(node_id, bm25) best first; `where` (the visibility predicate and filters on alias n) is applied
     before LIMIT. `min_rowid` confines the match to newer rows (FTS5 seeks to it)."""
     window = " AND nodes_fts.rowid >= ?" if min_rowid is not None else ""
-    sql = (f"SELECT n.id, bm25(nodes_fts, {WEIGHTS[0]}, {WEIGHTS[1]}, {WEIGHTS[2]}) AS s FROM nodes_fts"
+    sql = (f"SELECT n.id, bm25(nodes_fts, {', '.join(map(str, WEIGHTS))}) AS s FROM nodes_fts"
            f" JOIN nodes n ON n.id = nodes_fts.rowid WHERE nodes_fts MATCH ?{window} AND {where} ORDER BY s LIMIT ?")
     args = [expression, *([min_rowid] if min_rowid is not None else []), *params, limit]
     return [(i, s) for i, s in conn.execute(sql, args)]

@@ -76,10 +76,10 @@ def for_nodes(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[s
         JOIN nodes o ON o.id = CASE WHEN l.source_id IN ({marks}) THEN l.target_id ELSE l.source_id END
         WHERE (l.source_id IN ({marks}) OR l.target_id IN ({marks})) AND {pred}""",
                   [*node_ids, *node_ids, *node_ids, *params]):
-        for me, other in ((r["source_id"], r["target_id"]), (r["target_id"], r["source_id"])):
-            if me in out:
+        for me, other, direction in ((r["source_id"], r["target_id"], "out"), (r["target_id"], r["source_id"], "in")):
+            if me in out:       # 'in': the other node links to this one (785 embeds this, not this embeds 785)
                 out[me].append({"id": r["id"], "target": other, "relation": r["relation"],
-                                "status": r["status"], "strength": r["strength"]})
+                                "status": r["status"], "strength": r["strength"], "direction": direction})
     return out
 
 
@@ -182,3 +182,19 @@ def by_proposer(conn: apsw.Connection, node_id: int, proposed_by: str) -> list[i
     """Confirmed links from a node that a given proposer (e.g. person:obsidian) made."""
     return [r[0] for r in conn.execute("SELECT id FROM links WHERE source_id = ? AND proposed_by = ? AND"
                                        " status = 'confirmed'", (node_id, proposed_by))]
+
+
+def linked_with(conn: apsw.Connection, node_ids: Sequence[int], proposed_by: str) -> set[int]:
+    """Nodes at the other end of a confirmed link from this proposer to or from any of these
+    (one row holds a pair whichever side linked first; an importer re-reads their links when
+    these nodes' notes vanish)."""
+    out: set[int] = set()
+    ids = list(node_ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for a, b in conn.execute(f"SELECT source_id, target_id FROM links WHERE (target_id IN ({marks}) OR"
+                                 f" source_id IN ({marks})) AND proposed_by = ? AND status = 'confirmed'",
+                                 [*chunk, *chunk, proposed_by]):
+            out |= {a, b}
+    return out - set(ids)

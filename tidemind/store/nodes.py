@@ -54,24 +54,29 @@ CREATE TABLE node_versions(
 );
 """
 
+# index layer: where an imported unit sits in its note (title, headings, properties), set by the
+# importer, searchable (fts.CONTEXT_REBUILD), never part of the authored text
+CONTEXT_DDL = "ALTER TABLE nodes ADD COLUMN context_text TEXT NOT NULL DEFAULT '';"
+
 COLUMNS = ("id", "capture_id", "unit_index", "capture_start", "capture_end", "content", "content_hash", "scope", "status", "kind",
            "source_tool", "session", "recorded_at", "superseded_at", "valid_from", "valid_to",
-           "superseded_by", "heat", "derived_text", "clarified_text", "held_until")
+           "superseded_by", "heat", "derived_text", "clarified_text", "held_until", "context_text")
 _SELECT = ", ".join(f"n.{c}" for c in COLUMNS)
 
 
 def insert(conn: apsw.Connection, *, capture_id: int | None, unit_index: int, content: str, content_hash: str,
            norm_hash: str, scope: str, source_tool: str | None, session: str | None, recorded_at: str,
            valid_from: str, kind: str = "memory", reason: str = "digest", actor: str = "cli",
-           lineage_of: int | None = None, span: tuple[int, int] | None = None) -> int:
+           lineage_of: int | None = None, span: tuple[int, int] | None = None, context_text: str = "") -> int:
     secrets.require_masked(content, "the nodes table")
+    secrets.require_masked(context_text, "the nodes table")     # (the importer masks a unit's context)
     source_tool, session = secrets.mask_optional(source_tool), secrets.mask_optional(session)   # as captures
     start, end = span if span is not None else (0, len(content))
     conn.execute(
         "INSERT INTO nodes(capture_id, unit_index, capture_start, capture_end, content, content_hash, norm_hash, scope,"
-        " kind, source_tool, session, recorded_at, valid_from) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " kind, source_tool, session, recorded_at, valid_from, context_text) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (capture_id, unit_index, start, end, content, content_hash, norm_hash, scope, kind, source_tool, session,
-         recorded_at, valid_from))
+         recorded_at, valid_from, context_text))
     node_id = conn.last_insert_rowid()
     fts.count_document(conn, scope, content, +1)
     if lineage_of is None:
@@ -140,12 +145,17 @@ def erase(conn: apsw.Connection, node_id: int) -> None:
     """Forget: blank the authored and derived text; hashes stay as the tombstone."""
     for scope, content in conn.execute("SELECT scope, content FROM nodes WHERE id=?", (node_id,)):
         fts.count_document(conn, scope, content, -1)
-    conn.execute("UPDATE nodes SET content='', derived_text='', clarified_text='', held_until=NULL,"
+    conn.execute("UPDATE nodes SET content='', derived_text='', clarified_text='', context_text='', held_until=NULL,"
                  " status='forgotten' WHERE id=?", (node_id,))
 
 
 def set_derived_text(conn: apsw.Connection, node_id: int, text: str) -> None:
     conn.execute("UPDATE nodes SET derived_text=? WHERE id=?", (text, node_id))
+
+
+def set_context_text(conn: apsw.Connection, node_id: int, text: str) -> None:
+    secrets.require_masked(text, "the nodes table")
+    conn.execute("UPDATE nodes SET context_text=? WHERE id=? AND status != 'forgotten'", (text, node_id))
 
 
 def versions(conn: apsw.Connection, node_id: int) -> list[dict]:

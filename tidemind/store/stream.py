@@ -80,6 +80,26 @@ def append(stream_dir: Path, name: str, capture_id: int, key: str, title: str, c
             os.close(fd)
 
 
+def append_many(stream_dir: Path, entries: list[tuple[str, int, str, str, str]]) -> None:
+    """(file name, capture id, key, title, content) entries appended together: one write and one
+    fsync per file (an import's many units), under the same lock single appends take."""
+    by_file: dict[str, list[bytes]] = {}
+    for name, capture_id, key, title, content in entries:
+        by_file.setdefault(name, []).append(encode_entry(capture_id, key, title, content.encode("utf-8")))
+    if not by_file:
+        return
+    with _locked(stream_dir):
+        for name, parts in by_file.items():
+            fd = os.open(stream_dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                data = b"".join(parts)
+                while data:
+                    data = data[os.write(fd, data):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
 def parse(data: bytes) -> list[Entry]:
     """Entries found by walking lengths; a header is only taken where the previous entry ended
     (or, after damage, at the next line that is a well-formed title + marker pair)."""

@@ -804,3 +804,29 @@ def test_a_list_after_a_lead_in_is_split_so_one_question_holds_one_item(live):
     [q] = r["questions"]
     assert q["node_id"] == r["node_ids"][1]
     assert r["node_ids"][0] in _ids(live.recall("search PR merged"))      # the rest stays searchable
+
+
+def test_recall_does_not_ask_about_kinds_times_or_verbs_only_about_different_things():
+    """On real conversations recall asked "which video game do you mean: first, regional, big or
+    fourth?" and "which last year do you mean" on 3% of ordinary questions. A phrase's modifier
+    must name a thing (billing / search staging database), not an ordinal, a size, a taste, a
+    verb or a time, and a phrase splits into two things, not a list of kinds."""
+    from tidemind.search.diverge import divergences
+
+    def items(*texts):
+        return [{"id": n, "content": t, "flags": []} for n, t in enumerate(texts, start=1)]
+
+    quiet = [("When did Nate win his video game tournament?",
+              items("Nate: I won my first video game tournament!", "Nate: the regional video game finals were tough",
+                    "Nate: that big video game event paid well")),
+             ("What did John do last year?", items("John: we adopted a dog last year", "John: school last year was hard")),
+             ("What did Nate think of the coconut milk?", items("Nate: I love coconut milk in desserts",
+                                                               "Nate: I made it using coconut milk")),
+             ("Which ice cream flavours does Nate make?", items("Nate: the vanilla ice cream came out great",
+                                                               "Nate: my coconut ice cream is smooth",
+                                                               "Nate: the vegan ice cream for Joanna was a hit"))]
+    for query, found in quiet:
+        assert divergences(query, found, [i["id"] for i in found]) == [], query
+    asks = items("The billing staging database runs on pg-stage-7.", "The search staging database runs on es-stage-2.")
+    [split] = divergences("where does the staging database run", asks, [1, 2])
+    assert {g["choice"] for g in split["groups"]} == {"billing staging database", "search staging database"}

@@ -242,3 +242,61 @@ def test_archiving_a_corrected_memory_hides_its_earlier_versions_on_every_clock(
     mem.unarchive(second)                               # reversible: the history is back with it
     assert [i["id"] for i in mem.recall("obsidianite relay port", as_of=when, clock="recorded",
                                         record=False)["items"]] == [first]
+
+
+def test_a_dated_correction_closes_the_old_facts_valid_time(mem):
+    """Superseding set no valid_to, so a valid-time as-of after a dated correction abstained and
+    one before it could not see the old fact at all."""
+    marta = mem.digest("The platform team lead is Marta.", valid_at="2025-01-01")["node_ids"][0]
+    jonas = mem.correct(marta, "The platform team lead is Jonas.", valid_at="2026-02-01")["node_ids"][0]
+    assert mem.conn.execute("SELECT valid_to FROM nodes WHERE id=?", (marta,)).fetchone()[0].startswith("2026-02-01")
+    ask = lambda day: [i["id"] for i in mem.recall("platform team lead", as_of=day, clock="valid",
+                                                   record=False)["items"]]
+    assert ask("2025-06-01") == [marta] and ask("2026-06-01") == [jonas] and ask("2024-06-01") == []
+    assert mem.show(marta, as_of="2025-06-01", clock="valid")["content"] == "The platform team lead is Marta."
+    assert [i["id"] for i in mem.recall("platform team lead", record=False)["items"]] == [jonas]   # now: the new one
+    # an undated correction says the old words were never true: they never hold on the valid clock
+    typo = mem.digest("The release train leaves on Mondays.", valid_at="2025-01-01")["node_ids"][0]
+    fixed = mem.correct(typo, "The release train leaves on Tuesdays.")["node_ids"][0]
+    assert [i["id"] for i in mem.recall("release train", as_of="2025-06-01", clock="valid",
+                                        record=False)["items"]] == [fixed]
+
+
+def test_stores_written_before_have_their_superseded_valid_time_closed_by_the_migration(mem):
+    from tidemind.store import immediate, nodes
+
+    old = mem.digest("The office wifi password rotates monthly.", valid_at="2025-03-01")["node_ids"][0]
+    mem.correct(old, "The office wifi password rotates weekly.", valid_at="2025-09-01")
+    with immediate(mem.conn):
+        mem.conn.execute("UPDATE nodes SET valid_to=NULL WHERE id=?", (old,))      # as an older version left it
+        mem.conn.execute(nodes.SUPERSEDED_VALID_TO)
+    assert mem.conn.execute("SELECT valid_to FROM nodes WHERE id=?", (old,)).fetchone()[0].startswith("2025-09-01")
+
+
+def test_approving_a_contradiction_says_which_memory_stands(home, cli):
+    from tidemind.memory import Memory
+    from tidemind.store import immediate, review
+
+    from .conftest import run_cli
+
+    with Memory.open(home) as m:
+        a = m.digest("The payments service is deployed to the eu-west cluster.")["node_ids"][0]
+        b = m.digest("The payments service is not deployed to the eu-west cluster any more.")["node_ids"][0]
+        with immediate(m.conn):
+            item = review.file(m.conn, "contradiction", node_id=b, other_node_id=a, at=m.now(), reason="negation")
+    ids = lambda r: [i["id"] for i in r["items"]]
+    assert set(ids(cli("recall", "payments service eu-west cluster"))) == {a, b}       # open: both, together
+    decided = cli("review", "approve", str(item), "--stands", str(a))
+    assert decided["stands"] == a and f"node {a} stands" in decided["done"]
+    r = cli("recall", "payments service eu-west cluster")
+    assert ids(r)[:2] == [a, b]
+    assert f"contradicted_by:{a}" in r["items"][1]["flags"]
+    assert not any(f.startswith("contradicted_by") for f in r["items"][0]["flags"])
+    cli("review", "approve", str(item), "--stands", str(b))                 # a person may change their mind
+    r = cli("recall", "payments service eu-west cluster")
+    assert ids(r)[:2] == [b, a] and f"contradicted_by:{b}" in r["items"][1]["flags"]
+    cli("review", "reopen", str(item))                                       # reversible
+    r = cli("recall", "payments service eu-west cluster")
+    assert not any(f.startswith("contradicted_by") for i in r["items"] for f in i["flags"])
+    bad = run_cli(home, "review", "approve", str(item), "--stands", "999")
+    assert bad.returncode == 1 and b"stands must be node" in bad.stderr

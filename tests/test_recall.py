@@ -84,9 +84,10 @@ def test_a_contradicted_memory_is_served_with_the_one_it_contradicts(mem):
     order = [i["id"] for i in r["items"]]
     assert redigest in order and fixed in order and len(order) <= 3
     r = mem.recall("port 3000", scopes=["project:a"], limit=1, record=False)   # room for one: the pair stays whole
-    assert [i["id"] for i in r["items"]] == [redigest, fixed]
-    partner = r["items"][1]
+    assert [i["id"] for i in r["items"]] == [fixed, redigest]      # the correction outranks the claim said again
+    partner = r["items"][0]
     assert f"via:contradicts:{redigest}" in partner["flags"] and partner["valid_from"] and partner["recorded_at"]
+    assert any(f.startswith("contradiction:review:") for f in r["items"][1]["flags"])
     # the partner obeys the predicate: archived, it is not served
     mem.archive(fixed)
     r = mem.recall("port 3000", scopes=["project:a"], limit=1, record=False)

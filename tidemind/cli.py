@@ -440,7 +440,7 @@ def cmd_review(args):
             _emit(args, m.review_show(args.id), _fmt_kv)
             return
         decision = {"approve": "approved", "reject": "rejected", "reopen": "open"}[args.action]
-        _emit(args, m.review_decide(args.id, decision), lambda r: r["done"])
+        _emit(args, m.review_decide(args.id, decision, stands=args.stands), lambda r: r["done"])
 
 
 def cmd_tags(args):
@@ -658,6 +658,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen"])
     s.add_argument("id", nargs="?", type=int)
     s.add_argument("--all", action="store_true", help="list decided items too")
+    s.add_argument("--stands", type=int, help="approve a contradiction: the id of the memory that is right")
     s = add("tags", cmd_tags, "reject a tag on a node (permanent until unreject) or lift the rejection")
     s.add_argument("action", choices=["reject", "unreject"])
     s.add_argument("id", type=int)

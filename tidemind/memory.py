@@ -583,7 +583,10 @@ class Memory:
             item["synthesis"] = syntheses.get(self.conn, item["payload"]["synthesis"])
         return item
 
-    def review_decide(self, item_id: int, decision: str) -> dict:
+    def review_decide(self, item_id: int, decision: str, stands: int | None = None) -> dict:
+        """Approve, reject or reopen an item. Approving a contradiction says which memory stands
+        (`stands`, one of its two; by default a correction over the claim it corrected, else the
+        later one): recall then serves that one first and flags the other."""
         if decision not in ("approved", "rejected", "open"):
             raise InvalidInput("decision must be approved, rejected or open")
         now = self.now()
@@ -591,9 +594,11 @@ class Memory:
             item = review.get(self.conn, check_id(item_id, "review item"), self.read_scopes(None, all_scopes=True))
             if item is None:
                 raise NotFound(f"no review item {item_id}")
+            stands = self._standing(item, decision, stands)
             review.decide(self.conn, item["id"], decision, now, self.actor)
             audit.record(self.conn, at=now, actor=self.actor, action=f"review_{decision}", node_id=item["node_id"],
-                         review_item=item["id"], kind=item["kind"], previous=item["status"])
+                         review_item=item["id"], kind=item["kind"], previous=item["status"],
+                         **({"stands": stands} if stands else {}))
             if item["kind"] == "merge":
                 self._apply_merge(item, decision, now)
             if item["kind"] == "workstream":
@@ -603,8 +608,31 @@ class Memory:
             if item["payload"].get("synthesis"):
                 syntheses.set_status(self.conn, item["payload"]["synthesis"],
                                      {"approved": "approved", "rejected": "rejected", "open": "unreviewed"}[decision])
-        return {"review_item": item["id"], "status": decision, "previous": item["status"],
-                "done": f"review item {item['id']} {decision} (was {item['status']})"}
+        done = f"review item {item['id']} {decision} (was {item['status']})"
+        if stands:
+            other = item["other_node_id"] if stands == item["node_id"] else item["node_id"]
+            done += f"; node {stands} stands, node {other} is served after it, flagged"
+        return {"review_item": item["id"], "status": decision, "previous": item["status"], "stands": stands,
+                "done": done}
+
+    def _standing(self, item: dict, decision: str, stands: int | None) -> int | None:
+        """Which memory of an approved contradiction stands, noted on the item (None otherwise)."""
+        pair = (item["node_id"], item["other_node_id"])
+        if stands is not None and (item["kind"] != "contradiction" or decision != "approved"):
+            raise InvalidInput("stands is for approving a contradiction: the id of the memory that is right")
+        if item["kind"] != "contradiction":
+            return None
+        if decision != "approved":
+            review.set_payload_key(self.conn, item["id"], "stands", None)
+            return None
+        if stands is None:
+            corrected = item["payload"].get("reason") == "reasserts_corrected_claim"
+            stands = item["other_node_id"] if corrected else max(i for i in pair if i)
+        if check_id(stands) not in pair:
+            raise InvalidInput(f"stands must be node {pair[0]} or node {pair[1]} (the two memories of item"
+                               f" {item['id']})")
+        review.set_payload_key(self.conn, item["id"], "stands", stands)
+        return stands
 
     def _apply_merge(self, item: dict, decision: str, now: str) -> None:
         """Approving a merge supersedes the older node by the newer (both texts stay, as versions);

@@ -276,10 +276,12 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         if node_id not in lexical and node_id not in pool.cosine and node_id not in via:
             seed = _seed_of(node_id, pool, lexical)          # it came in beside a hit
             via[node_id] = f"{_relation(found, node_id, seed)}:{seed}"
-    order = _with_contradictions(conn, req, order, scores, via, found, where, params, evidence)
+    order, overruled = _with_contradictions(conn, req, order, scores, via, found, where, params, evidence)
     nearby = scoring.context_of(order, pool)
     items = views.describe(conn, found, order, req.scopes, req.as_of, scores, via)
     for item in items:
+        if item["id"] in overruled:
+            item["flags"].append(f"contradicted_by:{overruled[item['id']]}")
         item["evidence"] = round(evidence.get(item["id"], 0.0), 3)
         item["context"] = [{"id": c, "via": _relation(found, item["id"], c)} for c in nearby.get(item["id"], [])]
     # what grounds the answer: served items whose own evidence reaches the answering bar (the
@@ -334,24 +336,32 @@ def _came_with(item: dict, seeds: set[int]) -> bool:
     return False
 
 
-def _with_contradictions(conn, req, order, scores, via, found, where, params, evidence) -> list[int]:
+def _with_contradictions(conn, req, order, scores, via, found, where, params, evidence) -> tuple[list[int], dict]:
     """A memory with an open contradiction is served with the memory it contradicts, right
     after it (both carry their dates), never one of them alone: the person or agent sees the
-    disagreement instead of a silent pick. The partner obeys the same predicate and filters. To
-    stay within the limit, the lowest items that are neither half of a pair nor grounds of the
-    answer make room. An as-of read skips this (the review queue has no past)."""
+    disagreement instead of a silent pick. When it is settled, the one that stands comes first:
+    a correction before a later re-digest of the claim it corrected (while open), and the memory
+    a person's approval named before the other (which is flagged `contradicted_by:<id>`). The
+    partner obeys the same predicate and filters. To stay within the limit, the lowest items that
+    are neither half of a pair nor grounds of the answer make room. An as-of read skips this (the
+    review queue has no past). Returns the order and {overruled node: the node that stands}."""
     if req.as_of and req.as_of.active:
-        return order
-    open_items = review.open_for_nodes(conn, order)
+        return order, {}
     candidates: dict[int, list[int]] = {}
-    for node_id in order:
-        for item in open_items[node_id]:
-            if item["kind"] == "contradiction":
-                other = item["other_node_id"] if item["node_id"] == node_id else item["node_id"]
-                if other:
-                    candidates.setdefault(node_id, []).append(other)
+    leads: list[tuple[int, int]] = []            # (stands, overruled)
+    for item in review.contradictions_touching(conn, order):
+        a, b = item["node_id"], item["other_node_id"]
+        if not a or not b:
+            continue
+        for node_id, other in ((a, b), (b, a)):
+            if node_id in order:
+                candidates.setdefault(node_id, []).append(other)
+        if item["stands"] in (a, b):
+            leads.append((item["stands"], b if item["stands"] == a else a))
+        elif item["reason"] == "reasserts_corrected_claim":
+            leads.append((b, a))                 # the correction outranks the claim said again
     if not candidates:
-        return order
+        return order, {}
     wanted = sorted({o for others in candidates.values() for o in others if o not in order})
     rows = {}
     if wanted:
@@ -382,12 +392,20 @@ def _with_contradictions(conn, req, order, scores, via, found, where, params, ev
             scores.setdefault(other, scores[node_id])
             via.setdefault(other, f"contradicts:{node_id}")
             out.append(other)
+    overruled: dict[int, int] = {}
+    for stands, loser in leads:
+        if stands in out and loser in out:
+            overruled[loser] = stands
+            if out.index(stands) > out.index(loser):     # it goes right before the one it overrules
+                out.remove(stands)
+                out.insert(out.index(loser), stands)
+                scores[stands] = max(scores[stands], scores[loser])
     while len(out) > req.limit:          # drop from the tail, never half of a pair, never a ground
         tail = next((i for i in reversed(out) if i not in paired and evidence.get(i, 0.0) < ABSTAIN_BELOW), None)
         if tail is None:
             break
         out.remove(tail)
-    return out
+    return out, overruled
 
 
 def _lexical(conn: apsw.Connection, req: RecallRequest, where: str, params: list,

@@ -45,6 +45,7 @@ CORE_MIGRATIONS = [
     ("0018_mask_quoted_secrets", _mask_quoted_secrets),
     ("0019_fts_token_totals", fts.count_tokens),
     ("0020_import_context", nodes.CONTEXT_DDL + fts.CONTEXT_REBUILD),
+    ("0021_superseded_valid_to", nodes.SUPERSEDED_VALID_TO),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

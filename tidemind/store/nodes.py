@@ -137,8 +137,19 @@ def set_status(conn: apsw.Connection, node_id: int, status: str) -> None:
 
 
 def supersede(conn: apsw.Connection, old_id: int, new_id: int, at: str) -> None:
-    conn.execute("UPDATE nodes SET status='superseded', superseded_at=?, superseded_by=? WHERE id=?",
-                 (at, new_id, old_id))
+    """The old version stops being recorded as current now, and its fact stops holding when the
+    new one's starts (a dated correction: it held until then; an undated one inherits the old
+    start, so the old fact held never: it was a mistake)."""
+    conn.execute("UPDATE nodes SET status='superseded', superseded_at=?, superseded_by=?,"
+                 " valid_to=max(valid_from, (SELECT s.valid_from FROM nodes s WHERE s.id = ?)) WHERE id=?",
+                 (at, new_id, new_id, old_id))
+
+
+# stores written before supersede closed the valid time of what it replaced
+SUPERSEDED_VALID_TO = """
+UPDATE nodes SET valid_to = max(valid_from, (SELECT s.valid_from FROM nodes s WHERE s.id = nodes.superseded_by))
+WHERE status = 'superseded' AND superseded_by IS NOT NULL AND valid_to IS NULL;
+"""
 
 
 def erase(conn: apsw.Connection, node_id: int) -> None:
@@ -297,7 +308,8 @@ def decay_heat(conn: apsw.Connection, factor: float) -> int:
 
 def restore(conn: apsw.Connection, node_id: int) -> None:
     """Undo a supersession that a person took back (an unapproved merge)."""
-    conn.execute("UPDATE nodes SET status='live', superseded_at=NULL, superseded_by=NULL WHERE id=?", (node_id,))
+    conn.execute("UPDATE nodes SET status='live', superseded_at=NULL, superseded_by=NULL, valid_to=NULL WHERE id=?",
+                 (node_id,))
 
 
 def merged_into(conn: apsw.Connection, node_id: int) -> list[dict]:

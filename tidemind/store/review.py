@@ -62,6 +62,26 @@ def remask_payloads(conn: apsw.Connection) -> list[tuple[str, str, str]]:
     return renamed
 
 
+def contradictions_touching(conn: apsw.Connection, node_ids: Sequence[int]) -> list[dict]:
+    """Contradiction items about any of these nodes that recall must honour: the open ones (both
+    memories are served together) and the approved ones that say which memory stands."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    found = rows(conn, f"SELECT id, status, node_id, other_node_id, payload FROM review_items"
+                       f" WHERE kind='contradiction' AND status IN ('open','approved')"
+                       f" AND (node_id IN ({marks}) OR other_node_id IN ({marks})) ORDER BY id",
+                 [*node_ids, *node_ids])
+    out = []
+    for r in found:
+        payload = json.loads(r.pop("payload"))
+        r["stands"] = payload.get("stands") if r["status"] == "approved" else None
+        r["reason"] = payload.get("reason")
+        if r["status"] == "open" or r["stands"]:
+            out.append(r)
+    return out
+
+
 def workstream_items(conn: apsw.Connection, scope: str) -> list[tuple[int, str]]:
     return [(i, json.loads(p).get("name", "")) for i, p in conn.execute(
         "SELECT id, payload FROM review_items WHERE kind='workstream' AND scope=?", (scope,))]

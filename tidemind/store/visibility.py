@@ -3,8 +3,10 @@
 Without `as_of` a node is visible when its status is `live` and its scope is one the caller
 may read. `as_of` answers for either clock:
   - valid clock: the fact held at T   (valid_from <= T < valid_to)
-  - recorded clock: the store held it at T (recorded_at <= T < superseded_at); this is the
-    only way a `superseded` node is ever seen, and it comes back flagged `superseded_by`.
+  - recorded clock: the store held it at T (recorded_at <= T < superseded_at).
+  An as-of read is the only way a `superseded` node is ever seen, and it comes back flagged
+  `superseded_by`: on the valid clock while its fact held (a dated correction closes the old
+  fact's valid_to at its own start; an undated one at the old start: the old fact never held).
 Archived and forgotten nodes are never visible, whatever the clock, and neither are the earlier
 versions of a memory that was archived or forgotten. A unit awaiting
 clarification (`held_until` in the future) is not visible either, on any clock; its hold lapses
@@ -52,10 +54,13 @@ def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: s
     params: list = list(scopes)
     marks = ",".join("?" * len(scopes))
     clauses = [f"{a}.scope IN ({marks})"]
-    if as_of is not None and as_of.recorded:
+    if as_of is not None and as_of.active:
+        # a superseded version answers for its own time: on the recorded clock while it was the
+        # current version, on the valid clock while its fact held (supersede closes valid_to)
         clauses.append(f"{a}.status IN ('live','superseded')")
-        clauses.append(f"{a}.recorded_at <= ? AND ({a}.superseded_at IS NULL OR {a}.superseded_at > ?)")
-        params += [as_of.recorded, as_of.recorded]
+        if as_of.recorded:
+            clauses.append(f"{a}.recorded_at <= ? AND ({a}.superseded_at IS NULL OR {a}.superseded_at > ?)")
+            params += [as_of.recorded, as_of.recorded]
         # an earlier version is hidden once the memory it became (by correction or merge) was
         # archived or forgotten: archive hides the whole memory, on every clock
         clauses.append(f"({a}.status = 'live' OR NOT EXISTS (WITH RECURSIVE later(id) AS (SELECT {a}.superseded_by"

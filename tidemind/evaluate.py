@@ -21,11 +21,14 @@ recall: how often the answer asked which of several things was meant, on queries
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 from .errors import InvalidInput
 from .memory import Memory
@@ -85,8 +88,8 @@ def _summary(rows: list[dict]) -> dict:
 
 
 def load(m: Memory, memories: list[dict], report: dict | None = None) -> dict[int, str]:
-    """Digest every memory (file order), answer or skip the questions asked, and embed; returns
-    node id -> memory id. `report` (if given) receives the clarification figures."""
+    """Digest every memory (file order, each embedded as it arrives), answer or skip the questions
+    asked; returns node id -> memory id. `report` (if given) receives the clarification figures."""
     owner: dict[int, str] = {}
     asked: list[tuple[dict, dict]] = []
     for mem in memories:
@@ -97,6 +100,10 @@ def load(m: Memory, memories: list[dict], report: dict | None = None) -> dict[in
         for node_id in r["node_ids"]:
             owner[node_id] = str(mem["id"])
         asked += [(mem, q) for q in r.get("questions", [])]
+        # embedded as they arrive, as the MCP server's background embedder does (the default
+        # embedder's statistics grow with the store, so a vector made early differs from one made
+        # at the end, and the figures in-process and through MCP should be of the same store)
+        m.embed_pending()
     answered = 0
     for mem, q in asked:
         answer = mem.get("answer")
@@ -128,6 +135,21 @@ def _capture_report(memories: list[dict], asked: list[tuple[dict, dict]], answer
             "asked_of_unlabelled": sum(1 for mem, _ in asked if not mem.get("ambiguous"))}
 
 
+def _score_row(q: dict, served: list[str], abstained: bool, asked: bool, ms: float) -> dict:
+    """One question's figures from the memory ids served, best first (units of one memory count once)."""
+    ranked = list(dict.fromkeys(served))
+    evidence = {str(e) for e in q.get("evidence", [])}
+    row = {"id": q.get("id"), "category": q.get("category", "all"), "evidence": evidence, "abstained": abstained,
+           "ms": ms, "recall": {}, "hit": {}, "ranked": ranked, "diverges": bool(q.get("diverges")), "asked": asked}
+    first = next((n for n, mid in enumerate(ranked, start=1) if mid in evidence), None)
+    row["rr"] = 1.0 / first if first else 0.0
+    for k in KS:
+        top = set(ranked[:k])
+        row["recall"][k] = len(top & evidence) / len(evidence) if evidence else 0.0
+        row["hit"][k] = 1.0 if top & evidence else 0.0
+    return row
+
+
 def run_arm(m: Memory, owner: dict[int, str], queries: list[dict], options: dict | None) -> dict:
     rows = []
     for q in queries:
@@ -139,28 +161,28 @@ def run_arm(m: Memory, owner: dict[int, str], queries: list[dict], options: dict
             r = m.recall(q["query"], scopes=scopes, all_scopes=scopes is None, limit=max(KS), record=False,
                          **options)
         ms = (time.perf_counter() - start) * 1000
-        ranked = list(dict.fromkeys(owner.get(i["id"]) for i in r["items"] if i["id"] in owner))
-        evidence = {str(e) for e in q.get("evidence", [])}
-        row = {"id": q.get("id"), "category": q.get("category", "all"), "evidence": evidence,
-               "abstained": r["abstained"], "ms": ms, "recall": {}, "hit": {}, "ranked": ranked,
-               "diverges": bool(q.get("diverges")), "asked": bool(r.get("clarify"))}
-        first = next((n for n, mid in enumerate(ranked, start=1) if mid in evidence), None)
-        row["rr"] = 1.0 / first if first else 0.0
-        for k in KS:
-            top = set(ranked[:k])
-            row["recall"][k] = len(top & evidence) / len(evidence) if evidence else 0.0
-            row["hit"][k] = 1.0 if top & evidence else 0.0
-        rows.append(row)
+        rows.append(_score_row(q, [owner.get(i["id"]) for i in r["items"] if i["id"] in owner], r["abstained"],
+                               bool(r.get("clarify")), ms))
     per_category = {c: _summary([r for r in rows if r["category"] == c])
                     for c in sorted({r["category"] for r in rows})}
     return {"overall": _summary(rows), "by_category": per_category, "rows": rows}
 
 
-def evaluate(memories_path: str, queries_path: str, home: str | None = None, split: str | None = None) -> dict:
-    """`split` keeps only queries whose `split` field matches (tune on one half, report the other)."""
+def evaluate(memories_path: str, queries_path: str, home: str | None = None, split: str | None = None,
+             scopes: Sequence[str] | None = None, via: str = "process") -> dict:
+    """`split` keeps only queries whose `split` field matches (tune on one half, report the other);
+    `scopes` keeps only the memories and queries of those scopes; `via="mcp"` loads and asks
+    through the real MCP server (see `evaluate_mcp`)."""
     memories, queries = _jsonl(memories_path), _jsonl(queries_path)
     if split:
         queries = [q for q in queries if q.get("split") == split]
+    if scopes:
+        memories = [m for m in memories if m.get("scope") in scopes]
+        queries = [q for q in queries if q.get("scope") in scopes]
+    if via == "mcp":
+        return evaluate_mcp(memories, queries, split)
+    if via != "process":
+        raise InvalidInput("via is 'process' or 'mcp'")
     temp = None if home else tempfile.mkdtemp(prefix="tidemind-eval-")
     try:
         with Memory.open(home or temp) as m:
@@ -176,6 +198,69 @@ def evaluate(memories_path: str, queries_path: str, home: str | None = None, spl
     finally:
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
+
+
+def evaluate_mcp(memories: list[dict], queries: list[dict], split: str | None = None) -> dict:
+    """The same measurement through the real MCP server over stdio, as an agent host drives it:
+    every memory digested with brain_digest (content, scope, source {tool, session}, valid_at),
+    every question asked with brain_recall (mode "index", limit 20, the question's scope). Plain
+    BM25 runs in-process on the store the server wrote, as the baseline."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    temp = tempfile.mkdtemp(prefix="tidemind-eval-mcp-")
+    scopes = list(dict.fromkeys(m.get("scope") for m in memories if m.get("scope"))) or ["personal"]
+    owner: dict[int, str] = {}
+    rows: list[dict] = []
+
+    async def call(session, tool: str, arguments: dict) -> dict:
+        r = await session.call_tool(tool, arguments)
+        if r.is_error:
+            raise InvalidInput(f"{tool} failed: {r.content[0].text}")
+        data = r.structured_content or {}
+        return data.get("result", data)
+
+    async def run() -> None:
+        args = ["-m", "tidemind.cli", "--home", temp, "serve", *[a for s in scopes for a in ("--scope", s)]]
+        params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                for mem in memories:
+                    source = mem.get("source")
+                    arguments = {"content": mem["text"], "scope": mem.get("scope") or scopes[0],
+                                 "source": {"tool": source if isinstance(source, str) else "eval",
+                                            **({"session": mem["session"]} if mem.get("session") else {})}}
+                    if mem.get("valid_at"):
+                        arguments["valid_at"] = mem["valid_at"]
+                    for node_id in (await call(session, "brain_digest", arguments))["node_ids"]:
+                        owner[node_id] = str(mem["id"])
+                with Memory.open(temp) as m:          # the server embeds in the background: wait for it
+                    while m.stats()["embed_queue"]:
+                        await anyio.sleep(0.2)
+                for q in queries:
+                    start = time.perf_counter()
+                    r = await call(session, "brain_recall", {"query": q["query"], "scope": q.get("scope") or scopes[0],
+                                                             "mode": "index", "limit": max(KS)})
+                    rows.append({"q": q, "items": r["items"], "abstained": r["abstained"],
+                                 "asked": bool(r.get("clarify")), "ms": (time.perf_counter() - start) * 1000})
+
+    try:
+        anyio.run(run)
+        result: dict = {"memories": len(memories), "queries": len(queries), "split": split, "via": "mcp",
+                        "clarification": {}, "arms": {}}
+        scored = [_score_row(row["q"], [owner.get(i["id"]) for i in row["items"] if i["id"] in owner],
+                             row["abstained"], row["asked"], row["ms"]) for row in rows]
+        result["arms"]["hybrid"] = {"overall": _summary(scored), "by_category": {
+            c: _summary([r for r in scored if r["category"] == c]) for c in sorted({r["category"] for r in scored})}}
+        with Memory.open(temp) as m:
+            data = run_arm(m, owner, queries, None)
+        data.pop("rows")
+        result["arms"]["bm25"] = data
+        return result
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def format_report(r: dict) -> str:

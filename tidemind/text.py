@@ -15,7 +15,7 @@ hers herself him himself his how i if in into is it its itself just let me more 
 on once only or other our ours ourselves out over own same she should so some such than that the their theirs them
 themselves then there these they this those through to too under until up very was we were what when where which
 while who whom why will with would you your yours yourself yourselves s t don did does ever also get got tell know
-remember recall please thing things anything something
+remember recall please thing things anything something go goes going went use uses using used
 """.split())
 
 

@@ -29,8 +29,8 @@ from typing import Sequence
 
 from .when import Window
 
-WEIGHTS = {"own": 1.0, "prev": 0.6, "asked": 0.6, "prev2": 0.2, "next": 0.1, "sess": 0.5, "sess3": 0.2, "spk": 1.0,
-           "when": 1.2, "cos": 0.4, "scos": 0.1, "cprev": 0.0}
+WEIGHTS = {"own": 1.0, "prev": 0.6, "asked": 0.6, "prev2": 0.2, "next": 0.3, "sess": 0.5, "sess3": 0.2, "spk": 1.0,
+           "when": 1.2, "cos": 0.4, "scos": 0.4, "cprev": 0.0}
 
 # "Caroline: ..." / "Dr. Alex Rivera: ...": a turn that says who said it (one to three capitalised words)
 _SPEAKER = re.compile(r"([A-Z][\w'’.\-]{0,30}(?: [A-Z][\w'’.\-]{0,30}){0,2}):\s")

@@ -569,8 +569,8 @@ def cmd_desktop(args):
 def cmd_eval(args):
     from .evaluate import evaluate, format_report
 
-    _emit(args, evaluate(args.memories, args.queries, split=args.split, scopes=args.scope, via=args.via),
-          format_report)
+    _emit(args, evaluate(args.memories, args.queries, split=args.split, scopes=args.scope, via=args.via,
+                         links=args.links), format_report)
 
 
 def cmd_prepare(args):
@@ -714,6 +714,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--queries", required=True)
     s.add_argument("--split", help="only queries of this split (e.g. tune or test)")
     s.add_argument("--scope", action="append", help="only the memories and queries of this scope (repeatable)")
+    s.add_argument("--links", action="store_true",
+                   help="run the offline linking passes first (recall then walks confirmed links) and report their quality")
     s.add_argument("--via", choices=["process", "mcp"], default="process",
                    help="mcp: digest and ask through the real MCP server over stdio, as an agent host does")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")

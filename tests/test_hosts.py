@@ -14,6 +14,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tidemind.memory import Memory
 
@@ -329,3 +331,31 @@ def test_per_os_locations(tmp_path, platform, desktop, vscode):
     assert {str(base / desktop), str(base / vscode)} <= paths
     assert "tidemind" in read_config(base / desktop, "json")["mcpServers"]
     assert "tidemind" in read_config(base / vscode, "jsonc")["servers"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5), st.sampled_from([None, 2, 4, "\t"]),
+       st.booleans(), st.dictionaries(st.text(max_size=6), json_values, max_size=3))
+def test_adding_then_removing_our_entry_gives_back_the_same_bytes(data, indent, has_servers, servers):
+    """Whatever the person's file holds and however it is indented, install edits only what it adds
+    and the removal takes exactly that away again."""
+    from tidemind.jsonedit import Document
+
+    if has_servers:
+        data = {**data, "mcpServers": {k: v for k, v in servers.items() if k != "tidemind"}}
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    doc = Document(text)
+    doc.set(["mcpServers", "tidemind"], {"command": "tidemind", "args": ["serve"]})
+    assert json.loads(doc.text) == {**data, "mcpServers": {**data.get("mcpServers", {}),
+                                                            "tidemind": {"command": "tidemind", "args": ["serve"]}}}
+    doc.remove(["mcpServers", "tidemind"])
+    if has_servers:
+        assert doc.text == text
+    else:
+        assert json.loads(doc.text) == {**data, "mcpServers": {}}

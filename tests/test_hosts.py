@@ -359,3 +359,35 @@ def test_adding_then_removing_our_entry_gives_back_the_same_bytes(data, indent, 
         assert doc.text == text
     else:
         assert json.loads(doc.text) == {**data, "mcpServers": {}}
+
+
+def test_windows_line_endings_stay_and_come_back(tmp_path):
+    """A config written on Windows keeps CRLF in what install adds, and uninstall restores it."""
+    base = tmp_path / "base"
+    for host in ("claude-desktop", "codex"):
+        shutil.copytree(FIXTURES / host, base, dirs_exist_ok=True)
+    for rel in (".config/Claude/claude_desktop_config.json", ".codex/config.toml", ".codex/hooks.json"):
+        (base / rel).write_bytes((base / rel).read_bytes().replace(b"\n", b"\r\n"))
+    before = snapshot(base)
+    cli(tmp_path, tmp_path / "tm", base, "--host", "claude-desktop", "--host", "codex")
+    for rel in (".config/Claude/claude_desktop_config.json", ".codex/config.toml"):
+        raw = (base / rel).read_bytes()
+        assert b"tidemind" in raw and raw.count(b"\n") == raw.count(b"\r\n"), rel
+    assert "tidemind" in read_config(base / ".codex/config.toml", "toml")["mcp_servers"]
+    cli(tmp_path, tmp_path / "tm", base, "--host", "claude-desktop", "--host", "codex", "--uninstall")
+    assert snapshot(base) == before
+
+
+def test_a_linked_config_is_written_through_its_link(tmp_path):
+    """Settings kept in a dotfiles checkout and linked into place stay linked."""
+    base = fixture_home(tmp_path, "cursor")
+    dotfiles = tmp_path / "dotfiles" / "mcp.json"
+    dotfiles.parent.mkdir()
+    shutil.move(base / ".cursor" / "mcp.json", dotfiles)
+    (base / ".cursor" / "mcp.json").symlink_to(dotfiles)
+    cli(tmp_path, tmp_path / "tm", base, "--host", "cursor")
+    assert (base / ".cursor" / "mcp.json").is_symlink()
+    assert "tidemind" in json.loads(dotfiles.read_text())["mcpServers"]
+    cli(tmp_path, tmp_path / "tm", base, "--host", "cursor", "--uninstall")
+    assert (base / ".cursor" / "mcp.json").is_symlink()
+    assert dotfiles.read_bytes() == (FIXTURES / "cursor" / ".cursor" / "mcp.json").read_bytes()

@@ -268,7 +268,7 @@ def _drop_created(doc: Document, created: list) -> None:
 # Python reads TOML but does not write it, so the block is cut or added as text and the result is
 # read back: it must hold exactly what the file held, with our table set (or gone). A file that
 # defines the server some other way (an inline table, dotted keys) is refused rather than guessed at.
-_HEADER = re.compile(r"^[ \t]*\[(\[)?[ \t]*([^\[\]\n]+?)[ \t]*\]\]?[ \t]*(?:#.*)?$", re.M)
+_HEADER = re.compile(r"^[ \t]*\[(\[)?[ \t]*([^\[\]\r\n]+?)[ \t]*\]\]?[ \t]*(?:#[^\r\n]*)?\r?$", re.M)
 
 
 def _toml_key(raw: str) -> tuple[str, ...]:
@@ -298,6 +298,8 @@ def _toml_entry(entry: dict) -> str:
 
 
 def _edit_toml(target: Target, text: str, install: bool) -> str:
+    newline = "\r\n" if "\r\n" in text else "\n"
+
     def parse(t: str, what: str) -> dict:
         try:
             return tomllib.loads(t)
@@ -317,14 +319,15 @@ def _edit_toml(target: Target, text: str, install: bool) -> str:
     if block:
         start, end = block
         tail = new[end:]
-        new = new[:start].rstrip("\n") + ("\n\n" if new[:start].strip() and tail else "\n" if new[:start].strip() else "") + tail
+        head = new[:start].rstrip("\r\n")
+        new = head + (2 * newline if head.strip() and tail else newline if head.strip() else "") + tail
     elif SERVER_NAME in servers:
         raise InvalidInput(f"{target.path} defines mcp_servers.{SERVER_NAME} in a form install cannot edit safely"
                            " (inline or dotted keys); remove it by hand, nothing was changed")
     if install:
         if new and not new.endswith("\n"):
-            new += "\n"
-        new += ("\n" if new.strip() else "") + _toml_entry(target.entry)
+            new += newline
+        new += (newline if new.strip() else "") + _toml_entry(target.entry).replace("\n", newline)
         expected["mcp_servers"][SERVER_NAME] = target.entry
     if _without_empty_servers(parse(new, " after the edit")) != _without_empty_servers(expected):
         raise InvalidInput(f"{target.path}: mcp_servers.{SERVER_NAME} could not be changed without touching other"
@@ -409,6 +412,8 @@ def _write(path: Path, data: bytes | None, made_dirs: list[str]) -> None:
     if data is None:
         path.unlink(missing_ok=True)
         return
+    if path.is_symlink():              # a dotfiles checkout links it: write the file, keep the link
+        path = path.resolve()
     missing = []
     parent = path.parent
     while not parent.exists():

@@ -42,6 +42,7 @@ class Document:
     def __init__(self, text: str, comments: bool = False):
         self.text = text
         self.comments = comments
+        self.newline = "\r\n" if "\r\n" in text else "\n"       # a file written on Windows stays CRLF
         self.root = _Parser(text, comments).parse()
 
     # -- reading ----------------------------------------------------------------------------------
@@ -69,7 +70,7 @@ class Document:
             nested = value
             for key in reversed(path):
                 nested = {key: nested}
-            self._replace(0, len(self.text), _dump(nested, "", self._unit()) + "\n")
+            self._replace(0, len(self.text), self._dump(nested, "") + self.newline)
             return
         parent = self.root
         for i, key in enumerate(path[:-1]):
@@ -89,8 +90,7 @@ class Document:
         if existing is None:
             self._insert_member(parent, path[-1], value)
         elif existing.value != value or existing.kind == "scalar" and type(existing.value) is not type(value):
-            self._replace(existing.start, existing.end,
-                          _dump(value, self._indent_of(existing.start), self._unit()))
+            self._replace(existing.start, existing.end, self._dump(value, self._indent_of(existing.start)))
 
     def remove(self, path: list) -> bool:
         """Remove the member or array item at `path`, with the comma that joined it; False if absent."""
@@ -124,12 +124,12 @@ class Document:
             return
         if node.kind != "array":
             raise JSONEditError(f"'{'.'.join(map(str, path))}' is not an array")
-        self._insert_item(node, _dump(item, self._child_indent(node), self._unit()))
+        self._insert_item(node, self._dump(item, self._child_indent(node)))
 
     # -- internals --------------------------------------------------------------------------------
     def _insert_member(self, obj: Node, key: str, value) -> None:
         indent = self._child_indent(obj)
-        text = f"{json.dumps(key, ensure_ascii=False)}: {_dump(value, indent, self._unit())}"
+        text = f"{json.dumps(key, ensure_ascii=False)}: {self._dump(value, indent)}"
         self._insert_item(obj, text)
 
     def _insert_item(self, container: Node, text: str) -> None:
@@ -139,13 +139,14 @@ class Document:
             first_start = items[0][1] if container.kind == "object" else items[0].start
             indent = self._indent_of(first_start)
             if "\n" in self.text[container.start:first_start]:
-                self._replace(last_end, last_end, f",\n{indent}{text}")
+                self._replace(last_end, last_end, f",{self.newline}{indent}{text}")
             else:                       # one-line container: stay on the line
                 self._replace(last_end, last_end, f", {text}")
         else:
             indent = self._child_indent(container)
             close = self._indent_of(container.start)
-            self._replace(container.start + 1, container.end - 1, f"\n{indent}{text}\n{close}")
+            nl = self.newline
+            self._replace(container.start + 1, container.end - 1, f"{nl}{indent}{text}{nl}{close}")
 
     def _child_indent(self, container: Node) -> str:
         items = container.members
@@ -164,6 +165,11 @@ class Document:
         m = re.search(r"\n([ \t]+)\S", self.text)
         return m.group(1) if m else "  "
 
+    def _dump(self, value, indent: str) -> str:
+        unit = self._unit()
+        text = json.dumps(value, indent=len(unit) if unit.strip(" ") == "" else unit, ensure_ascii=False)
+        return text.replace("\n", self.newline + indent)
+
     def _replace(self, start: int, end: int, new: str) -> None:
         self.text = self.text[:start] + new + self.text[end:]
         self.root = _Parser(self.text, self.comments).parse()
@@ -172,11 +178,6 @@ class Document:
 def _member(obj: Node, key: str) -> Node | None:
     """The member a host reads: with a duplicated key, JSON parsers keep the last."""
     return next((v for k, _, v in reversed(obj.members) if k == key), None)
-
-
-def _dump(value, indent: str, unit: str) -> str:
-    text = json.dumps(value, indent=len(unit) if unit.strip(" ") == "" else unit, ensure_ascii=False)
-    return text.replace("\n", "\n" + indent)
 
 
 class _Parser:

@@ -113,6 +113,13 @@ def unforgotten_texts(conn: apsw.Connection) -> list[tuple[int, str, str]]:
     return list(conn.execute("SELECT id, scope, content FROM nodes WHERE status != 'forgotten' ORDER BY id"))
 
 
+def visible_hashes(conn: apsw.Connection, scope: str) -> dict[int, str]:
+    """id -> content_hash of every visible node of the scope (a pass that keeps statistics over a
+    scope's texts sees from this which memories came, went or changed since it last counted)."""
+    pred, params = visible("n", [scope])
+    return dict(conn.execute(f"SELECT n.id, n.content_hash FROM nodes n WHERE {pred}", params))
+
+
 def held_among(conn: apsw.Connection, node_ids: Sequence[int]) -> set[int]:
     """The ids a clarifying question holds out of search right now (the hold rule of `visible`)."""
     if not node_ids:

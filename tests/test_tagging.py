@@ -15,6 +15,7 @@ from tidemind.metabolism.scheduler import run_due
 from tidemind.store import immediate, tags
 from tidemind.text import sha256
 
+from .conftest import ROOT, cli_json
 
 # the issue's example: three topics, six short memories each, in one scope
 TOPICS = {
@@ -260,3 +261,15 @@ def test_a_name_rejected_on_two_memories_is_not_offered_on_the_others_until_conf
     _force_annotation(mem, [fresh])
     run_due(mem, only=["annotate"], force=True)
     assert name in _names(mem, fresh)
+
+
+@pytest.mark.parametrize("labelled", ["tagging-memories.jsonl", "tagging-holdout.jsonl"])
+def test_eval_reports_tagging_precision_on_the_labelled_sets(home, labelled):
+    """`tidemind eval retrieval` scores the offline tags when memories name the tags a person wants."""
+    report = cli_json(home, "eval", "retrieval", "--memories", str(ROOT / "tests" / "eval" / labelled))
+    tagging = report["tagging"]
+    assert tagging["memories"] > 30 and tagging["proposed"] >= tagging["memories"]
+    assert tagging["precision"] >= 0.7 and tagging["recall"] >= 0.6
+    assert tagging["tagged_share"] >= 0.9 and tagging["memories_per_name"] >= 1.5
+    kinds = {"infra", "house", "conv"} if "holdout" in labelled else {"shop", "personal", "conv", "work"}
+    assert all(any(k in scope for scope in tagging["by_scope"]) for k in kinds)     # every kind of text measured

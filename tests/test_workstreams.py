@@ -18,7 +18,7 @@ from tidemind.store import immediate
 from tidemind.workstreams import Workstreams, hypervector, store
 from tidemind.workstreams.hypervector import compose, decode, vector_for
 
-from .conftest import JSONStub, cli_json, serving
+from .conftest import JSONStub, cli_json, run_cli, serving
 
 S = "project:a"
 
@@ -527,3 +527,36 @@ def test_a_thin_old_one_off_is_advised_dismiss(mem):
     Workstreams(mem).mint("site", scope=S)
     u = Workstreams(mem).unknowns(scope=S)["decide"]
     assert [(x["name"], x["recommendation"]) for x in u] == [("kite-repair", "dismiss")]
+
+
+# -- weights are shares of the whole day: what no workstream places is unexplained --------------
+
+def test_decode_reports_what_no_workstream_places_instead_of_stretching_the_rest(mem, home):
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S)
+    tagged = mem.digest("aquarium pump check", scope=S, valid_at="2026-02-10")["node_ids"][0]
+    mem.tag_add(tagged, "aquarium")
+    for text in ("lunch with Sam", "read a chapter", "called the bank"):
+        mem.digest(text, scope=S, valid_at="2026-02-10")
+    run_due(mem, only=["fingerprint"], force=True)
+    d = ws.decode("2026-02-10", scope=S)
+    [aquarium] = d["decoded"]
+    assert aquarium["slug"] == "aquarium" and aquarium["recorded"] == 0.25       # a quarter of the day, not all of it
+    assert abs(aquarium["estimated"] - 0.25) <= 0.05 and d["unplaced"] == 0.75
+    assert abs(d["unexplained_weight"] - 0.75) <= 0.05 and d["unnamed_weight"] < 0.05
+    proc = run_cli(home, "taste", "decode", "2026-02-10", "--scope", S)
+    assert proc.returncode == 0 and b"75% of its memories no workstream places" in proc.stdout
+
+
+def test_days_an_earlier_composer_made_are_composed_again_once(mem):
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S)
+    mem.tag_add(mem.digest("aquarium pump check", scope=S, valid_at="2026-02-10")["node_ids"][0], "aquarium")
+    mem.digest("lunch with Sam", scope=S, valid_at="2026-02-10")
+    run_due(mem, only=["fingerprint"], force=True)
+    with immediate(mem.conn):             # as the first composer left it: the placed half stretched to all of it
+        mem.conn.execute("UPDATE ws_compositions SET weight = 1.0")
+        mem.conn.execute("UPDATE ws_days SET composer = 'compose/offline-v1'")
+    assert run_due(mem, only=["fingerprint"], force=True)[0]["days"] == 1
+    assert ws.where("aquarium", scope=S)["days"][0]["weight"] == 0.5
+    assert run_due(mem, only=["fingerprint"], force=True)[0]["days"] == 0         # once

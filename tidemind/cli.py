@@ -346,7 +346,8 @@ def _fmt_taste(action: str, r: dict) -> str:
                   for d in r["decoded"]]
         if r["recorded_only"]:
             lines.append(f"  recorded but not in the codebook: {', '.join(r['recorded_only'])}")
-        lines.append(f"  unexplained: {r['residual']:.1%} of the vector (weight ~{r['unexplained_weight']:.2f})")
+        lines.append(f"  unexplained: {r['unexplained_weight']:.0%} of the day ({r['unplaced']:.0%} of its memories no"
+                     f" workstream places; ~{r['unnamed_weight']:.2f} under names outside the codebook)")
         return "\n".join(lines)
     if action == "where":
         lines = [f"{r['slug']} ({', '.join(r['names'])}) in {r['scope']}: {len(r['days'])} day(s)"]

@@ -2,9 +2,9 @@
 
 Which days: on the first run, every day of every scope; afterwards, the days of every node a
 mutation touched since the last run (every mutation writes an audit row, so archive, forget,
-correction, a confirmed or rejected tag and an import all count) and every day of a scope whose
-codebook changed (a mint or alias recomposes its scope at once, see `workstreams`). Writes only
-the workstream tables; never authored content.
+correction, a confirmed or rejected tag and an import all count), every day of a scope whose
+codebook changed (a mint or alias recomposes its scope at once, see `workstreams`), and days an
+earlier composer made. Writes only the workstream tables; never authored content.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import re
 
 from ..store import audit, immediate, nodes, task_runs
 from ..workstreams import store as ws_store
+from ..workstreams.compose import GENERATOR as COMPOSER
 from ..workstreams.compose import compose_day, known_names, unplaced
 from . import TaskContext, register
 
@@ -35,6 +36,7 @@ class FingerprintTask:
             todo = nodes.all_scope_days(conn)
         else:
             todo = nodes.scope_days(conn, audit.nodes_touched_between(conn, cursor - 1, upto, exclude_actor=actor))
+        todo |= ws_store.composed_by_other(conn, COMPOSER)
         done = asked = 0
         failed = False
         strategy = None

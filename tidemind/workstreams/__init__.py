@@ -240,7 +240,11 @@ class Workstreams:
     # -- what the vectors add ---------------------------------------------------------------
 
     def decode(self, day: str, scope: str | None = None) -> dict:
-        """Recover the day's composition from its fingerprint alone, beside what was recorded."""
+        """Recover the day's composition from its fingerprint alone, beside what was recorded.
+        Weights are shares of the whole day, so what the codebook does not explain is what is
+        left of 1: memories no workstream places (`unplaced`, from the record) and names outside
+        the codebook (`unnamed_weight`, from the vector's residual). The placed part is never
+        stretched to 100%."""
         scope, day = self._scope(scope), _day(day)
         row = store.day_row(self.conn, scope, day)
         if row is None:
@@ -255,10 +259,13 @@ class Workstreams:
         actual: dict[str, float] = {}
         for name, weight in recorded.items():
             actual[known.get(name, name)] = round(actual.get(known.get(name, name), 0.0) + weight, 4)
+        explained = sum(estimates.values())
         return {"scope": scope, "day": day, "nodes": row["nodes"], "assigned": row["assigned"],
                 "decoded": [{"slug": s, "estimated": w, "recorded": actual.get(s)} for s, w in estimates.items()],
                 "recorded_only": sorted(set(actual) - set(estimates)),
-                "residual": decoded.residual, "unexplained_weight": decoded.residual_weight}
+                "residual": decoded.residual, "unexplained_weight": round(max(0.0, 1.0 - explained), 4),
+                "unplaced": round((row["nodes"] - row["assigned"]) / row["nodes"], 4) if row["nodes"] else 0.0,
+                "unnamed_weight": decoded.residual_weight}
 
     def similar(self, day: str, scope: str | None = None, limit: int = 5) -> dict:
         scope, day = self._scope(scope), _day(day)

@@ -8,11 +8,13 @@ Sources, in order (the first that places a memory wins):
   and may invent a slug when nothing in the codebook fits; that name is an *unknown*
   workstream until someone mints, aliases or dismisses it. Its answers are kept
   (ws_assignments), so recomposing a day never asks again.
-Each live memory of the day counts once, split evenly over the workstreams it belongs to; the
-weights are shares of the memories that belong to any workstream (they sum to 1). Names are
-recorded as found (an alias stays an alias), so resolving them at query time lets an alias join
-history retroactively. Proposed and rejected tags never count: a composition is only as sure as
-what it is made from.
+Each live memory of the day counts once, split evenly over the workstreams it belongs to; a
+weight is a share of all the day's live memories, so the weights of a day where some memories
+belong to no workstream sum to less than 1, and decoding reports the rest as unexplained
+(renormalising the placed part to 100% made a day with one tagged memory in ten look like a
+whole day of that work). Names are recorded as found (an alias stays an alias), so resolving
+them at query time lets an alias join history retroactively. Proposed and rejected tags never
+count: a composition is only as sure as what it is made from.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from ..importers import store as import_store
 from ..store import nodes, tags
 from . import hypervector, store
 
-GENERATOR = "compose/offline-v1"
+GENERATOR = "compose/offline-v2"      # v2: weights are shares of the whole day
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -99,10 +101,10 @@ def compose_day(conn, scope: str, day: str, at: str, dim: int = hypervector.DEFA
             shares[name] = shares.get(name, 0.0) + 1.0 / len(found)
             sources.setdefault(name, set()).add(source)
             evidence.setdefault(name, set()).add(node_id)
-    total = sum(shares.values())
+    total = len(ids)          # a share of the whole day: what nothing places is not stretched over the rest
     parts = [{"slug": name, "weight": round(share / total, 6), "source": "+".join(sorted(sources[name])),
               "evidence": evidence[name], "generator": GENERATOR} for name, share in sorted(shares.items())]
     fingerprint = hypervector.compose({p["slug"]: p["weight"] for p in parts}, dim, seed)
     store.replace_day(conn, scope, day, parts, nodes=len(ids), assigned=assigned, dim=dim, seed=seed,
-                      fingerprint=fingerprint, at=at)
+                      fingerprint=fingerprint, at=at, composer=GENERATOR)
     return {"day": day, "scope": scope, "nodes": len(ids), "assigned": assigned, "parts": len(parts)}

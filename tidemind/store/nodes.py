@@ -367,6 +367,17 @@ def all_scope_days(conn: apsw.Connection, scopes: Sequence[str] | None = None) -
     return {(s, d) for s, d in q}
 
 
+def days_of(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    """id -> the day of its valid_from (the day a workstream composition counts it on)."""
+    ids = list(node_ids)
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT id, substr(valid_from, 1, 10) FROM nodes WHERE id IN ({marks})", chunk))
+    return out
+
+
 def live_on_day(conn: apsw.Connection, scope: str, day: str) -> list[int]:
     """Visible nodes of the scope whose fact began on `day` (valid_from's date), oldest first."""
     pred, params = visible("n", [scope])

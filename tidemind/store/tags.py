@@ -190,6 +190,15 @@ def listing(conn: apsw.Connection, scopes: Sequence[str], status: str | None = N
                 [*params, *([status] if status else []), limit])
 
 
+def confirmed_in_scope(conn: apsw.Connection, scope: str) -> list[tuple[int, str, str]]:
+    """(node id, tag name, day of its valid_from) of every confirmed tag on the scope's visible
+    memories (which work a person says a memory belongs to, and when)."""
+    pred, params = visible("n", [scope])
+    return [tuple(r) for r in conn.execute(
+        "SELECT nt.node_id, t.name, substr(n.valid_from, 1, 10) FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
+        f" JOIN nodes n ON n.id = nt.node_id WHERE nt.status = 'confirmed' AND {pred} ORDER BY nt.node_id", params)]
+
+
 def nodes_tagged_with(conn: apsw.Connection, name: str, scope: str) -> dict[int, list[str]]:
     """Live nodes of a scope carrying a confirmed tag `name`, each with all its confirmed tags."""
     pred, params = visible("n", [scope])

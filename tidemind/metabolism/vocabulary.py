@@ -34,6 +34,7 @@ writes: the tasks propose through `tags.assign`, which refuses tombstoned names 
 from __future__ import annotations
 
 import math
+import re
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
@@ -215,20 +216,15 @@ def _chunks(text: str) -> tuple[str | None, list[list[_Token]]]:
 _NOUN_BEFORE = DETERMINERS | ADJECTIVES | NUMBER_WORDS | MODIFIERS | PREPOSITIONS
 
 
+_INNER = re.compile(r"[^\w'.+#&-]+")
+
+
 def _split_inner(core: str) -> list[str]:
     """'orders(created_at' -> ['orders', 'created_at']: other punctuation inside a word splits it
     (a dot, hyphen, apostrophe, + or # stays: 'node.js', 'dairy-free', 'C++')."""
-    pieces, current = [], []
-    for c in core:
-        if c.isalnum() or c in "_'.-+#&":
-            current.append(c)
-        else:
-            if current:
-                pieces.append("".join(current).strip(_STRIP))
-            current = []
-    if current:
-        pieces.append("".join(current).strip(_STRIP))
-    return [p for p in pieces if p]
+    if _INNER.search(core) is None:
+        return [core] if core else []
+    return [p for p in (x.strip(_STRIP) for x in _INNER.split(core)) if p]
 
 
 def extract(text: str) -> Doc:

@@ -52,7 +52,8 @@ def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: 
     conn.execute("INSERT INTO derived(node_id, field, value, generator, created_at) VALUES(?,?,?,?,?)"
                  " ON CONFLICT(node_id, field) DO UPDATE SET value=excluded.value, generator=excluded.generator,"
                  " created_at=excluded.created_at", (node_id, field, value, generator, at))
-    _mirror(conn, node_id)
+    if field in SEARCHABLE:         # the others are not in derived_text: no need to index the node again
+        _mirror(conn, node_id)
 
 
 def for_node(conn: apsw.Connection, node_id: int) -> dict[str, dict]:

@@ -168,7 +168,8 @@ def erase(conn: apsw.Connection, node_id: int) -> None:
 
 
 def set_derived_text(conn: apsw.Connection, node_id: int, text: str) -> None:
-    conn.execute("UPDATE nodes SET derived_text=? WHERE id=?", (text, node_id))
+    # the FTS trigger re-indexes the whole node on any write of the column, equal or not
+    conn.execute("UPDATE nodes SET derived_text=? WHERE id=? AND derived_text IS NOT ?", (text, node_id, text))
 
 
 def set_context_text(conn: apsw.Connection, node_id: int, text: str) -> None:

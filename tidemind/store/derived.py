@@ -93,6 +93,18 @@ def _mirror(conn: apsw.Connection, node_id: int) -> None:
     nodes.set_derived_text(conn, node_id, text)
 
 
+def outgrown(conn: apsw.Connection, field: str, generator: str, factor: float, limit: int) -> list[dict]:
+    """Live nodes whose numeric `field` from `generator` is at most 1/`factor` of their scope's live
+    node count now, oldest first (a tag vocabulary built from a young scope is redone as the
+    scope grows: each node once per doubling)."""
+    hold, params = unheld("n")
+    return rows(conn, f"""
+        SELECT n.id, n.content, n.scope FROM derived d JOIN nodes n ON n.id = d.node_id
+        JOIN (SELECT scope, count(*) AS live FROM nodes WHERE status = 'live' GROUP BY scope) s ON s.scope = n.scope
+        WHERE d.field = ? AND d.generator = ? AND n.status = 'live' AND {hold} AND CAST(d.value AS INTEGER) * ? <= s.live
+        ORDER BY n.id LIMIT ?""", (field, generator, *params, factor, limit))
+
+
 def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str, ...], limit: int) -> list[dict]:
     """Live nodes without `field` from any of `generators`, oldest first (a unit awaiting
     clarification waits: its words are not searchable yet)."""
@@ -104,15 +116,3 @@ def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str
         WHERE n.status = 'live' AND {hold} AND NOT EXISTS (
             SELECT 1 FROM derived d WHERE d.node_id = n.id AND d.field = ? AND d.generator IN ({marks}))
         ORDER BY n.id LIMIT ?""", (*params, field, *gens, limit))
-
-
-def outgrown(conn: apsw.Connection, field: str, generator: str, factor: float, limit: int) -> list[dict]:
-    """Live nodes whose numeric `field` from `generator` is at most 1/`factor` of their scope's live
-    node count now, oldest first (a tag vocabulary built from a young scope is redone as the
-    scope grows: each node once per doubling)."""
-    hold, params = unheld("n")
-    return rows(conn, f"""
-        SELECT n.id, n.content, n.scope FROM derived d JOIN nodes n ON n.id = d.node_id
-        JOIN (SELECT scope, count(*) AS live FROM nodes WHERE status = 'live' GROUP BY scope) s ON s.scope = n.scope
-        WHERE d.field = ? AND d.generator = ? AND n.status = 'live' AND {hold} AND CAST(d.value AS INTEGER) * ? <= s.live
-        ORDER BY n.id LIMIT ?""", (field, generator, *params, factor, limit))

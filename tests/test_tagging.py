@@ -160,6 +160,21 @@ def test_a_fresh_offline_pass_replaces_only_the_old_keyword_guesses(mem):
     assert details["withdrawn"] == ["postgres-database-runs"]
 
 
+def test_forget_leaves_no_tag_name_of_the_memory_in_the_audit_log(mem):
+    topic_of = _digest_topics(mem)
+    node_id = next(iter(topic_of))
+    with immediate(mem.conn):
+        tags.assign(mem.conn, node_id, "zephyrine-courier", status="proposed", source="annotate/offline-v1",
+                    at=mem.now(), confidence=0.4)
+    run_due(mem, only=["annotate"], force=True)
+    names = [n for n in _proposals(mem, node_id)] + ["zephyrine-courier"]
+    trail = [d for (d,) in mem.conn.execute("SELECT details FROM audit_log WHERE node_id = ?", (node_id,))]
+    assert any("zephyrine-courier" in d for d in trail)          # annotate said what it withdrew...
+    mem.forget(node_id)
+    trail = [d for (d,) in mem.conn.execute("SELECT details FROM audit_log WHERE node_id = ?", (node_id,))]
+    assert not any(n in d for n in names for d in trail)         # ...and forget takes it away
+
+
 def _reject_and_tombstone(mem, topic_of) -> tuple[int, str, str]:
     """On one memory a person rejects its best name; for the scope, another of its names."""
     run_due(mem, only=["annotate"], force=True)

@@ -50,7 +50,6 @@ MIN_DOCS = 2                 # "recurs": in at least this many memories of the s
 SHARE_FROM = 8               # from this many memories on, a candidate in too large a share tags nothing
 MAX_SHARE = {"name": 0.5, "phrase": 0.5, "word": 0.34}
 BASE = {"confirmed": 0.9, "name": 0.7, "phrase": 0.65, "word": 0.5}
-MIN_CONFIDENCE = 0.55
 MIN_LIFT = 1.5               # a single word's share in its scope over its share in the whole store
 BACKGROUND_FROM = 100        # memories outside the scope before the store is a background at all
 CACHE_SCOPES = 32
@@ -284,7 +283,7 @@ class ScopeStats:
     def speaker_keys(self) -> list[str]:
         """A line prefix is a speaker when it opens a good share of the scope's memories (a
         conversation); a note's "Garden:" once is a heading."""
-        return [k for k, n in self.speakers.items() if n >= max(2, 0.3 * self.docs)]
+        return [k for k, n in list(self.speakers.items()) if n >= max(2, 0.3 * self.docs)]
 
     def is_speaker(self, key: str, speakers: list[str]) -> bool:
         """The speaker, or what the other calls them ("Mel" for Melanie)."""
@@ -331,9 +330,7 @@ class ScopeStats:
                 continue
             if kind == "word" and not as_noun:
                 continue                            # never seen where a noun goes: "appreciate", "lucky"
-            conf = self.confidence(kind, df)
-            if conf >= MIN_CONFIDENCE:
-                (words if kind == "word" else scored).append((conf, key))
+            (words if kind == "word" else scored).append((self.confidence(kind, df), key))
         if words and lift is not None:
             lifts = lift([key for _, key in words])
             words = [(c, k) for c, k in words if lifts.get(k, MIN_LIFT) >= MIN_LIFT]

@@ -409,3 +409,35 @@ def test_plain_negation_is_caught_as_a_contradiction_and_a_person_says_which_sta
     order = [i["id"] for i in r["items"]]
     assert order.index(withdrawn) < order.index(deployed)
     assert f"contradicted_by:{withdrawn}" in next(i for i in r["items"] if i["id"] == deployed)["flags"]
+
+
+def test_whole_scope_ranking_agrees_with_pair_scores_and_sees_only_the_scope(mem, monkeypatch):
+    """link-propose ranks a memory's partners over the whole scope held in memory: the ranking must be
+    the one `score` gives pair by pair, and must never offer an archived memory or another scope's."""
+    from tidemind.metabolism import relate
+    from tidemind.store import vectors
+
+    texts = CORPUS + ["PgBouncer pools the staging PostgreSQL connections on port 5433 for the web app.",
+                      "The DEPLOY_ENV secret for GitHub Actions lives in the staging environment settings."]
+    ids = [mem.digest(t, scope="project:a", session="s1")["node_ids"][0] for t in texts]
+    archived = mem.digest("Staging PostgreSQL on port 5433 with PgBouncer, archived note.", scope="project:a")["node_ids"][0]
+    other = mem.digest("Staging PostgreSQL on port 5433 with PgBouncer in another project.", scope="project:b")["node_ids"][0]
+    mem.archive(archived)
+    run_due(mem, only=["embed"], force=True)
+    a = ids[0]
+    query = dict((n, q) for n, _, q in vectors.embedded_after(mem.conn, 0, mem.embedder.name, 100))[a]
+
+    whole = relate.Relatedness(mem.conn, "project:a", mem.embedder).ranked(a, query, 10)
+    assert whole, "the staging memories share rare words with the first"
+    pair = relate.Relatedness(mem.conn, "project:a", mem.embedder)
+    assert [o for _, o in whole] == [o for s, o in sorted(((pair.score(a, o), o) for o in ids if o != a
+                                                             if pair.score(a, o) > 0), reverse=True)][:10]
+    for s, o in whole:
+        assert abs(s - pair.score(a, o)) < 1e-4
+    assert archived not in {o for _, o in whole} and other not in {o for _, o in whole} and a not in {o for _, o in whole}
+
+    # a scope too large to hold searches for candidates instead: the same scores, a subset of the same partners
+    monkeypatch.setattr(relate, "WHOLE_SCOPE", 0)
+    searched = relate.Relatedness(mem.conn, "project:a", mem.embedder).ranked(a, query, 10)
+    assert searched and {o for s, o in searched if s > 0} <= {o for _, o in whole}
+    assert searched[0][1] == whole[0][1]

@@ -35,7 +35,7 @@ class LinkProposeTask:
                 break
             done += 1
             rel = scopes.setdefault(scope, Relatedness(ctx.conn, scope, emb))
-            scored = rel.score_many(node_id, rel.candidates(node_id, query))
+            scored = rel.ranked(node_id, query, PROPOSE * 2)
             now = ctx.now()
             with immediate(ctx.conn):
                 # its closest few whatever their score (relative to its own neighbours: a small scope

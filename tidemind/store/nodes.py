@@ -116,6 +116,12 @@ def get_visible(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence
     return {r["id"]: r for r in found}
 
 
+def visible_in_scope(conn: apsw.Connection, scope: str) -> dict[int, dict]:
+    """Every row of `scope` that passes the live-and-in-scope predicate (for passes over a whole scope)."""
+    pred, params = visible("n", [scope])
+    return {r["id"]: r for r in rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE {pred}", params)}
+
+
 def unforgotten_texts(conn: apsw.Connection) -> list[tuple[int, str, str]]:
     """(id, scope, content) of every node that still has its text (a backfill reads them all)."""
     return list(conn.execute("SELECT id, scope, content FROM nodes WHERE status != 'forgotten' ORDER BY id"))

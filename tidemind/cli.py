@@ -211,6 +211,24 @@ def cmd_doctor(args):
             sys.exit(1)
 
 
+def _fmt_digests(r: dict) -> str:
+    if not r["digests"]:
+        what = r.get("week") or r.get("day") or "any period"
+        return f"no digest of {what} in {', '.join(r['scopes'])} (a period gets one once it is over)"
+    lines = []
+    for d in r["digests"]:
+        lines.append(f"{d['period']} · {d['scope']} · {d['kind']} ({d['status']}; {d['generator']})")
+        if d["title"]:
+            lines.append(f"  {d['title']}")
+        lines += [f"  {line}" for line in d["text"].splitlines()]
+    return "\n".join(lines)
+
+
+def cmd_digests(args):
+    with _memory(args) as m:
+        _emit(args, m.digests(scopes=args.scope, week=args.week, day=args.day, limit=args.limit), _fmt_digests)
+
+
 def cmd_restore(args):
     # not through Memory.open: a damaged store, or one a newer TideMind wrote, must be restorable
     from .config import load_settings
@@ -647,6 +665,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("stats", cmd_stats, "counts by status")
     s.add_argument("--scope", action="append")
     add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
+    s = add("digests", cmd_digests, "daily and weekly digests (by the day a memory is about): of --week W,"
+                                    " of --day D, or the newest")
+    s.add_argument("--scope", action="append", help="scope to read (repeatable; default: every scope)")
+    s.add_argument("--week", help="an ISO week (2026-W10), 'week 10', 'this' or 'last'")
+    s.add_argument("--day", help="a day (2026-03-03)")
+    s.add_argument("--limit", type=int, default=50)
     s = add("backup", cmd_backup, "online backup of the database to PATH")
     s.add_argument("path")
     s = add("restore", cmd_restore, "replace the store by a backup (the current one is kept under backups/)")

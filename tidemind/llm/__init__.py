@@ -1,7 +1,8 @@
 """LLM providers: a small Protocol, a registry (anthropic | ollama | none), and `ask_json`.
 
 Model output is never trusted: `ask_json` extracts one JSON object, validates it against a
-small schema (types, required keys, enums, lengths), and returns None for anything else. Every
+small schema (types, required keys, enums, lengths) and the caller's own check (citations,
+grounding), and returns None for anything else. Every
 call — valid, invalid or failed — is a row in `llm_calls` (tokens, time, status). A circuit
 breaker per task stops calling a provider that keeps failing. Prompts live in
 `strategies/*.md`; their version is recorded with every derived row made from them.
@@ -161,8 +162,10 @@ BREAKER = CircuitBreaker()
 
 
 def ask_json(conn: apsw.Connection, llm: LLM, task: str, strategy: Strategy, schema: Schema, at: str,
-             max_tokens: int = 600, **values) -> dict | None:
-    """Call the model with a strategy, return a validated object or None (never raises for bad output)."""
+             max_tokens: int = 600, check: Callable[[dict], str | None] | None = None, **values) -> dict | None:
+    """Call the model with a strategy, return a validated object or None (never raises for bad
+    output). `check` is the caller's own validation after the schema's (None when the answer
+    fits, else why not)."""
     if not BREAKER.allows(task):
         return None
     started = time.perf_counter()
@@ -171,6 +174,8 @@ def ask_json(conn: apsw.Connection, llm: LLM, task: str, strategy: Strategy, sch
         completion = llm.complete(strategy.system, strategy.render(**values), max_tokens)
         data = _extract_json(completion.text)
         reason = "no JSON object in the answer" if data is None else validate(data, schema)
+        if not reason and check is not None:
+            reason = check(data)
         if reason:
             status = "invalid"
         else:

@@ -24,6 +24,12 @@ def _mask_quoted_secrets(conn: apsw.Connection) -> None:
     syntheses.remask_texts(conn)
 
 
+def _syntheses_with_subjects(conn: apsw.Connection) -> None:
+    if "subject" not in {r[1] for r in conn.execute("PRAGMA table_info(syntheses)")}:
+        conn.execute(syntheses.READABLE_DDL)
+    syntheses.backfill_subjects(conn)
+
+
 CORE_MIGRATIONS = [
     ("0001_captures", captures.DDL),
     ("0002_nodes", nodes.DDL),
@@ -47,6 +53,7 @@ CORE_MIGRATIONS = [
     ("0020_import_context", nodes.CONTEXT_DDL + fts.CONTEXT_REBUILD),
     ("0021_superseded_valid_to", nodes.SUPERSEDED_VALID_TO),
     ("0022_tag_tombstones", tags.SCOPE_TOMBSTONES_DDL),
+    ("0023_syntheses_with_subjects", _syntheses_with_subjects),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

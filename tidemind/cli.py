@@ -202,10 +202,21 @@ def cmd_stats(args):
         _emit(args, m.stats(args.scope), _fmt_kv)
 
 
+def _fmt_provider(what: str, s: dict) -> str:
+    reach = {True: "reachable", False: f"unreachable ({s.get('error')})", None: "-"}[s["reachable"]]
+    line = f"{what}: {s['configured']} · {reach} · {s['state']}"
+    if s.get("state") == "unreachable":
+        line += f" since {s['last_failure_at']} ({s['failures']} failed attempt(s); next try {s['retry_at']})"
+    elif s.get("last_error"):
+        line += f" (last error {s['last_failure_at']}: {s['last_error']})"
+    return line
+
+
 def cmd_doctor(args):
     with _memory(args) as m:
         r = m.doctor()
-        _emit(args, r, lambda r: "\n".join([f"{k}: {v}" for k, v in r["checks"].items()] + r["notes"]
+        _emit(args, r, lambda r: "\n".join([f"{k}: {v}" for k, v in r["checks"].items()]
+                                            + [_fmt_provider(k, v) for k, v in r["providers"].items()] + r["notes"]
                                             + [("healthy" if r["ok"] else "PROBLEMS FOUND")]))
         if not r["ok"]:
             sys.exit(1)

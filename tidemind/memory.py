@@ -972,7 +972,9 @@ class Memory:
         return {**r, "doctor": self.doctor()}
 
     def doctor(self) -> dict:
-        """Integrity of SQLite, FTS, vectors, authored text and the stream files, read in one snapshot."""
+        """Integrity of SQLite, FTS, vectors, authored text and the stream files, read in one
+        snapshot; and the state of each model service (configured, reachable now, what the
+        metabolism last saw of it). A service away is a note, never a problem."""
         problems: list[str] = []
         checks: dict[str, str] = {}
         notes: list[str] = []
@@ -1016,4 +1018,12 @@ class Memory:
                          " acknowledged (their transaction did not commit); kept as written")
         if unembedded:
             notes.append(f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)")
-        return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes}
+        from . import health
+
+        services = health.report(self.settings, self.conn)
+        for what, s in services.items():
+            if s["reachable"] is False or s.get("state") == "unreachable":
+                notes.append(f"{what} {s['configured']} is unreachable ({s.get('error') or s.get('last_error')});"
+                             " the store works without it: recall answers from its words, the metabolism waits"
+                             + (f" (next try {s['retry_at']})" if s.get("retry_at") else ""))
+        return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes, "providers": services}

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 
 from . import (audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, recall_hits, review, syntheses, tags,
-               task_runs, vectors)
+               task_runs, vectors, provider_state)
 from .connection import connect, immediate, rows, scalar
 from .visibility import AsOf, visible
 
@@ -54,6 +54,7 @@ CORE_MIGRATIONS = [
     ("0021_superseded_valid_to", nodes.SUPERSEDED_VALID_TO),
     ("0022_tag_tombstones", tags.SCOPE_TOMBSTONES_DDL),
     ("0023_syntheses_with_subjects", _syntheses_with_subjects),
+    ("0024_provider_state", provider_state.DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 
@@ -88,4 +89,4 @@ def open_store(db_path: Path, busy_timeout_ms: int = 10_000) -> apsw.Connection:
 
 __all__ = ["AsOf", "visible", "open_store", "immediate", "rows", "scalar", "backup_to", "connect",
            "audit", "captures", "clarifications", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
-           "vectors"]
+           "vectors", "provider_state"]

@@ -187,3 +187,87 @@ def test_the_embedder_switched_off_queues_the_work_and_the_embed_task_waits(home
         mem.close()
     finally:
         service.off()
+
+
+class Picky(Model):
+    """A model that cannot annotate one memory (its answer is not JSON) until told otherwise."""
+    refuse = "02:00"
+
+    def reply(self, path, body):
+        if Picky.refuse and "annotate one memory" in body["system"] and Picky.refuse in body["messages"][0]["content"]:
+            return {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                    "content": [{"type": "text", "text": "Sure! Here is a nice title for you."}],
+                    "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        return super().reply(path, body)
+
+
+def test_rederive_redoes_what_a_fallback_made_once_the_model_is_back(home, monkeypatch):
+    """Through the real CLI: a store made offline, then with a model that could not annotate one
+    memory; rederive makes that one and the offline syntheses again with the model."""
+    from .conftest import run_cli
+
+    monkeypatch.setenv("TIDEMIND_LLM", "none")
+    old = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=10)).date().isoformat()
+    with Memory.open(home) as m:
+        ids = [m.digest(t, session="s1", valid_at=old)["node_ids"][0] for t in (
+            "The staging database runs PostgreSQL 16 on port 5433.",
+            "Staging PostgreSQL backups run nightly at 02:00.",
+            "The staging database is restored weekly from the nightly backup.")]
+        with immediate(m.conn):
+            for a, b in zip(ids, ids[1:]):
+                links.add(m.conn, a, b, status="confirmed", proposed_by="test", at=m.now())
+        fixed = m.correct(ids[0], "The staging database runs PostgreSQL 17 on port 6432.")["node_ids"][0]
+    cli_json(home, "metabolize")
+    with Memory.open(home) as m:
+        offline = {g for (g,) in m.conn.execute("SELECT generator FROM syntheses WHERE status != 'withdrawn'")}
+        assert offline == {"crystallize/offline-v2", "temporal/offline-v2", "lessons/offline-v2"}
+        crystal_item = next(i for i in m.review_list() if i["kind"] == "crystal")
+
+    service = Switch(Picky).on()
+    try:
+        for var, value in {"TIDEMIND_LLM": "anthropic", "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": service.url,
+                           "TIDEMIND_ANTHROPIC_MODEL": "stub-model"}.items():
+            monkeypatch.setenv(var, value)
+        model_gen = "annotate/anthropic/stub-model/annotate@1"
+        cli_json(home, "metabolize", "--task", "annotate")
+        with Memory.open(home) as m:
+            nightly = ids[1]
+            shown = m.show(nightly)["derived"]
+            assert shown["kind"]["generator"] == model_gen + "+offline-fallback"       # the stand-in says so
+            assert shown["title"]["value"] == "Staging PostgreSQL backups run nightly at 02:00."
+        assert cli_json(home, "rederive", "--since", "2999-01-01")["tasks"]["crystallize"]["candidates"] == 0
+
+        Picky.refuse = None                                       # the model can answer it now
+        r = cli_json(home, "rederive")
+        assert r["llm"] == "anthropic/stub-model"
+        assert r["tasks"]["annotate"]["fallbacks_made_due"] == 1 and r["tasks"]["annotate"]["annotated"] >= 1
+        for task in ("crystallize", "temporal", "lessons"):
+            assert r["tasks"][task]["candidates"] >= 1 and r["tasks"][task]["redone"] == r["tasks"][task]["candidates"]
+        with Memory.open(home) as m:
+            shown = m.show(ids[1])["derived"]
+            assert shown["title"] == {**shown["title"], "value": "Staging PostgreSQL backups run nightly",
+                                      "generator": model_gen}
+            assert shown["kind"]["generator"] == model_gen
+            current = m.conn.execute("SELECT id, kind, generator FROM syntheses WHERE status != 'withdrawn'").fetchall()
+            assert {g.split("/stub-model/")[0] for _, _, g in current} == {"crystallize/anthropic", "temporal/anthropic",
+                                                                           "lessons/anthropic"}
+            replaced = m.conn.execute("SELECT count(*) FROM syntheses WHERE withdrawn_why='recomputed'"
+                                      " AND replaced_by IS NOT NULL").fetchone()[0]
+            assert replaced >= 3
+            crystal = next(i for i, k, _ in current if k == "crystal")
+            item = m.review_show(crystal_item["id"])
+            assert item["status"] == "open" and item["payload"]["synthesis"] == crystal     # the item followed
+            lesson = m.conn.execute("SELECT text FROM syntheses WHERE kind='lesson' AND status != 'withdrawn'").fetchone()
+            assert lesson[0].startswith(f"Keep to this: The staging database runs PostgreSQL 17 on port 6432 [{fixed}]")
+
+        service.off()                                             # the model is away again
+        waiting = cli_json(home, "metabolize", "--task", "annotate")["tasks"][0]
+        assert waiting["status"] in ("ok", "waiting")
+        with Memory.open(home) as m:
+            m.digest("A new memory about the staging database.")
+        assert cli_json(home, "metabolize", "--task", "annotate")["tasks"][0]["status"] == "waiting"
+        refused = run_cli(home, "rederive")
+        assert refused.returncode == 1 and b"unreachable" in refused.stderr and b"when the model is back" in refused.stderr
+    finally:
+        service.off()
+        Picky.refuse = "02:00"

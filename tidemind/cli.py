@@ -314,6 +314,18 @@ def cmd_metabolize(args):
             for t in r["tasks"]))
 
 
+def cmd_rederive(args):
+    from .llm import choose
+    from .metabolism.rederive import rederive
+
+    with _memory(args) as m:
+        m.actor = "person:cli"
+        r = rederive(m, args.task or (), args.since, llm=choose(m.settings))
+    _emit(args, r, lambda r: "\n".join(
+        [f"with {r['llm'] or 'no model (offline)'}" + (f", since {r['since']}" if r["since"] else "") + ":"]
+        + [f"  {task:<12} " + ", ".join(f"{k}={v}" for k, v in t.items()) for task, t in r["tasks"].items()]))
+
+
 def cmd_daemon(args):
     if args.action == "install-service":
         from tidemind_daemon.service import install
@@ -701,6 +713,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("metabolize", cmd_metabolize, "run metabolism tasks now (all, or --task NAME ...)")
     s.add_argument("--task", action="append", help="embed, annotate, link-propose, link-evaluate, decay")
     s.add_argument("--batch", type=int, default=None, help="override each task's batch size")
+    s = add("rederive", cmd_rederive, "redo derived fields and syntheses an offline stand-in made, with the model"
+                                      " now that it is back (annotate, crystallize, temporal, lessons)")
+    s.add_argument("--task", action="append", choices=["annotate", "crystallize", "temporal", "lessons"],
+                   help="only this task (repeatable; default all four)")
+    s.add_argument("--since", help="only what was made at or after this time (ISO-8601)")
     s = add("daemon", cmd_daemon, "run due metabolism tasks until stopped (or install a service that does)")
     s.add_argument("action", nargs="?", default="run", choices=["run", "install-service"])
     s.add_argument("--once", action="store_true", help="run everything due, then exit")

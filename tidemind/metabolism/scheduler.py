@@ -97,7 +97,7 @@ def ordered_tasks() -> list[Task]:
 
 
 def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock, batch: int | None = None,
-             llm=None, stopping=lambda: False) -> dict:
+             llm=None, stopping=lambda: False, redo: frozenset = frozenset()) -> dict:
     now = to_iso(clock())
     until = to_iso(from_iso(now) + dt.timedelta(seconds=LEASE_SECONDS))
     if task.needs_llm and llm is None:
@@ -122,7 +122,7 @@ def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock
         return lost[0]
 
     ctx = TaskContext(memory=memory, now=lambda: to_iso(clock()), llm=llm, batch=batch, last_finished=previous,
-                      stopping=stopping_or_lease_lost)
+                      stopping=stopping_or_lease_lost, redo=redo)
     started = time.perf_counter()
     status, error, report = "ok", None, {}
     answered_before = llm.answered if isinstance(llm, Watched) else 0

@@ -187,15 +187,15 @@ class _Synthesis:
                     digest=syntheses.get(ctx.conn, sid)["digest"], synthesis=sid, members=members)
 
     @staticmethod
-    def up_to_date(row: dict | None, members: list[int], history: list[int] = ()) -> bool:
+    def up_to_date(ctx: TaskContext, row: dict | None, members: list[int], history: list[int] = ()) -> bool:
         """The subject stands at these members (a person's rejection also stands: never re-proposed
-        because a pass looked again)."""
+        because a pass looked again), and rederive did not ask for it again."""
         if row is None:
             return False
         if row["status"] == "rejected":
             return True
         return row["members"] == sorted(members) and row["history"] == sorted(history) \
-            and row["generator"] not in RETIRED
+            and row["generator"] not in RETIRED and row["id"] not in ctx.redo
 
     def summarise(self, ctx, strategy, generator, scope, members, texts, k, in_time_order, fallback_title,
                   **prompt) -> tuple[str, str, str]:
@@ -265,7 +265,7 @@ class CrystallizeTask(_Synthesis):
                 break
             lineages = nodes.lineages(ctx.conn, members)
             subject = f"crystal:{scope}:{lineages}"
-            if self.up_to_date(standing.get(subject), members):
+            if self.up_to_date(ctx, standing.get(subject), members):
                 continue
             found = nodes.get_visible(ctx.conn, members, [scope])
             if len(found) != len(members):
@@ -325,7 +325,7 @@ class TemporalTask(_Synthesis):
                 if ctx.stopping() or made >= limit:
                     break
                 subject = f"{kind}:{scope}:{period}"
-                if self.up_to_date(standing.get(subject), ids):
+                if self.up_to_date(ctx, standing.get(subject), ids):
                     continue
                 made += self._digest(ctx, strategy, generator, kind, scope, period, ids, subject)
             # a past period whose memories all went (archived, corrected into another day) keeps no digest
@@ -476,7 +476,7 @@ class LessonsTask(_Synthesis):
                 members = sorted(head for _, head, _, _ in group)
                 history = sorted({v for *_, versions in group for v in versions})
                 subject = f"lesson:{scope}:{sorted(lin for lin, *_ in group)}"
-                if self.up_to_date(standing.get(subject), members, history):
+                if self.up_to_date(ctx, standing.get(subject), members, history):
                     continue
                 made += self._correction_lesson(ctx, strategy, generator, scope, subject, group, members, history)
         for failure in review.repeated_failures(ctx.conn):
@@ -487,7 +487,8 @@ class LessonsTask(_Synthesis):
             # remade when more failures were filed or a fix became known, never after a person's no
             basis = json.dumps([failure["items"], failure["command"], failure["instead"]])
             made_already = {syntheses.identity(subject, [], [], g, basis) for g in (generator, f"{self.name}/{OFFLINE}")}
-            if row is not None and (row["status"] == "rejected" or row["digest"] in made_already):
+            if row is not None and (row["status"] == "rejected" or (row["digest"] in made_already
+                                                                     and row["id"] not in ctx.redo)):
                 continue
             made += self._failure_lesson(ctx, strategy, generator, subject, failure, basis)
         return {"lessons": made}

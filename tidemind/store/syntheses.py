@@ -257,18 +257,13 @@ def listing(conn: apsw.Connection, scopes: Sequence[str], kinds: Sequence[str], 
                         [*params, limit]))
 
 
-def made_by_other(conn: apsw.Connection, kinds: Sequence[str], generators: Sequence[str], since: str | None,
-                  limit: int) -> list[dict]:
-    """Current syntheses of these kinds made by a generator outside `generators` (rederive redoes
-    them), created at or after `since` when given, oldest first."""
-    k_marks, g_marks = ",".join("?" * len(kinds)), ",".join("?" * len(generators))
-    sql = (f"SELECT * FROM syntheses WHERE kind IN ({k_marks}) AND generator NOT IN ({g_marks})"
-           " AND status IN ('unreviewed','approved','rejected')")
-    params: list = [*kinds, *generators]
-    if since:
-        sql += " AND created_at >= ?"
-        params.append(since)
-    return _decode(rows(conn, sql + " ORDER BY id LIMIT ?", [*params, limit]))
+def current_since(conn: apsw.Connection, kinds: Sequence[str], since: str | None) -> list[dict]:
+    """Current syntheses of these kinds created at or after `since` (all when None), oldest first:
+    what `tidemind rederive` looks through."""
+    k_marks = ",".join("?" * len(kinds))
+    sql = (f"SELECT * FROM syntheses WHERE kind IN ({k_marks}) AND status IN ('unreviewed','approved','rejected')"
+           + (" AND created_at >= ?" if since else ""))
+    return _decode(rows(conn, sql + " ORDER BY id", [*kinds, *([since] if since else [])]))
 
 
 def get(conn: apsw.Connection, synthesis_id: int) -> dict | None:

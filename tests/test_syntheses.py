@@ -196,3 +196,11 @@ def test_forget_erases_a_synthesis_citing_the_memory_as_member_or_as_replaced_ve
     row = syntheses.get(mem.conn, lesson["id"])
     assert row["status"] == "withdrawn" and "300" not in row["text"] and row["title"] == ""
     assert json.dumps(mem.prepare()).count("300") == 0
+
+
+def test_shared_names_join_two_chosen_words_into_the_phrase_the_group_writes():
+    from tidemind.metabolism.extract import shared_names
+    # "lin" is inside "linmor": the phrase is found by its words, not by cutting text
+    group = [(1, "linmor lin runs the dex daily"), (2, "the linmor lin dex runs again"), (3, "linmor lin and dex")]
+    names = shared_names(group, {}, k=3)
+    assert "linmor lin" in names and "dex" in names and "lin" not in names

@@ -26,6 +26,46 @@ REDUNDANCY = 0.7            # how much a sentence loses for each unit of likenes
 Member = tuple[int, str]           # (node id, authored text)
 
 
+class Reading:
+    """What is read from each memory (its words, its sentences' words, its candidate names), kept
+    for one pass: a memory is in its day's digest and in its week's, and authored text never
+    changes under an id, so it is read once."""
+
+    def __init__(self, limit: int = 1000):
+        # bounded: a node's candidate names take a few kilobytes, and a pass over 100,000 nodes
+        # must not hold them all (the temporal pass reads a week's days, then the week, then forgets)
+        self.limit = limit
+        self.words: dict[int, list[str]] = {}
+        self.sentences: dict[int, list[tuple[str, list[str]]]] = {}
+        self.names: dict[int, dict[str, str]] = {}
+
+    def forget(self) -> None:
+        self.words.clear()
+        self.sentences.clear()
+        self.names.clear()
+
+    def words_of(self, nid: int, text: str) -> list[str]:
+        if nid not in self.words:
+            if len(self.words) >= self.limit:
+                self.forget()
+            self.words[nid] = content_words(text)
+        return self.words[nid]
+
+    def sentences_of(self, nid: int, text: str) -> list[tuple[str, list[str]]]:
+        if nid not in self.sentences:
+            if len(self.sentences) >= self.limit:
+                self.forget()
+            self.sentences[nid] = [(s, content_words(s)) for s in sentences(text)]
+        return self.sentences[nid]
+
+    def names_of(self, nid: int, text: str) -> dict[str, str]:
+        if nid not in self.names:
+            if len(self.names) >= self.limit:
+                self.forget()
+            self.names[nid] = _names(text)
+        return self.names[nid]
+
+
 def sentences(text: str) -> list[str]:
     out = []
     for piece in _SENTENCE_END.split(text or ""):
@@ -54,10 +94,11 @@ def idf_from(df: dict[str, int], n_docs: int) -> dict[str, float]:
 
 
 def central(members: Sequence[Member], idf: dict[str, float], k: int, per_member: int = 1,
-            in_time_order: bool = False) -> list[tuple[int, str]]:
+            in_time_order: bool = False, reading: Reading | None = None) -> list[tuple[int, str]]:
     """Up to `k` (node id, sentence) pairs: the most central sentences of the group, at most
     `per_member` from one memory, none that repeats a chosen one; by score, or by node id."""
-    vectors = {nid: _vector(content_words(text), idf) for nid, text in members}
+    reading = reading or Reading()
+    vectors = {nid: _vector(reading.words_of(nid, text), idf) for nid, text in members}
     centroid: dict[str, float] = {}
     for vec in vectors.values():
         for w, v in vec.items():
@@ -69,8 +110,7 @@ def central(members: Sequence[Member], idf: dict[str, float], k: int, per_member
         # the others' centroid is centroid - own: its norm without building it
         others2 = c_norm2 - 2 * sum(centroid[w] * v for w, v in own.items()) + sum(v * v for v in own.values())
         others = math.sqrt(max(others2, 0.0)) or 1.0
-        for index, sentence in enumerate(sentences(text)):
-            words = content_words(sentence)
+        for index, (sentence, words) in enumerate(reading.sentences_of(nid, text)):
             if len(words) < 2 and len(members) > 1:
                 continue
             vec = _vector(words, idf)
@@ -82,7 +122,8 @@ def central(members: Sequence[Member], idf: dict[str, float], k: int, per_member
     # day about three things quotes all three instead of three sentences about the busiest one
     chosen: list = []
     per: Counter = Counter()
-    pool = sorted(scored, key=lambda s: (-s[0], s[1], s[2]))
+    # the best few times k are enough to choose from (a week of a busy scope has hundreds)
+    pool = sorted(scored, key=lambda s: (-s[0], s[1], s[2]))[: max(20, 6 * k)]
     while pool and len(chosen) < k:
         best, best_value = None, None
         for cand in pool:
@@ -141,15 +182,14 @@ def _names(text: str) -> dict[str, str]:
     return out
 
 
-def shared_names(members: Sequence[Member], idf: dict[str, float], k: int = 3) -> list[str]:
+def shared_names(members: Sequence[Member], idf: dict[str, float], k: int = 3,
+                 reading: Reading | None = None) -> list[str]:
     """Up to `k` names most of the group shares and the scope rarely uses, as written. A phrase
     wins over its own words when it is nearly as common in the group."""
+    reading = reading or Reading()
     seen: Counter = Counter()
-    written: dict[str, Counter] = {}
-    for _, text in members:
-        for folded, shown in _names(text).items():
-            seen[folded] += 1
-            written.setdefault(folded, Counter())[shown] += 1
+    for nid, text in members:
+        seen.update(reading.names_of(nid, text).keys())
     need = 2 if len(members) > 1 else 1
 
     def weight(folded: str) -> float:
@@ -157,7 +197,8 @@ def shared_names(members: Sequence[Member], idf: dict[str, float], k: int = 3) -
         rarity = sum(idf.get(p, 1.0) for p in parts) / len(parts)
         return seen[folded] * rarity * (1.15 if len(parts) > 1 else 1.0)
 
-    ranked = sorted((f for f, n in seen.items() if n >= need and weight(f) > 0), key=lambda f: (-weight(f), f))
+    weights = {f: weight(f) for f, n in seen.items() if n >= need}
+    ranked = sorted((f for f, w in weights.items() if w > 0), key=lambda f: (-weights[f], f))
     out: list[str] = []
     for folded in ranked:
         if len(out) >= k:
@@ -167,11 +208,18 @@ def shared_names(members: Sequence[Member], idf: dict[str, float], k: int = 3) -
         if any(words <= set(o.split()) or set(o.split()) <= words for o in out):
             continue
         # two chosen words the group also writes as one phrase are that phrase ("staging database")
-        joined = next((p for o in out for p in (f"{o} {folded}", f"{folded} {o}") if seen.get(p, 0) >= need), None)
+        joined = next(((o, p) for o in out for p in (f"{o} {folded}", f"{folded} {o}") if seen.get(p, 0) >= need),
+                      None)
         if joined is not None:
-            out[out.index(joined.replace(folded, "").strip())] = joined
+            out[out.index(joined[0])] = joined[1]
             continue
         out.append(folded)
+    written: dict[str, Counter] = {f: Counter() for f in out}      # each name as the group writes it most
+    for nid, text in members:
+        names = reading.names_of(nid, text)
+        for f in out:
+            if f in names:
+                written[f][names[f]] += 1
     return [written[f].most_common(1)[0][0] for f in out]
 
 
@@ -183,8 +231,16 @@ def title(names: Sequence[str], fallback: str = "") -> str:
 
 
 def idf_lookup(document_frequencies: Callable[[list[str]], tuple[dict[str, int], int]],
-               members: Sequence[Member]) -> dict[str, float]:
-    """idf of every word and name part of the group, from one document-frequency query."""
-    words = sorted({w for _, text in members for w in content_words(text)})
-    df, n_docs = document_frequencies(words)
-    return idf_from(df, n_docs)
+               members: Sequence[Member], reading: Reading | None = None,
+               known: dict[str, int] | None = None) -> dict[str, float]:
+    """idf of every word of the group, from one document-frequency query for the words not in
+    `known` (a pass keeps the scope's frequencies it has read: {word: df}, "" for the count)."""
+    reading = reading or Reading()
+    known = {} if known is None else known
+    words = {w for nid, text in members for w in reading.words_of(nid, text)}
+    missing = sorted(words - known.keys())
+    if missing or "" not in known:
+        df, n_docs = document_frequencies(missing)
+        known.update(df)
+        known[""] = n_docs
+    return idf_from({w: known[w] for w in words}, known[""])

@@ -146,9 +146,14 @@ class _Synthesis:
 
         return ask_json(ctx.conn, ctx.llm, self.name, strategy, schema, ctx.now(), check=check, **values)
 
-    @staticmethod
-    def idf(ctx: TaskContext, scope: str, members: list[tuple[int, str]]) -> dict[str, float]:
-        return extract.idf_lookup(lambda words: fts.document_frequencies(ctx.conn, words, [scope]), members)
+    def begin(self) -> None:
+        """A pass reads each memory and each scope's word frequencies once (see extract.Reading)."""
+        self.reading = extract.Reading()
+        self.frequencies: dict[str, dict[str, int]] = {}
+
+    def idf(self, ctx: TaskContext, scope: str, members: list[tuple[int, str]]) -> dict[str, float]:
+        return extract.idf_lookup(lambda words: fts.document_frequencies(ctx.conn, words, [scope]), members,
+                                  self.reading, self.frequencies.setdefault(scope, {}))
 
     def write(self, ctx: TaskContext, *, subject: str, kind: str, scope: str, members: list[int], title: str,
               text: str, generator: str, history: list[int] = (), period: str | None = None,
@@ -202,12 +207,12 @@ class _Synthesis:
         """(title, text, generator that really wrote it) for a group of visible memories."""
         pairs = [(i, texts[i]) for i in members]
         idf = self.idf(ctx, scope, pairs)
-        chosen = extract.central(pairs, idf, k, in_time_order=in_time_order)
-        title = extract.title(extract.shared_names(pairs, idf), fallback_title)
+        chosen = extract.central(pairs, idf, k, in_time_order=in_time_order, reading=self.reading)
+        title = extract.title(extract.shared_names(pairs, idf, reading=self.reading), fallback_title)
         if strategy is not None:
             shown = members
             if len(members) > MODEL_MEMBERS:     # the most central memory of each, up to the bound
-                ranked = extract.central(pairs, idf, MODEL_MEMBERS)
+                ranked = extract.central(pairs, idf, MODEL_MEMBERS, reading=self.reading)
                 shown = sorted({i for i, _ in ranked})
             listing = "\n".join(f"[{i}] {extract.clip(' '.join(texts[i].split()), MODEL_CHARS)}" for i in shown)
             data = self.ask(ctx, strategy, SENTENCES_SCHEMA, check_sentences({i: texts[i] for i in shown}),
@@ -234,6 +239,7 @@ class CrystallizeTask(_Synthesis):
     needs_llm = False
 
     def run(self, ctx: TaskContext) -> dict:
+        self.begin()
         graph: dict[int, set[int]] = {}
         scope_of: dict[int, str] = {}
         for a, b, scope_a, scope_b in nodes.confirmed_edges_live(ctx.conn):
@@ -273,6 +279,7 @@ class CrystallizeTask(_Synthesis):
             texts = {i: found[i]["content"] for i in members}
             title, text, wrote = self.summarise(ctx, strategy, generator, scope, members, texts, k=5,
                                                 in_time_order=False, fallback_title=f"{len(members)} linked memories")
+            self.reading.forget()            # a memory is in one cluster: nothing read here is read again
             sid = self.write(ctx, subject=subject, kind="crystal", scope=scope, members=members, title=title,
                              text=text, generator=wrote, review_kind="crystal", node_id=members[0])
             if sid is None:
@@ -300,6 +307,7 @@ class TemporalTask(_Synthesis):
     needs_llm = False
 
     def run(self, ctx: TaskContext) -> dict:
+        self.begin()
         now = ctx.now()
         today, this_week = now[:10], week_of(now[:10])
         strategy, generator = self.generator(ctx)
@@ -313,13 +321,14 @@ class TemporalTask(_Synthesis):
             standing = {s["subject"]: s for kind in ("daily", "weekly")
                         for s in syntheses.current_of_kind(ctx.conn, kind, scope)}
             weeks: dict[str, list[int]] = {}
-            todo = []
-            for day, ids in sorted(days.items()):
+            for day, ids in days.items():
                 weeks.setdefault(week_of(day), []).extend(ids)
-                if day < today and day not in waiting:
-                    todo.append(("daily", day, ids))
-            todo += [("weekly", w, sorted(ids)) for w, ids in sorted(weeks.items())
-                     if w < this_week and w not in waiting_weeks]
+            todo = []           # week by week, its days then itself: what is read for one is reused
+            for week in sorted(weeks):
+                todo += [("daily", day, days[day]) for day in sorted(d for d in days if week_of(d) == week)
+                         if day < today and day not in waiting]
+                if week < this_week and week not in waiting_weeks:
+                    todo.append(("weekly", week, sorted(weeks[week])))
             wanted = {f"{kind}:{scope}:{period}" for kind, period, _ in todo}
             for kind, period, ids in todo:
                 if ctx.stopping() or made >= limit:
@@ -328,6 +337,8 @@ class TemporalTask(_Synthesis):
                 if self.up_to_date(ctx, standing.get(subject), ids):
                     continue
                 made += self._digest(ctx, strategy, generator, kind, scope, period, ids, subject)
+                if kind == "weekly":
+                    self.reading.forget()
             # a past period whose memories all went (archived, corrected into another day) keeps no digest
             for subject, row in standing.items():
                 period = row["period"] or ""
@@ -447,6 +458,7 @@ class LessonsTask(_Synthesis):
     def run(self, ctx: TaskContext) -> dict:
         from .pairs import word_overlap
 
+        self.begin()
         strategy, generator = self.generator(ctx)
         made = 0
         chains: dict[tuple[str, int], set[int]] = {}         # (scope, lineage) -> every version

@@ -166,6 +166,14 @@ def test_digests_are_keyed_on_valid_time_and_recomputed_when_a_backdated_memory_
         found = m.digests(week="2026-W10")
         assert [d["period"] for d in found["digests"]] == ["2026-W10", "2026-03-03"]
         assert m.digests(day="2026-03-03")["digests"][0]["members"] == [a, b, late]
+        # what recall calls for "what happened in week X / on DATE" (None: the question names no period)
+        asked = m.period_digests("what happened in week 10?")
+        assert (asked["kind"], asked["period"]) == ("week", "2026-W10")
+        assert [d["period"] for d in asked["digests"]] == ["2026-W10", "2026-03-03"]
+        assert m.period_digests("what happened last week?")["period"] == "2026-W10"
+        # week 11 is not over, so a day of it has only its own digest
+        assert [d["period"] for d in m.period_digests("anything on 2026-03-09?")["digests"]] == ["2026-03-09"]
+        assert m.period_digests("which port does staging use?") is None
 
 
 def test_a_held_memory_is_never_quoted_and_its_day_waits_for_the_answer(mem):
@@ -204,3 +212,16 @@ def test_shared_names_join_two_chosen_words_into_the_phrase_the_group_writes():
     group = [(1, "linmor lin runs the dex daily"), (2, "the linmor lin dex runs again"), (3, "linmor lin and dex")]
     names = shared_names(group, {}, k=3)
     assert "linmor lin" in names and "dex" in names and "lin" not in names
+
+
+def test_named_periods_read_weeks_and_days_as_people_write_them():
+    from tidemind.periods import named_period, weeks_between
+    today = "2026-03-11"                                   # a Wednesday of ISO week 11
+    assert named_period("what happened in 2026-W10", today) == ("week", "2026-W10")
+    assert named_period("week 10 of 2026", today) == ("week", "2026-W10")
+    assert named_period("in week 50", today) == ("week", "2025-W50")      # not begun this year: last year's
+    assert named_period("the week of 2026-03-04", today) == ("week", "2026-W10")
+    assert named_period("this week", today) == ("week", "2026-W11")
+    assert named_period("yesterday", today) == ("day", "2026-03-10")
+    assert named_period("on 2026-02-30", today) is None and named_period("week 54 of 2026", today) is None
+    assert weeks_between("2026-03-01", "2026-03-10") == ["2026-W09", "2026-W10", "2026-W11"]

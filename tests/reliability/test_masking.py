@@ -112,7 +112,7 @@ def test_payloads_stored_unmasked_by_an_older_version_are_masked_on_open(home):
                   " 'personal', '[]', ?, 'synthesize/offline-v1', '2026-03-01T09:00:00Z', ?)",
                   (f"Avoid: 401 Bearer {JWT}  (seen 4 times)", syntheses.failure_lesson_digest("personal",
                                                                                               f"401 Bearer {JWT}")))
-        c.execute("DELETE FROM migrations WHERE name IN ('0018_mask_quoted_secrets', '0023_syntheses_with_subjects')")
+        c.execute("DELETE FROM migrations WHERE name IN ('0018_mask_quoted_secrets', '0024_syntheses_with_subjects')")
     c.close()
     with Memory.open(home) as m:
         texts = [s for (s,) in m.conn.execute("SELECT text FROM syntheses")]

@@ -71,6 +71,14 @@ def test_user_prompt_injects_only_strong_matches(home, tmp_path):
     assert proc.returncode == 0 and proc.stdout == b""
 
 
+def _scope_of(home, repo) -> str:
+    """The repository's own scope (project:<name>@<id>), where its sessions write."""
+    from tidemind.config import load_settings
+    from tidemind.scopes import derive_scopes
+
+    return derive_scopes(None, load_settings(home), repo)[0]
+
+
 def _transcript(path, turns):
     with open(path, "w") as fh:
         for role, text in turns:
@@ -90,7 +98,7 @@ def test_stop_files_a_correction_as_a_proposed_lesson(home, tmp_path):
     proc, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(bad), "session_id": "abc"})
     assert proc.returncode == 0 and "1 proposed lesson" in proc.stdout.decode()
     with Memory.open(home) as m:
-        items = review.proposals(m.conn, ["project:shop"], "proposed_lesson")
+        items = review.proposals(m.conn, [_scope_of(home, repo)], "proposed_lesson")
         assert len(items) == 1 and "8080" in items[0]["payload"]["said"] and items[0]["status"] == "open"
         assert m.stats()["nodes"]["live"] == 0              # a proposal, never an authored memory
     again, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(bad), "session_id": "abc"})
@@ -120,14 +128,15 @@ def test_stop_reads_a_codex_rollout_transcript(home, tmp_path):
                           input=json.dumps(event).encode(), capture_output=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0 and json.loads(proc.stdout)["systemMessage"].startswith("TideMind filed 1")
     with Memory.open(home) as m:
-        items = review.proposals(m.conn, ["project:shop"], "proposed_lesson")
+        items = review.proposals(m.conn, [_scope_of(home, repo)], "proposed_lesson")
         assert len(items) == 1 and "8080" in items[0]["payload"]["said"]
 
 
 def test_a_repeated_failure_learns_what_worked_instead_and_becomes_do_x_instead(home, tmp_path):
     repo = _repo(tmp_path)
+    scope = _scope_of(home, repo)
     with Memory.open(home) as m:
-        m.digest("The shop builds with npm.", scope="project:shop")
+        m.digest("The shop builds with npm.", scope=scope)
     error = "npm ERR! missing script: build"
     lines = [{"type": "user", "message": {"role": "user", "content": "build the shop"}}]
     for n, (command, result, failed) in enumerate([("npm run build", error, True), ("npm run build", error, True),
@@ -145,11 +154,11 @@ def test_a_repeated_failure_learns_what_worked_instead_and_becomes_do_x_instead(
         hook(home, "stop", {"cwd": str(repo), "transcript_path": str(transcript), "session_id": "s1"})
     hook(home, "stop", {"cwd": str(repo), "transcript_path": str(transcript), "session_id": "s2"})
     with Memory.open(home) as m:
-        item = review.proposals(m.conn, ["project:shop"], "proposed_lesson")[0]
+        item = review.proposals(m.conn, [scope], "proposed_lesson")[0]
         assert item["payload"]["command"] == "npm run build" and item["payload"]["instead"] == "npm run compile"
         assert item["payload"]["times"] == 4                 # two in each of two sessions
         run_due(m, only=["lessons"], force=True)
         lesson = m.conn.execute("SELECT text FROM syntheses WHERE kind='lesson'").fetchone()[0]
         assert lesson.startswith("Run `npm run compile` instead of `npm run build` (it failed 4 times")
         assert error not in lesson
-        assert "Run `npm run compile` instead" in m.prepare(scopes=["project:shop"])["text"]
+        assert "Run `npm run compile` instead" in m.prepare(scopes=[scope])["text"]

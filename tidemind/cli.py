@@ -214,6 +214,9 @@ def _fmt_provider(what: str, s: dict) -> str:
 
 def cmd_doctor(args):
     with _memory(args) as m:
+        if args.prune_orphans:
+            _emit(args, m.prune_stream(), lambda r: r["done"])
+            return
         r = m.doctor()
         _emit(args, r, lambda r: "\n".join([f"{k}: {v}" for k, v in r["checks"].items()]
                                             + [_fmt_provider(k, v) for k, v in r["providers"].items()] + r["notes"]
@@ -379,7 +382,8 @@ def _fmt_taste(action: str, r: dict) -> str:
                   for d in r["decoded"]]
         if r["recorded_only"]:
             lines.append(f"  recorded but not in the codebook: {', '.join(r['recorded_only'])}")
-        lines.append(f"  unexplained: {r['residual']:.1%} of the vector (weight ~{r['unexplained_weight']:.2f})")
+        lines.append(f"  unexplained: {r['unexplained_weight']:.0%} of the day ({r['unplaced']:.0%} of its memories no"
+                     f" workstream places; ~{r['unnamed_weight']:.2f} under names outside the codebook)")
         return "\n".join(lines)
     if action == "where":
         lines = [f"{r['slug']} ({', '.join(r['names'])}) in {r['scope']}: {len(r['days'])} day(s)"]
@@ -471,6 +475,9 @@ def cmd_review(args):
             raise SystemExit(f"tidemind review {args.action} needs an item id")
         if args.action == "show":
             _emit(args, m.review_show(args.id), _fmt_kv)
+            return
+        if args.action == "forget":
+            _emit(args, m.review_forget(args.id), lambda r: r["done"])
             return
         decision = {"approve": "approved", "reject": "rejected", "reopen": "open"}[args.action]
         _emit(args, m.review_decide(args.id, decision, stands=args.stands), lambda r: r["done"])
@@ -679,7 +686,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("id", type=int)
     s = add("stats", cmd_stats, "counts by status")
     s.add_argument("--scope", action="append")
-    add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
+    s = add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
+    s.add_argument("--prune-orphans", action="store_true",
+                   help="remove stream entries of digests that never committed (older than 10 minutes)")
     s = add("digests", cmd_digests, "daily and weekly digests (by the day a memory is about): of --week W,"
                                     " of --day D, or the newest")
     s.add_argument("--scope", action="append", help="scope to read (repeatable; default: every scope)")
@@ -730,8 +739,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alias", action="append", help="mint: also add this alias (repeatable)")
     s.add_argument("--undo", action="store_true", help="mint/alias/dismiss/watch: take it back")
     s.add_argument("--note", help="dismiss/watch: why")
-    s = add("review", cmd_review, "the review queue: list, show, approve, reject or reopen an item")
-    s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen"])
+    s = add("review", cmd_review, "the review queue: list, show, approve, reject, reopen or forget an item")
+    s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen", "forget"])
     s.add_argument("id", nargs="?", type=int)
     s.add_argument("--all", action="store_true", help="list decided items too")
     s.add_argument("--stands", type=int, help="approve a contradiction: the id of the memory that is right")
@@ -759,10 +768,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--view", choices=["search", "node", "graph", "review"], default="search")
     s.add_argument("--node", type=int, help="open this memory")
     s.add_argument("--query", help="run this search first")
-    s = add("eval", cmd_eval, "retrieval evaluation on JSONL memories and queries (DESIGN.md section 4)")
+    s = add("eval", cmd_eval, "retrieval evaluation on JSONL memories and queries (DESIGN.md section 4); tagging"
+                              " precision and recall when memories name their expected tags")
     s.add_argument("what", choices=["retrieval"])
     s.add_argument("--memories", required=True)
-    s.add_argument("--queries", required=True)
+    s.add_argument("--queries", help="questions with their evidence (without: only what the memories file measures,"
+                                     " e.g. tagging)")
     s.add_argument("--split", help="only queries of this split (e.g. tune or test)")
     s.add_argument("--scope", action="append", help="only the memories and queries of this scope (repeatable)")
     s.add_argument("--links", action="store_true",

@@ -266,6 +266,15 @@ def current_since(conn: apsw.Connection, kinds: Sequence[str], since: str | None
     return _decode(rows(conn, sql + " ORDER BY id", [*kinds, *([since] if since else [])]))
 
 
+def citing(conn: apsw.Connection, node_ids: Sequence[int]) -> list[int]:
+    """Syntheses whose members include one of these nodes."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    return [i for (i,) in conn.execute(f"SELECT DISTINCT s.id FROM syntheses s, json_each(s.members) m"
+                                       f" WHERE m.value IN ({marks}) ORDER BY s.id", list(node_ids))]
+
+
 def get(conn: apsw.Connection, synthesis_id: int) -> dict | None:
     found = _decode(rows(conn, "SELECT * FROM syntheses WHERE id=?", (synthesis_id,)))
     return found[0] if found else None

@@ -193,7 +193,8 @@ def test_syntheses_cite_members_wait_for_review_and_never_cite_the_forgotten(mem
     rows = {k: (m, t, st) for k, m, t, st in mem.conn.execute("SELECT kind, members, text, status FROM syntheses")}
     assert set(rows) == {"crystal", "daily", "weekly", "lesson"}
     assert json.loads(rows["crystal"][0]) == ids[:3] and rows["crystal"][2] == "unreviewed"
-    assert "Use: The cache TTL is 300 seconds." in rows["lesson"][1]
+    assert rows["lesson"][1].startswith(f"Use 300 seconds — The cache TTL is 300 seconds. [{new}]")
+    assert "60 seconds" not in rows["lesson"][1]                 # the replaced words are named, never quoted
     kinds = {i["kind"] for i in mem.review_list()}
     assert {"crystal", "lesson"} <= kinds
     text = mem.prepare()["text"]
@@ -261,15 +262,20 @@ def test_lessons_consolidate_corrections_on_one_subject_and_repeated_failures(me
     b = mem.digest("Deploy on Fridays.")["node_ids"][0]
     mem.correct(b, "Never deploy on Fridays; deploy Tuesday mornings.")
     mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 2}], "s1")
-    mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 3}], "s2")
+    mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 3,
+                          "command": "npm run build", "instead": "npm run compile"}], "s2")
     run_due(mem, only=["lessons"], force=True)
-    texts = [t for (t,) in mem.conn.execute("SELECT text FROM syntheses WHERE kind='lesson' ORDER BY id")]
+    texts = [t for (t,) in mem.conn.execute("SELECT text FROM syntheses WHERE kind='lesson' AND status != 'withdrawn'"
+                                            " ORDER BY id")]
     gateway = [t for t in texts if "gateway" in t]
-    assert len(gateway) == 1 and gateway[0].startswith("Use: The API gateway listens on port 8443")
-    assert "2 corrections" in gateway[0]
-    assert any(t.startswith("Use: Never deploy on Fridays") for t in texts)
-    assert len(texts) == 3 and any(t.startswith("Avoid: npm ERR! missing script: build") for t in texts)
-    assert a3
+    assert len(gateway) == 1 and gateway[0].startswith(f"Use 8443 with TLS — The API gateway listens on port 8443"
+                                                       f" with TLS. [{a3}]")
+    assert "2 corrections" in gateway[0] and "3000" not in gateway[0] and "8080" not in gateway[0]
+    assert any(t.startswith("Deploy Tuesday mornings — Never deploy on Fridays") for t in texts)
+    failure = [t for t in texts if "npm" in t]
+    assert len(texts) == 3 and len(failure) == 1
+    assert failure[0].startswith("Run `npm run compile` instead of `npm run build` (it failed 5 times")
+    assert "missing script" not in failure[0]                     # the error is evidence, not the lesson
 
 
 def test_catch_up_after_sleep_runs_a_due_task_once(mem):

@@ -116,3 +116,25 @@ def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str
         WHERE n.status = 'live' AND {hold} AND NOT EXISTS (
             SELECT 1 FROM derived d WHERE d.node_id = n.id AND d.field = ? AND d.generator IN ({marks}))
         ORDER BY n.id LIMIT ?""", (*params, field, *gens, limit))
+
+
+def fallback_nodes(conn: apsw.Connection, since: str | None) -> list[int]:
+    """Live nodes whose annotation was an offline stand-in for a model that did not answer: annotate
+    labels the dimensions and tags it made so `<model generator>+offline-fallback` (and writes the
+    title under the model's own label, so nothing else tells it apart). Since `since` when given."""
+    return [i for (i,) in conn.execute(
+        "SELECT DISTINCT d.node_id FROM derived d JOIN nodes n ON n.id = d.node_id WHERE n.status = 'live'"
+        " AND d.generator LIKE '%+offline-fallback' AND (? IS NULL OR d.created_at >= ?) ORDER BY d.node_id",
+        (since, since))]
+
+
+def release(conn: apsw.Connection, node_ids: Sequence[int], field: str, at: str) -> int:
+    """Make a derived field due again (`tidemind rederive`): the value moves to derived_history,
+    so the pass that writes it picks the node up; the mirror follows."""
+    for node_id in node_ids:
+        conn.execute("INSERT INTO derived_history(node_id, field, value, generator, created_at, replaced_at)"
+                     " SELECT node_id, field, value, generator, created_at, ? FROM derived WHERE node_id = ? AND field = ?",
+                     (at, node_id, field))
+        conn.execute("DELETE FROM derived WHERE node_id = ? AND field = ?", (node_id, field))
+        _mirror(conn, node_id)
+    return len(node_ids)

@@ -225,3 +225,29 @@ def test_named_periods_read_weeks_and_days_as_people_write_them():
     assert named_period("yesterday", today) == ("day", "2026-03-10")
     assert named_period("on 2026-02-30", today) is None and named_period("week 54 of 2026", today) is None
     assert weeks_between("2026-03-01", "2026-03-10") == ["2026-W09", "2026-W10", "2026-W11"]
+
+
+def test_recall_answers_a_question_about_a_period_with_its_digests(home, mem):
+    """'What happened in week 10?' reaches that week's digests through recall and brain_recall; a
+    question naming no period carries none, and another scope's digest never comes with it."""
+    mem.clock.now = dt.datetime(2026, 3, 11, 9, tzinfo=dt.timezone.utc)
+    a = mem.digest("QA signed off the 4.2 release train after the flaky checkout test was fixed.",
+                   valid_at="2026-03-03")["node_ids"][0]
+    mem.digest("The secret project kickoff happened with the design agency.", scope="project:hidden",
+               valid_at="2026-03-04")
+    run_due(mem, only=["temporal"], force=True, clock=mem.clock)
+    r = mem.recall("what happened in week 10?", scopes=["personal"])
+    assert (r["period"]["kind"], r["period"]["period"]) == ("week", "2026-W10")
+    assert [d["period"] for d in r["period"]["digests"]] == ["2026-W10", "2026-03-03"]
+    assert all(d["members"] == [a] and d["scope"] == "personal" for d in r["period"]["digests"])
+    assert "period" not in mem.recall("who signed off the release train?", scopes=["personal"])
+    mem.close()
+
+    async def go():
+        async with session_for(home, "personal") as s:
+            return await call(s, "brain_recall", query="anything in week 10 of 2026?", mode="index")
+
+    served = anyio.run(go)
+    assert served["period"]["period"] == "2026-W10"
+    assert [d["members"] for d in served["period"]["digests"]] == [[a], [a]]
+    assert "design agency" not in json.dumps(served)

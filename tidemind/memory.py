@@ -507,6 +507,9 @@ class Memory:
             result = hybrid_recall(self.conn, None, replace(req, use_vectors=False))
             result["degraded"] = unavailable
         result["scopes"] = read
+        period = self._period_digests(query, read)
+        if period is not None:      # "what happened in week 10?": that period's digests, beside the hits
+            result["period"] = period
         if record:
             self._record_hits([i["id"] for i in result["items"]], req.now)
         return result
@@ -591,14 +594,17 @@ class Memory:
 
     def period_digests(self, question: str, scopes: Sequence[str] | None = None, limit: int = 8) -> dict | None:
         """The digests of the period a question names ("what happened in week 10?", "on
-        2026-03-03", "last week"), or None when it names none: {"kind", "period", "digests"}."""
+        2026-03-03", "last week"), or None when it names none: {"kind", "period", "digests"}.
+        Recall attaches the same answer to a question that names a period."""
+        return self._period_digests(limits.check_query(question), self.read_scopes(scopes, all_scopes=True), limit)
+
+    def _period_digests(self, question: str, read: list[str], limit: int = 8) -> dict | None:
         from . import periods
 
-        named = periods.named_period(limits.check_query(question), self.now())
+        named = periods.named_period(question, self.now())
         if named is None:
             return None
         first, last = periods.bounds(*named)
-        read = self.read_scopes(scopes, all_scopes=True)
         return {"kind": named[0], "period": named[1], "scopes": read,
                 "digests": syntheses.digests_covering(self.conn, read, first, last, limit)}
 

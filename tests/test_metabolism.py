@@ -447,3 +447,11 @@ def test_whole_scope_ranking_agrees_with_pair_scores_and_sees_only_the_scope(mem
     searched = relate.Relatedness(mem.conn, "project:a", mem.embedder).ranked(a, query, 10)
     assert searched and {o for s, o in searched if s > 0} <= {o for _, o in whole}
     assert searched[0][1] == whole[0][1]
+
+    # one pass holds whole scopes up to a budget of memories in all; the scopes past it search
+    monkeypatch.setattr(relate, "WHOLE_SCOPE", 5000)
+    monkeypatch.setattr(relate, "HOLD_BUDGET", relate.Relatedness(mem.conn, "project:a", mem.embedder).documents)
+    held = relate.PassScopes(mem.conn, mem.embedder)
+    assert held["project:a"].holds and not held["project:b"].holds
+    assert held["project:a"] is held["project:a"] and held.held == held["project:a"].documents
+    assert [o for _, o in held["project:a"].ranked(a, query, 10)] == [o for _, o in whole]

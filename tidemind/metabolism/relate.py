@@ -47,6 +47,10 @@ MIN_WORDS = 4              # fewer content words: chatter, linked to nothing
 # faster than asking FTS5 and sqlite-vec for each memory's candidates (an OR of its rare words matched
 # across every scope of the store, and bm25 ranked them all); a larger scope searches for candidates
 WHOLE_SCOPE = 5000
+# and no more memories than this held at once by one pass, whatever the number of scopes: a held
+# memory costs about 10 KB (its words, postings, row and vector), so a store of many small scopes
+# searches for the rest instead of growing the daemon without bound
+HOLD_BUDGET = 10000
 
 
 class Relatedness:
@@ -55,6 +59,7 @@ class Relatedness:
     def __init__(self, conn: apsw.Connection, scope: str, embedder):
         self.conn, self.scope, self.embedder_name = conn, scope, embedder.name
         self.documents, _ = fts.scope_sizes(conn, [scope])
+        self.holds = self.documents <= WHOLE_SCOPE      # `ranked` scores the scope whole
         # an embedder that learns from the store's own text (the default) knows little of a
         # small scope: in eighteen memories its cosine across topics exceeded the one within
         learning = getattr(embedder, "learns_from_store", False)
@@ -174,11 +179,14 @@ class Relatedness:
     def _hold_whole(self) -> "_Whole | None":
         if self._whole is None:
             self._whole = False
-            if self.documents <= WHOLE_SCOPE:
+            if self.holds:
                 self._rows.update(nodes.visible_in_scope(self.conn, self.scope))
                 ids = [i for i in self._rows if self.substantive(i)]
-                self._whole = _Whole(ids, {i: self.words(i) for i in ids}, self.vector(ids),
-                                     [self.speaker_of(i) or "" for i in ids])
+                whole = _Whole(ids, {i: self.words(i) for i in ids}, self.vector(ids),
+                               [self.speaker_of(i) or "" for i in ids])
+                if whole.vectors is not None:        # one copy of each vector: the matrix's row
+                    self._floats.update({i: whole.vectors[k] for k, i in enumerate(ids) if i in self._floats})
+                self._whole = whole
         return self._whole or None
 
     def score(self, a: int, b: int) -> float:
@@ -253,3 +261,22 @@ class _Whole:
                 if i in floats:
                     self.vectors[k] = floats[i]
         self.speakers = np.array(speakers, dtype=object)
+
+
+class PassScopes:
+    """The Relatedness of each scope a pass meets, holding whole scopes up to HOLD_BUDGET memories
+    in all (the first scopes met; later ones search for candidates)."""
+
+    def __init__(self, conn: apsw.Connection, embedder):
+        self.conn, self.embedder = conn, embedder
+        self._by_scope: dict[str, Relatedness] = {}
+        self.held = 0
+
+    def __getitem__(self, scope: str) -> Relatedness:
+        if scope not in self._by_scope:
+            rel = Relatedness(self.conn, scope, self.embedder)
+            if rel.holds and self.held + rel.documents > HOLD_BUDGET:
+                rel.holds = False
+            self.held += rel.documents if rel.holds else 0
+            self._by_scope[scope] = rel
+        return self._by_scope[scope]

@@ -242,6 +242,10 @@ def test_recall_answers_a_question_about_a_period_with_its_digests(home, mem):
     assert all(d["members"] == [a] and d["scope"] == "personal" for d in r["period"]["digests"])
     assert "period" not in mem.recall("who signed off the release train?", scopes=["personal"])
     mem.close()
+    from .conftest import run_cli
+    said = run_cli(home, "recall", "what happened in week 10 of 2026?", "--scope", "personal").stdout.decode()
+    assert "digests of 2026-W10 (derived):" in said and "2026-03-03 · personal · daily" in said
+    assert "design agency" not in said
 
     async def go():
         async with session_for(home, "personal") as s:

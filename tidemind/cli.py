@@ -62,8 +62,12 @@ def _fmt_recall(r: dict) -> str:
     searched = f"(searched scope{'s' if len(r['scopes']) > 1 else ''}: {', '.join(r['scopes'])};" \
                " --scope S or --all-scopes to widen)"
     degraded = f"(degraded: {r['degraded']})\n" if r.get("degraded") else ""
+    period = r.get("period")
+    digests = ""
+    if period and period["digests"]:          # the question named a week or day that has digests
+        digests = f"\n\ndigests of {period['period']} (derived):\n" + _fmt_digests(period)
     if r["abstained"]:
-        return f"{degraded}(abstained) {r['message']}\n{searched}"
+        return f"{degraded}(abstained) {r['message']}\n{searched}{digests}"
     lines = ([degraded.strip()] if degraded else []) + [_fmt_item(i) for i in r["items"]]
     if r.get("clarify"):
         c = r["clarify"]
@@ -72,7 +76,7 @@ def _fmt_recall(r: dict) -> str:
                   for g in c["groups"]]
     elif r.get("chosen"):
         lines.append(f"\n(answered for {r['chosen']})")
-    return "\n".join(lines)
+    return "\n".join(lines) + digests
 
 
 def _fmt_show(r: dict) -> str:

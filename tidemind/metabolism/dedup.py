@@ -4,7 +4,7 @@ texts as versions; reopening or rejecting it later restores the older one."""
 from __future__ import annotations
 
 from . import TaskContext, register
-from .pairs import file_pair_items, numbers, word_overlap
+from .pairs import file_pair_items, negated, numbers, word_overlap
 
 MIN_COSINE = 0.92
 MIN_OVERLAP = 0.6
@@ -12,8 +12,10 @@ MIN_OVERLAP = 0.6
 
 def duplicate(a: str, b: str, cos: float) -> dict | None:
     overlap = word_overlap(a, b)
-    # the same words with other numbers is a contradiction candidate, not a duplicate
-    if overlap >= MIN_OVERLAP and numbers(a) == numbers(b):
+    # the same words with other numbers, or with one of them negated ("is deployed" / "is not
+    # deployed any more"), is a contradiction candidate, not a duplicate: approving a merge would
+    # file the correction as a copy of what it corrects
+    if overlap >= MIN_OVERLAP and numbers(a) == numbers(b) and negated(a) == negated(b):
         return {"similarity": round(cos, 4), "word_overlap": round(overlap, 3)}
     return None
 

@@ -9,6 +9,7 @@ from typing import Callable
 from ..store import audit, immediate, review, task_runs, vectors, visible
 from ..text import content_words, sha256
 
+GENERATOR = "offline-v1"        # what filed a pair's review item (the heuristics below; no model)
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _NEGATION = frozenset({"not", "never", "no", "don", "doesn", "isn", "aren", "won", "cannot", "without", "nobody"})
 
@@ -70,7 +71,7 @@ def file_pair_items(ctx, task: str, kind: str, k: int, min_cosine: float,
                 if review.exists_with_digest(ctx.conn, digest) or review.open_between(ctx.conn, node_id, other):
                     continue
                 item = review.file(ctx.conn, kind, node_id=max(node_id, other), other_node_id=min(node_id, other),
-                                   at=now, scope=scope, digest=digest, **verdict)
+                                   at=now, scope=scope, digest=digest, generator=f"{task}/{GENERATOR}", **verdict)
                 audit.record(ctx.conn, at=now, actor=f"daemon:{task}", action=f"{kind}_proposed", node_id=node_id,
                              other=other, review_item=item)
                 filed += 1

@@ -255,3 +255,34 @@ def test_recall_answers_a_question_about_a_period_with_its_digests(home, mem):
     assert served["period"]["period"] == "2026-W10"
     assert [d["members"] for d in served["period"]["digests"]] == [[a], [a]]
     assert "design agency" not in json.dumps(served)
+
+
+def test_a_withdrawn_crystal_leaves_the_queue_and_its_item_no_longer_quotes_the_hidden_memory(mem):
+    """Archiving most of a cluster withdraws its crystal for good (too few members are left to make
+    one): its open review item must not stay in the queue quoting the archived words, and cannot be
+    approved; unarchiving brings both back."""
+    ids = _three_topics(mem)
+    run_due(mem, only=["crystallize"], force=True)
+    fish = next(c for c in _current(mem, "crystal") if set(c["members"]) == set(ids["fish"]))
+    item = next(i for i in mem.review_list() if i["payload"]["synthesis"] == fish["id"])
+    quoted = [int(CITED.match(line).group(2)) for line in fish["text"].splitlines()]
+    words = [mem.show(q)["content"][:30] for q in quoted]
+    archived = ids["fish"][1:]                    # one member left: no crystal can be made again
+    for node_id in archived:
+        mem.archive(node_id)
+    run_due(mem, only=["crystallize"], force=True)
+    assert syntheses.get(mem.conn, fish["id"])["status"] == "withdrawn"
+    assert item["id"] not in {i["id"] for i in mem.review_list()}
+    shown = mem.review_show(item["id"])
+    assert shown["synthesis"]["hidden"].startswith("withdrawn") and shown["synthesis"]["title"] == ""
+    assert not any(w in json.dumps(shown) for w, q in zip(words, quoted) if q in archived)
+    try:
+        mem.review_decide(item["id"], "approved")
+        raise AssertionError("approved a withdrawn crystal")
+    except Exception as exc:
+        assert "withdrawn" in str(exc)
+    for node_id in archived:
+        mem.unarchive(node_id)
+    run_due(mem, only=["crystallize"], force=True)                # the cluster is whole again
+    assert item["id"] in {i["id"] for i in mem.review_list()}
+    assert "hidden" not in mem.review_show(item["id"])["synthesis"]

@@ -678,7 +678,7 @@ class Memory:
         found = nodes.get_visible(self.conn, named, read)
         item["nodes"] = views.describe(self.conn, found, named, read)
         if item["payload"].get("synthesis"):
-            item["synthesis"] = syntheses.get(self.conn, item["payload"]["synthesis"])
+            item["synthesis"] = syntheses.for_review(self.conn, item["payload"]["synthesis"], read)
         return item
 
     def review_forget(self, item_id: int) -> dict:
@@ -708,6 +708,12 @@ class Memory:
             if item is None:
                 raise NotFound(f"no review item {item_id}")
             stands = self._standing(item, decision, stands)
+            if decision == "approved" and item["payload"].get("synthesis"):
+                made = syntheses.get(self.conn, item["payload"]["synthesis"])
+                if made is not None and made["status"] == "withdrawn":
+                    raise Conflict(f"review item {item['id']}: its {made['kind']} was withdrawn"
+                                   f" ({made['withdrawn_why'] or 'its members changed'}); nothing to approve"
+                                   " until the metabolism makes it again")
             review.decide(self.conn, item["id"], decision, now, self.actor)
             audit.record(self.conn, at=now, actor=self.actor, action=f"review_{decision}", node_id=item["node_id"],
                          review_item=item["id"], kind=item["kind"], previous=item["status"],

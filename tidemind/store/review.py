@@ -168,11 +168,18 @@ def open_in_scopes(conn: apsw.Connection, scopes: Sequence[str], kinds: Sequence
     return found
 
 
-def _in_scopes_sql(scopes: Sequence[str]) -> tuple[str, list]:
-    """An item is in the scopes when its scope is (proposals) or all the nodes it names are."""
+def _in_scopes_sql(scopes: Sequence[str], queue: bool = True) -> tuple[str, list]:
+    """An item is in the scopes when its scope is (proposals) or all the nodes it names are. In the
+    queue (`queue`), an open item about a synthesis that was withdrawn is left out: there is nothing
+    to decide until the metabolism makes it again (and it re-points the item)."""
+    from . import syntheses
+
     marks = ",".join("?" * len(scopes))
     sql = (f"(coalesce(r.scope, (SELECT scope FROM nodes WHERE id = r.node_id)) IN ({marks})"
            f" AND (r.other_node_id IS NULL OR (SELECT scope FROM nodes WHERE id = r.other_node_id) IN ({marks})))")
+    if queue:
+        about = "json_extract(r.payload, '$.synthesis')"
+        sql += f" AND NOT (r.status = 'open' AND {about} IS NOT NULL AND {syntheses.withdrawn_sql(about)})"
     return sql, [*scopes, *scopes]
 
 
@@ -188,7 +195,7 @@ def listing(conn: apsw.Connection, scopes: Sequence[str], status: str | None = "
 
 
 def get(conn: apsw.Connection, item_id: int, scopes: Sequence[str]) -> dict | None:
-    where, params = _in_scopes_sql(scopes)
+    where, params = _in_scopes_sql(scopes, queue=False)
     found = rows(conn, f"SELECT r.* FROM review_items r WHERE r.id = ? AND {where}", [item_id, *params])
     if not found:
         return None

@@ -280,6 +280,30 @@ def get(conn: apsw.Connection, synthesis_id: int) -> dict | None:
     return found[0] if found else None
 
 
+def for_review(conn: apsw.Connection, synthesis_id: int, scopes: Sequence[str]) -> dict | None:
+    """The synthesis a review item asks about, as a reader of `scopes` may see it: its title and text
+    only while it is current and every member is visible to that reader; otherwise they are left
+    out and `hidden` says why (a withdrawn crystal quoted an archived memory in the queue)."""
+    row = get(conn, synthesis_id)
+    if row is None:
+        return None
+    pred, params = visible("n", scopes)
+    unseen = [i for (i,) in conn.execute(
+        f"SELECT j.value FROM json_each(?) j WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = j.value AND {pred})",
+        [json.dumps(row["members"]), *params])]
+    why = (f"withdrawn: {row['withdrawn_why'] or 'its members changed'}" if row["status"] == "withdrawn"
+           else f"it cites memories not visible here (node {', '.join(map(str, unseen))})" if unseen else None)
+    if why:
+        row.update(title="", text=f"[{why}]", hidden=why)
+    return row
+
+
+def withdrawn_sql(id_expression: str) -> str:
+    """SQL: the synthesis whose id `id_expression` gives is withdrawn (the review queue leaves out
+    an open question about it until the metabolism makes it again)."""
+    return f"EXISTS (SELECT 1 FROM syntheses ws WHERE ws.id = {id_expression} AND ws.status = 'withdrawn')"
+
+
 def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
     if scopes:
         marks = ",".join("?" * len(scopes))

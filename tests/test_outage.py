@@ -234,7 +234,8 @@ def test_rederive_redoes_what_a_fallback_made_once_the_model_is_back(home, monke
             nightly = ids[1]
             shown = m.show(nightly)["derived"]
             assert shown["kind"]["generator"] == model_gen + "+offline-fallback"       # the stand-in says so
-            assert shown["title"]["value"] == "Staging PostgreSQL backups run nightly at 02:00."
+            assert shown["title"] == {**shown["title"], "value": "Staging PostgreSQL backups run nightly at 02:00.",
+                                      "generator": model_gen + "+offline-fallback"}      # the title too
         assert cli_json(home, "rederive", "--since", "2999-01-01")["tasks"]["crystallize"]["candidates"] == 0
 
         Picky.refuse = None                                       # the model can answer it now

@@ -24,6 +24,7 @@ GENERATOR = "annotate/offline-v2"
 # (v1 proposed YAKE keyphrases, which are not carried over as the node's vocabulary tags)
 OFFLINE_TAG_SOURCES = ("annotate/offline-v1", GENERATOR, "reconsolidate", "reconsolidate/offline-v2")
 VOCABULARY_FIELD = derived.VOCABULARY_SIZE
+FALLBACK = "+offline-fallback"          # appended to the model's generator on what the offline code wrote for it
 REGROW = 2                              # retag once the scope is this many times larger
 REJECTED_IN_SCOPE = 2                   # a name a person rejected on this many memories is not offered there
 SCHEMA = {
@@ -172,7 +173,9 @@ class AnnotateTask:
             generator = f"annotate/{ctx.llm.name}/annotate@{strategy.version}"
         budget = ctx.batch or self.batch_size
         # a title refreshed by reconsolidation counts as current: the two passes must not take turns
-        todo = derived.nodes_missing(ctx.conn, "title", (generator, "reconsolidate/offline-v1"), budget)
+        # and so does the offline stand-in written while this model did not answer (`tidemind rederive` redoes it)
+        todo = derived.nodes_missing(ctx.conn, "title", (generator, generator + FALLBACK, "reconsolidate/offline-v1"),
+                                     budget)
         existing = tags.for_nodes(ctx.conn, [n["id"] for n in todo])
         scopes: dict[str, ScopeTagging] = {}
         proposed = done = fallbacks = retagged = 0
@@ -185,7 +188,7 @@ class AnnotateTask:
             offline = made is None
             if offline:
                 fallbacks += strategy is not None
-                source = GENERATOR if strategy is None else generator + "+offline-fallback"
+                source = GENERATOR if strategy is None else generator + FALLBACK
                 made = (title_for(node["content"]),
                         self._scope(ctx, scopes, node["scope"]).propose(node["content"], existing[node["id"]]),
                         offline_dimensions(node["content"]))
@@ -194,8 +197,8 @@ class AnnotateTask:
             with immediate(ctx.conn):
                 if ctx.conn.execute("SELECT status FROM nodes WHERE id=?", (node["id"],)).fetchone()[0] != "live":
                     continue
-                # the row records the generator it was asked for, so the node is not picked again
-                derived.put(ctx.conn, node["id"], "title", title, generator, now)
+                # labelled with what really wrote it: the model, or the offline stand-in for it
+                derived.put(ctx.conn, node["id"], "title", title, source, now)
                 for key, value in dims.items():
                     derived.put(ctx.conn, node["id"], key, str(value), source, now)
                 withdrawn: list[str] = []

@@ -123,8 +123,8 @@ def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str
 
 def fallback_nodes(conn: apsw.Connection, since: str | None) -> list[int]:
     """Live nodes whose annotation was an offline stand-in for a model that did not answer: annotate
-    labels the dimensions and tags it made so `<model generator>+offline-fallback` (and writes the
-    title under the model's own label, so nothing else tells it apart). Since `since` when given."""
+    labels the title, dimensions and tags it made so `<model generator>+offline-fallback`. Since
+    `since` when given."""
     return [i for (i,) in conn.execute(
         "SELECT DISTINCT d.node_id FROM derived d JOIN nodes n ON n.id = d.node_id WHERE n.status = 'live'"
         " AND d.generator LIKE '%+offline-fallback' AND (? IS NULL OR d.created_at >= ?) ORDER BY d.node_id",

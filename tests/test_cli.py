@@ -153,3 +153,12 @@ def test_config_toml_is_read(home):
     (home / "config.toml").write_text("this is = = not toml")
     proc = run_cli(home, "stats")
     assert proc.returncode == 1 and "config.toml" in proc.stderr.decode()
+
+
+def test_metabolize_help_names_every_task(home):
+    """The help lists the tasks a person may pass to --task; a new task must not be missing from it."""
+    from tidemind.metabolism.scheduler import ordered_tasks
+
+    said = " ".join(run_cli(home, "metabolize", "--help").stdout.decode().split())
+    missing = [t.name for t in ordered_tasks() if t.name not in said]
+    assert not missing, missing

@@ -1,4 +1,5 @@
 """Metabolism: tasks propose, never overwrite; rejections hold; leases keep runs single."""
+import datetime as dt
 import json
 import os
 import subprocess
@@ -216,9 +217,11 @@ def test_reconsolidation_refreshes_derived_only(mem):
     b = mem.digest("Failed payments trigger an email to the customer after the last retry.")["node_ids"][0]
     run_due(mem, only=["embed", "annotate"], force=True)
     before = mem.conn.execute("SELECT content, content_hash FROM nodes WHERE id=?", (a,)).fetchone()
-    for _ in range(3):
-        got = {i["id"] for i in mem.recall("failed payments retries billing", limit=5)["items"]}
+    for query in ("failed payments retries billing", "what happens after a failed payment retry",
+                  "failed card payments: retries and the email"):      # three occasions, not one question thrice
+        got = {i["id"] for i in mem.recall(query, limit=5)["items"]}
         assert {a, b} <= got
+        mem.clock.now += dt.timedelta(hours=2)
     hits = mem.conn.execute("SELECT count(*) FROM recall_hits WHERE node_id=?", (a,)).fetchone()[0]
     assert hits == 3
     report = run_due(mem, only=["reconsolidate"], force=True)[0]
@@ -390,8 +393,12 @@ def test_co_recall_proposes_only_pairs_that_recur_and_a_few_per_node(mem):
            for n in range(8)]
     mem.embed_pending()
     with immediate(mem.conn):
-        for _ in range(3):                           # the first node recalled with all the others, three times
-            recall_hits.record(mem.conn, ids, mem.now())
+        for _ in range(3):                           # one question asked three times: one answer, repeated
+            recall_hits.record(mem.conn, ids[:3], mem.now())
+    assert run_due(mem, only=["reconsolidate"], force=True)[0]["links_proposed"] == 0
+    with immediate(mem.conn):
+        for k in range(3):                           # the first node recalled with the others in three answers
+            recall_hits.record(mem.conn, [i for i in ids if i != ids[7 - k]], mem.now())
         recall_hits.record(mem.conn, [ids[0], 999_999], mem.now())          # once only: never proposed
     report = run_due(mem, only=["reconsolidate"], force=True)[0]
     made = mem.conn.execute("SELECT source_id, target_id, strength FROM links WHERE proposed_by='reconsolidate'"

@@ -294,3 +294,28 @@ def test_eval_reports_tagging_precision_on_the_labelled_sets(home, labelled):
     assert tagging["tagged_share"] >= 0.9 and tagging["memories_per_name"] >= 1.5
     kinds = {"infra", "house", "conv"} if "holdout" in labelled else {"shop", "personal", "conv", "work"}
     assert all(any(k in scope for scope in tagging["by_scope"]) for k in kinds)     # every kind of text measured
+
+
+def test_undoing_a_rejection_restores_the_whole_row_it_replaced(mem):
+    """Undo is exact: a person's own tag and a pass's proposal come back with their status, source,
+    confidence and the time they were decided, after a rejection on the node or for the scope."""
+    own = mem.digest("Ferry timetable for the island trip in June.")["node_ids"][0]
+    mem.tag_add(own, "ferries")
+    proposed = mem.digest("The ferry to the island leaves at nine.")["node_ids"][0]
+    with immediate(mem.conn):
+        tags.assign(mem.conn, proposed, "island", status="proposed", source="annotate/offline-v3", at=mem.now(),
+                    confidence=0.7)
+
+    def row(node_id, name):
+        return mem.conn.execute("SELECT nt.status, nt.source, nt.confidence, nt.created_at, nt.decided_at"
+                                " FROM node_tags nt JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id=? AND t.name=?",
+                                (node_id, name)).fetchone()
+
+    before = row(own, "ferries"), row(proposed, "island")
+    mem.tag_decide(own, "ferries", reject=True)
+    mem.tag_decide(own, "ferries", reject=True)           # twice: the first rejection's memory holds
+    mem.tag_decide(own, "ferries", reject=False)
+    mem.tag_reject_everywhere("island", "personal")
+    assert row(proposed, "island")[0] == "rejected_by_user"
+    mem.tag_unreject_everywhere("island", "personal")
+    assert (row(own, "ferries"), row(proposed, "island")) == before

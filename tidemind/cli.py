@@ -723,7 +723,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--base", default=None, help="the home directory the hosts' files are under (default: ~)")
     s.add_argument("--scope", action="append", help="fix the server's scopes (default: derived per project)")
     s = add("metabolize", cmd_metabolize, "run metabolism tasks now (all, or --task NAME ...)")
-    s.add_argument("--task", action="append", help="embed, annotate, link-propose, link-evaluate, decay")
+    s.add_argument("--task", action="append", help="one of embed, annotate, link-propose, link-evaluate, dedup,"
+                   " contradict, crystallize, temporal, lessons, reconsolidate, fingerprint, decay (repeatable)")
     s.add_argument("--batch", type=int, default=None, help="override each task's batch size")
     s = add("rederive", cmd_rederive, "redo derived fields and syntheses an offline stand-in made, with the model"
                                       " now that it is back (annotate, crystallize, temporal, lessons)")

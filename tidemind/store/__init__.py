@@ -56,6 +56,7 @@ CORE_MIGRATIONS = [
     ("0023_vectors_per_embedder", vectors.PER_EMBEDDER_DDL),
     ("0024_syntheses_with_subjects", _syntheses_with_subjects),
     ("0025_provider_state", provider_state.DDL),
+    ("0026_tag_rejection_remembers_decided_at", tags.PRIOR_DECIDED_DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

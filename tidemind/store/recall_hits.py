@@ -29,16 +29,20 @@ def record(conn: apsw.Connection, node_ids: Sequence[int], at: str) -> None:
 
 
 def hot_since(conn: apsw.Connection, min_hits: int, limit: int) -> list[dict]:
-    """Live nodes recalled at least `min_hits` times since they were last reconsolidated."""
+    """Live nodes recalled at least `min_hits` times since they were last reconsolidated, with
+    `company`: for each node recalled beside it, on how many occasions, an occasion being one
+    answer within one hour (a question asked three times in a row is one occasion; the pair
+    recalled in other company, or in another hour, is another)."""
     found = rows(conn, """
-        SELECT h.node_id, count(*) AS hits, json_group_array(h.company) AS companies FROM recall_hits h
+        SELECT h.node_id, count(*) AS hits, json_group_array(json_array(substr(h.at, 1, 13), h.company)) AS answers
+        FROM recall_hits h
         JOIN nodes n ON n.id = h.node_id AND n.status = 'live'
         LEFT JOIN derived d ON d.node_id = h.node_id AND d.field = 'reconsolidated_at'
         WHERE d.value IS NULL OR h.at > d.value
         GROUP BY h.node_id HAVING count(*) >= ? ORDER BY hits DESC LIMIT ?""", (min_hits, limit))
     for r in found:
         counts: dict[int, int] = {}
-        for company in json.loads(r["companies"]):
+        for _hour, company in {tuple(a) for a in json.loads(r.pop("answers"))}:
             for other in json.loads(company):
                 counts[other] = counts.get(other, 0) + 1
         r["company"] = counts

@@ -39,6 +39,10 @@ ALTER TABLE node_tags ADD COLUMN prior_status TEXT;
 ALTER TABLE node_tags ADD COLUMN prior_source TEXT;
 ALTER TABLE node_tags ADD COLUMN prior_confidence REAL;
 """
+# ... and when the replaced assignment was decided (undo left the rejection's time on a person's tag)
+PRIOR_DECIDED_DDL = """
+ALTER TABLE node_tags ADD COLUMN prior_decided_at TEXT;
+"""
 
 # "Never this tag here": a person's rejection of a tag name for a whole scope. No pass proposes
 # the name in that scope again (`assign` refuses), and the proposals it already had there are
@@ -93,6 +97,7 @@ def reject(conn: apsw.Connection, node_id: int, name: str, at: str) -> None:
                  " DO UPDATE SET prior_status=CASE WHEN status='rejected_by_user' THEN prior_status ELSE status END,"
                  " prior_source=CASE WHEN status='rejected_by_user' THEN prior_source ELSE source END,"
                  " prior_confidence=CASE WHEN status='rejected_by_user' THEN prior_confidence ELSE confidence END,"
+                 " prior_decided_at=CASE WHEN status='rejected_by_user' THEN prior_decided_at ELSE decided_at END,"
                  " status='rejected_by_user', source='person', confidence=NULL, decided_at=excluded.decided_at",
                  (node_id, tid, at, at))
 
@@ -100,7 +105,8 @@ def reject(conn: apsw.Connection, node_id: int, name: str, at: str) -> None:
 def unreject(conn: apsw.Connection, node_id: int, name: str) -> bool:
     """Undo a rejection: the assignment it replaced comes back as it was (status, source,
     confidence); a rejection of a tag the node never had leaves nothing."""
-    found = rows(conn, "SELECT nt.tag_id, nt.prior_status, nt.prior_source, nt.prior_confidence FROM node_tags nt"
+    found = rows(conn, "SELECT nt.tag_id, nt.prior_status, nt.prior_source, nt.prior_confidence, nt.prior_decided_at"
+                       " FROM node_tags nt"
                        " JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id=? AND t.name=? AND nt.status='rejected_by_user'",
                  (node_id, name))
     if not found:
@@ -109,9 +115,10 @@ def unreject(conn: apsw.Connection, node_id: int, name: str) -> bool:
     if row["prior_status"] is None:
         conn.execute("DELETE FROM node_tags WHERE node_id=? AND tag_id=?", (node_id, row["tag_id"]))
     else:
-        conn.execute("UPDATE node_tags SET status=?, source=?, confidence=?, prior_status=NULL, prior_source=NULL,"
-                     " prior_confidence=NULL WHERE node_id=? AND tag_id=?",
-                     (row["prior_status"], row["prior_source"], row["prior_confidence"], node_id, row["tag_id"]))
+        conn.execute("UPDATE node_tags SET status=?, source=?, confidence=?, decided_at=?, prior_status=NULL,"
+                     " prior_source=NULL, prior_confidence=NULL, prior_decided_at=NULL WHERE node_id=? AND tag_id=?",
+                     (row["prior_status"], row["prior_source"], row["prior_confidence"], row["prior_decided_at"],
+                      node_id, row["tag_id"]))
     return True
 
 
@@ -127,7 +134,7 @@ def reject_everywhere(conn: apsw.Connection, name: str, scope: str, at: str, by:
     marks = ",".join("?" * len(touched))
     if touched:
         conn.execute(f"UPDATE node_tags SET prior_status=status, prior_source=source, prior_confidence=confidence,"
-                     f" status='rejected_by_user', source=?, confidence=NULL, decided_at=? WHERE tag_id=?"
+                     f" prior_decided_at=decided_at, status='rejected_by_user', source=?, confidence=NULL, decided_at=? WHERE tag_id=?"
                      f" AND node_id IN ({marks})", [EVERYWHERE, at, tid, *touched])
     return touched
 

@@ -37,7 +37,7 @@ class Reading:
         self.limit = limit
         self.words: dict[int, list[str]] = {}
         self.sentences: dict[int, list[tuple[str, list[str]]]] = {}
-        self.names: dict[int, dict[str, str]] = {}
+        self.names: dict[int, dict[str, tuple[str, int]]] = {}
 
     def forget(self) -> None:
         self.words.clear()
@@ -58,7 +58,7 @@ class Reading:
             self.sentences[nid] = [(s, content_words(s)) for s in sentences(text)]
         return self.sentences[nid]
 
-    def names_of(self, nid: int, text: str) -> dict[str, str]:
+    def names_of(self, nid: int, text: str) -> dict[str, tuple[str, int]]:
         if nid not in self.names:
             if len(self.names) >= self.limit:
                 self.forget()
@@ -145,51 +145,30 @@ def central(members: Sequence[Member], idf: dict[str, float], k: int, per_member
     return [(c[3], clip(c[4])) for c in chosen]
 
 
-def _names(text: str) -> dict[str, str]:
-    """Candidate names of one memory, folded -> as written: words written with a capital or a
-    digit inside (PgBouncer, PostgreSQL, DEPLOY_ENV, k8s), runs of capitalised words (GitHub
-    Actions), pairs of adjacent content words (staging database), and single content words."""
-    out: dict[str, str] = {}
-    for sentence in sentences(text):
-        tokens = _TOKEN.findall(sentence)
-        run: list[str] = []
-        for i, tok in enumerate(tokens):
-            word = tok.strip(".-/")
-            folded = word.casefold()
-            if not word or folded in STOPWORDS:
-                if len(run) > 1:
-                    out.setdefault(" ".join(run).casefold(), " ".join(run))
-                run = []
-                continue
-            shaped = any(c.isupper() for c in word[1:]) or (any(c.isdigit() for c in word) and any(
-                c.isalpha() for c in word)) or "_" in word
-            capital = word[0].isupper() and (i > 0 or shaped)
-            if capital or shaped:
-                run.append(word)
-            else:
-                if len(run) > 1:
-                    out.setdefault(" ".join(run).casefold(), " ".join(run))
-                run = []
-            if len(folded) >= 3 and not folded.isdigit():
-                out.setdefault(folded, word)
-            if i + 1 < len(tokens):
-                nxt = tokens[i + 1].strip(".-/")
-                if nxt and nxt.casefold() not in STOPWORDS and len(nxt) > 2 and len(folded) > 2 \
-                        and not folded.isdigit() and not nxt.isdigit():
-                    out.setdefault(f"{folded} {nxt.casefold()}", f"{word} {nxt}")
-        if len(run) > 1:
-            out.setdefault(" ".join(run).casefold(), " ".join(run))
-    return out
+def _names(text: str) -> dict[str, tuple[str, int]]:
+    """Candidate names of one memory, matching key -> (as written, how): the tag vocabulary's
+    candidates (`vocabulary.extract`: chunks cut at function words, verbs, adverbs and numbers, so a
+    name is never a clause fragment such as "Anna reviewed" or "disk filled"), with its flags
+    (written capitalised, a phrase, used as a noun here)."""
+    from . import vocabulary
+
+    doc = vocabulary.extract(text)
+    return {key: (doc.surface[key], flags) for key, flags in doc.grams.items()}
 
 
 def shared_names(members: Sequence[Member], idf: dict[str, float], k: int = 3,
                  reading: Reading | None = None) -> list[str]:
     """Up to `k` names most of the group shares and the scope rarely uses, as written. A phrase
     wins over its own words when it is nearly as common in the group."""
+    from .vocabulary import CAP, MULTI, NOUN
+
     reading = reading or Reading()
     seen: Counter = Counter()
+    named: set[str] = set()             # a phrase, a name, or a word the group uses as a noun somewhere
     for nid, text in members:
-        seen.update(reading.names_of(nid, text).keys())
+        names = reading.names_of(nid, text)
+        seen.update(names.keys())
+        named.update(key for key, (_, flags) in names.items() if flags & (CAP | MULTI | NOUN))
     need = 2 if len(members) > 1 else 1
 
     def weight(folded: str) -> float:
@@ -197,7 +176,7 @@ def shared_names(members: Sequence[Member], idf: dict[str, float], k: int = 3,
         rarity = sum(idf.get(p, 1.0) for p in parts) / len(parts)
         return seen[folded] * rarity * (1.15 if len(parts) > 1 else 1.0)
 
-    weights = {f: weight(f) for f, n in seen.items() if n >= need}
+    weights = {f: weight(f) for f, n in seen.items() if n >= need and f in named}
     ranked = sorted((f for f, w in weights.items() if w > 0), key=lambda f: (-weights[f], f))
     out: list[str] = []
     for folded in ranked:
@@ -219,7 +198,7 @@ def shared_names(members: Sequence[Member], idf: dict[str, float], k: int = 3,
         names = reading.names_of(nid, text)
         for f in out:
             if f in names:
-                written[f][names[f]] += 1
+                written[f][names[f][0]] += 1
     return [written[f].most_common(1)[0][0] for f in out]
 
 

@@ -103,3 +103,20 @@ def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str
         WHERE n.status = 'live' AND {hold} AND NOT EXISTS (
             SELECT 1 FROM derived d WHERE d.node_id = n.id AND d.field = ? AND d.generator IN ({marks}))
         ORDER BY n.id LIMIT ?""", (*params, field, *gens, limit))
+
+
+def title_sql(alias: str) -> str:
+    """SQL expression: the node's derived title, else its text (a listing sorted by title)."""
+    return f"coalesce((SELECT d.value FROM derived d WHERE d.node_id = {alias}.id AND d.field = 'title'), {alias}.content)"
+
+
+def titles(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    """The derived title of each node that has one (lists show thousands: title only, chunked)."""
+    out: dict[int, str] = {}
+    ids = list(node_ids)
+    for start in range(0, len(ids), 900):
+        chunk = ids[start:start + 900]
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT node_id, value FROM derived WHERE field = 'title' AND node_id IN ({marks})",
+                                chunk).fetchall())
+    return out

@@ -93,3 +93,54 @@ def test_cli_tag_and_link_errors_are_clear(home, cli):
     assert proc.returncode == 1 and "no node 42" in proc.stderr.decode()
     proc = run_cli(home, "links", "confirm", "7")
     assert proc.returncode == 1 and "no link 7" in proc.stderr.decode()
+
+
+def test_a_tag_name_rejected_everywhere_is_never_proposed_in_that_scope_and_undo_restores_it(home, cli):
+    """Offline tagging put the same useless name on every memory, and a rejection held for one node
+    only: the name came back on every new memory. "Never this tag here" is a scope-wide tombstone."""
+    from tidemind.memory import Memory
+    from tidemind.store import immediate, tags
+
+    with Memory.open(home) as m:
+        nodes = [m.digest(f"The staging database number {n} listens on port 54{n}.", scope="project:a")["node_ids"][0]
+                 for n in range(3)]
+        other = m.digest("The staging database in the other project listens on 6000.", scope="project:b")["node_ids"][0]
+        m.tag_add(nodes[2], "server-number")                       # a person's own tag of the same name
+        with immediate(m.conn):
+            for n in nodes[:2] + [other]:
+                tags.assign(m.conn, n, "server-number", status="proposed", source="annotate/offline", at=m.now(),
+                            confidence=0.4)
+        before = {n: m.conn.execute("SELECT status, source, confidence FROM node_tags nt JOIN tags t ON t.id=nt.tag_id"
+                                    " WHERE nt.node_id=? AND t.name='server-number'", (n,)).fetchone() for n in nodes}
+    listed = cli("tags", "list", "--status", "proposed", "--scope", "project:a")
+    assert [(t["name"], t["count"]) for t in listed["tags"]] == [("server-number", 2)]
+    done = cli("tags", "reject-everywhere", "server-number", "--scope", "project:a")
+    assert sorted(done["node_ids"]) == nodes[:2]
+    with Memory.open(home) as m:
+        served = lambda n: {t["name"]: t["status"] for t in m.show(n)["tags"]}
+        assert "server-number" not in served(nodes[0]) and served(nodes[2])["server-number"] == "confirmed"
+        assert served(other)["server-number"] == "proposed"                 # another scope is not touched
+        fresh = m.digest("The staging database number 9 listens on port 5499.", scope="project:a")["node_ids"][0]
+        with immediate(m.conn):
+            assert not tags.assign(m.conn, fresh, "server-number", status="proposed", source="annotate", at=m.now())
+        run_due(m, only=["embed", "annotate"], force=True)
+        assert "server-number" not in {t["name"] for t in m.show(fresh)["tags"]}
+        assert m.tag_listing(scopes=["project:a"])["rejected_everywhere"][0]["name"] == "server-number"
+    undone = cli("tags", "unreject-everywhere", "server-number", "--scope", "project:a")
+    assert sorted(undone["node_ids"]) == nodes[:2]
+    with Memory.open(home) as m:
+        after = {n: m.conn.execute("SELECT status, source, confidence FROM node_tags nt JOIN tags t ON t.id=nt.tag_id"
+                                   " WHERE nt.node_id=? AND t.name='server-number'", (n,)).fetchone() for n in nodes}
+        assert after == before                                            # exactly as it was
+        actions = [a for (a,) in m.conn.execute("SELECT action FROM audit_log WHERE action LIKE 'tag_%everywhere'")]
+        assert actions == ["tag_reject_everywhere", "tag_unreject_everywhere"]
+    bad = run_cli(home, "tags", "unreject-everywhere", "server-number", "--scope", "project:a")
+    assert bad.returncode == 1 and b"not rejected everywhere" in bad.stderr
+
+
+def test_tag_commands_confirm_reject_and_unreject_by_node(home, cli):
+    nid = cli("digest", "The ferry to the island leaves at seven.")["node_ids"][0]
+    assert "added" in cli("tags", "confirm", str(nid), "ferries")["done"]
+    cli("tags", "reject", str(nid), "ferries")
+    cli("tags", "unreject", str(nid), "ferries")
+    assert {t["name"]: t["status"] for t in cli("show", str(nid))["tags"]} == {"ferries": "confirmed"}

@@ -446,7 +446,31 @@ def cmd_review(args):
 def cmd_tags(args):
     with _memory(args) as m:
         m.actor = "person:cli"
-        _emit(args, m.tag_decide(args.id, args.tag, reject=args.action == "reject"), lambda r: r["done"])
+        words = args.args
+        if args.action == "list":
+            if words:
+                raise InvalidInput("tidemind tags list takes no names (use --status, --scope)")
+            _emit(args, m.tag_listing(args.status, args.scope), _fmt_tag_listing)
+            return
+        if args.action in ("reject-everywhere", "unreject-everywhere"):
+            if len(words) != 1 or not args.scope or len(args.scope) != 1:
+                raise InvalidInput(f"tidemind tags {args.action} NAME --scope S")
+            verb = m.tag_reject_everywhere if args.action == "reject-everywhere" else m.tag_unreject_everywhere
+            _emit(args, verb(words[0], args.scope[0]), lambda r: r["done"])
+            return
+        if len(words) != 2:
+            raise InvalidInput(f"tidemind tags {args.action} NODE NAME")
+        node_id = _id_arg(words[0])
+        if args.action == "confirm":
+            _emit(args, m.tag_add(node_id, words[1]), lambda r: r["done"])
+        else:
+            _emit(args, m.tag_decide(node_id, words[1], reject=args.action == "reject"), lambda r: r["done"])
+
+
+def _fmt_tag_listing(r: dict) -> str:
+    lines = [f"{t['count']:>5}  {t['name']}  ({t['status']}; e.g. node {t['example']})" for t in r["tags"]]
+    lines += [f"never in {t['scope']}: {t['name']} (since {t['created_at'][:10]})" for t in r["rejected_everywhere"]]
+    return "\n".join(lines) or "(no tags)"
 
 
 def cmd_links(args):
@@ -663,10 +687,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("id", nargs="?", type=int)
     s.add_argument("--all", action="store_true", help="list decided items too")
     s.add_argument("--stands", type=int, help="approve a contradiction: the id of the memory that is right")
-    s = add("tags", cmd_tags, "reject a tag on a node (permanent until unreject) or lift the rejection")
-    s.add_argument("action", choices=["reject", "unreject"])
-    s.add_argument("id", type=int)
-    s.add_argument("tag")
+    s = add("tags", cmd_tags, "tags: confirm|reject|unreject NODE NAME, reject-everywhere|unreject-everywhere NAME"
+                              " --scope S, list [--status S]")
+    s.add_argument("action", choices=["confirm", "reject", "unreject", "reject-everywhere", "unreject-everywhere",
+                                      "list"])
+    s.add_argument("args", nargs="*", help="NODE NAME, or NAME for the -everywhere actions")
+    s.add_argument("--scope", action="append")
+    s.add_argument("--status", choices=["proposed", "confirmed", "rejected_by_user"])
     s = add("links", cmd_links, "confirm, reject or reopen a link")
     s.add_argument("action", choices=["confirm", "reject", "reopen"])
     s.add_argument("id", type=int)

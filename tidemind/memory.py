@@ -724,6 +724,45 @@ class Memory:
                          status=previous["status"] if previous else None)
         return {"node_ids": [row["id"]], "tag": name, "done": f"tag {name!r} on node {row['id']} is as it was before"}
 
+    def tag_reject_everywhere(self, name: str, scope: str) -> dict:
+        """"Never this tag here": no pass proposes the name in the scope again, and its proposals
+        there are rejected (a person's own tags of that name stay). Reversible, audited."""
+        name, scope = self._tag_name(name), self._write_scope(scope)
+        now = self.now()
+        with immediate(self.conn):
+            touched = tags.reject_everywhere(self.conn, name, scope, now, self.actor)
+            audit.record(self.conn, at=now, actor=self.actor, action="tag_reject_everywhere", scope=scope, tag=name,
+                         nodes=touched)
+        return {"tag": name, "scope": scope, "node_ids": touched,
+                "done": f"tag {name!r} rejected everywhere in {scope} ({len(touched)} proposal(s) withdrawn; no pass"
+                        " proposes it there again)"}
+
+    def tag_unreject_everywhere(self, name: str, scope: str) -> dict:
+        name, scope = self._tag_name(name), self._write_scope(scope)
+        now = self.now()
+        with immediate(self.conn):
+            restored = tags.unreject_everywhere(self.conn, name, scope)
+            if restored is None:
+                raise NotFound(f"tag {name!r} is not rejected everywhere in {scope}")
+            audit.record(self.conn, at=now, actor=self.actor, action="tag_unreject_everywhere", scope=scope, tag=name,
+                         nodes=restored)
+        return {"tag": name, "scope": scope, "node_ids": restored,
+                "done": f"tag {name!r} no longer rejected in {scope} ({len(restored)} proposal(s) back as they were)"}
+
+    def tag_listing(self, status: str | None = None, scopes: Sequence[str] | None = None) -> dict:
+        """Tag names by status with how many memories carry them, and the scope-wide rejections."""
+        if status not in (None, "proposed", "confirmed", "rejected_by_user"):
+            raise InvalidInput("status is proposed, confirmed or rejected_by_user")
+        read = self.read_scopes(scopes, all_scopes=True)
+        return {"tags": tags.listing(self.conn, read, status), "rejected_everywhere": tags.tombstones(self.conn, read)}
+
+    @staticmethod
+    def _tag_name(name) -> str:
+        name = (name or "").strip().lstrip("#") if isinstance(name, str) else ""
+        if not name or len(name) > limits.MAX_TAG_CHARS:
+            raise InvalidInput(f"a tag name is 1-{limits.MAX_TAG_CHARS} characters")
+        return name
+
     def link_decide(self, link_id: int, status: str) -> dict:
         if status not in ("confirmed", "rejected_by_user", "pending"):
             raise InvalidInput("a link can be confirmed, rejected or reopened")

@@ -46,6 +46,7 @@ CORE_MIGRATIONS = [
     ("0019_fts_token_totals", fts.count_tokens),
     ("0020_import_context", nodes.CONTEXT_DDL + fts.CONTEXT_REBUILD),
     ("0021_superseded_valid_to", nodes.SUPERSEDED_VALID_TO),
+    ("0022_tag_tombstones", tags.SCOPE_TOMBSTONES_DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

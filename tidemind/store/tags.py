@@ -40,6 +40,21 @@ ALTER TABLE node_tags ADD COLUMN prior_source TEXT;
 ALTER TABLE node_tags ADD COLUMN prior_confidence REAL;
 """
 
+# "Never this tag here": a person's rejection of a tag name for a whole scope. No pass proposes
+# the name in that scope again (`assign` refuses), and the proposals it already had there are
+# rejected with the state before remembered (source EVERYWHERE), so lifting it restores them.
+# A person's own tag of that name stays: the rejection is about what passes invent.
+SCOPE_TOMBSTONES_DDL = """
+CREATE TABLE tag_tombstones(
+  scope TEXT NOT NULL,
+  tag_id INTEGER NOT NULL REFERENCES tags(id),
+  created_at TEXT NOT NULL,
+  by TEXT NOT NULL,
+  PRIMARY KEY(scope, tag_id)
+);
+"""
+EVERYWHERE = "person:everywhere"
+
 SERVED = ("proposed", "confirmed")   # statuses a tag filter matches; rejected ones never do
 
 
@@ -58,6 +73,10 @@ def assign(conn: apsw.Connection, node_id: int, name: str, *, status: str, sourc
     current = [r[0] for r in conn.execute("SELECT status FROM node_tags WHERE node_id=? AND tag_id=?", (node_id, tid))]
     if current and (current[0] == "rejected_by_user" or (current[0] == "confirmed" and status == "proposed")):
         return False
+    if status == "proposed" and conn.execute(
+            "SELECT 1 FROM tag_tombstones t JOIN nodes n ON n.scope = t.scope WHERE n.id=? AND t.tag_id=?",
+            (node_id, tid)).fetchone():
+        return False                          # a person said "never this tag here"
     conn.execute("INSERT INTO node_tags(node_id, tag_id, status, source, confidence, created_at) VALUES(?,?,?,?,?,?)"
                  " ON CONFLICT(node_id, tag_id) DO UPDATE SET status=excluded.status, source=excluded.source,"
                  " confidence=excluded.confidence, decided_at=excluded.created_at",
@@ -96,6 +115,56 @@ def unreject(conn: apsw.Connection, node_id: int, name: str) -> bool:
     return True
 
 
+def reject_everywhere(conn: apsw.Connection, name: str, scope: str, at: str, by: str) -> list[int]:
+    """The scope-wide tombstone; the scope's live proposals of the name are rejected with their
+    state remembered. Returns the nodes whose proposal it rejected."""
+    tid = tag_id(conn, name)
+    conn.execute("INSERT INTO tag_tombstones(scope, tag_id, created_at, by) VALUES(?,?,?,?)"
+                 " ON CONFLICT(scope, tag_id) DO NOTHING", (scope, tid, at, by))
+    touched = [r[0] for r in conn.execute(
+        "SELECT nt.node_id FROM node_tags nt JOIN nodes n ON n.id = nt.node_id WHERE nt.tag_id=? AND n.scope=?"
+        " AND nt.status='proposed' ORDER BY nt.node_id", (tid, scope))]
+    marks = ",".join("?" * len(touched))
+    if touched:
+        conn.execute(f"UPDATE node_tags SET prior_status=status, prior_source=source, prior_confidence=confidence,"
+                     f" status='rejected_by_user', source=?, confidence=NULL, decided_at=? WHERE tag_id=?"
+                     f" AND node_id IN ({marks})", [EVERYWHERE, at, tid, *touched])
+    return touched
+
+
+def unreject_everywhere(conn: apsw.Connection, name: str, scope: str) -> list[int] | None:
+    """Lift the tombstone and put back exactly the proposals it rejected (None: there was none)."""
+    found = conn.execute("SELECT t.tag_id FROM tag_tombstones t JOIN tags g ON g.id = t.tag_id WHERE t.scope=?"
+                         " AND g.name=?", (scope, name)).fetchone()
+    if found is None:
+        return None
+    tid = found[0]
+    conn.execute("DELETE FROM tag_tombstones WHERE scope=? AND tag_id=?", (scope, tid))
+    restored = [r[0] for r in conn.execute(
+        "SELECT nt.node_id FROM node_tags nt JOIN nodes n ON n.id = nt.node_id WHERE nt.tag_id=? AND n.scope=?"
+        " AND nt.status='rejected_by_user' AND nt.source=? ORDER BY nt.node_id", (tid, scope, EVERYWHERE))]
+    for node_id in restored:
+        unreject(conn, node_id, name)
+    return restored
+
+
+def tombstones(conn: apsw.Connection, scopes: Sequence[str]) -> list[dict]:
+    marks = ",".join("?" * len(scopes))
+    return rows(conn, f"SELECT t.scope, g.name, t.created_at, t.by FROM tag_tombstones t JOIN tags g ON g.id = t.tag_id"
+                      f" WHERE t.scope IN ({marks}) ORDER BY t.scope, g.name", list(scopes))
+
+
+def listing(conn: apsw.Connection, scopes: Sequence[str], status: str | None = None, limit: int = 500) -> list[dict]:
+    """Tag names with how many visible memories carry them in each status (a review queue of
+    proposed names: one decision for a name instead of one per memory)."""
+    pred, params = visible("n", scopes)
+    where = " AND nt.status = ?" if status else ""
+    return rows(conn, f"SELECT t.name, nt.status, count(*) AS count, min(n.id) AS example FROM node_tags nt"
+                      f" JOIN tags t ON t.id = nt.tag_id JOIN nodes n ON n.id = nt.node_id WHERE {pred}{where}"
+                      f" GROUP BY t.name, nt.status ORDER BY count DESC, t.name LIMIT ?",
+                [*params, *([status] if status else []), limit])
+
+
 def nodes_tagged_with(conn: apsw.Connection, name: str, scope: str) -> dict[int, list[str]]:
     """Live nodes of a scope carrying a confirmed tag `name`, each with all its confirmed tags."""
     pred, params = visible("n", [scope])
@@ -115,8 +184,8 @@ def forget_node(conn: apsw.Connection, node_id: int) -> None:
     tag_ids = [r[0] for r in conn.execute("SELECT tag_id FROM node_tags WHERE node_id=?", (node_id,))]
     conn.execute("DELETE FROM node_tags WHERE node_id=?", (node_id,))
     for tid in tag_ids:
-        conn.execute("DELETE FROM tags WHERE id=? AND NOT EXISTS (SELECT 1 FROM node_tags WHERE tag_id=?)",
-                     (tid, tid))
+        conn.execute("DELETE FROM tags WHERE id=? AND NOT EXISTS (SELECT 1 FROM node_tags WHERE tag_id=?)"
+                     " AND NOT EXISTS (SELECT 1 FROM tag_tombstones WHERE tag_id=?)", (tid, tid, tid))
 
 
 def for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[dict]]:

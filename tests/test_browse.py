@@ -171,3 +171,17 @@ def test_changes_since_names_what_a_mutation_touched(mem):
     got = mem.changes_since(mark)
     assert got["nodes"] == sorted([a, b]) and set(got["actions"]) == {"digest", "tag_add"} and got["complete"]
     assert mem.changes_since(mem.change_mark()[0])["nodes"] == []
+
+
+def test_tag_restore_never_brings_back_a_proposal_a_scope_now_refuses(mem):
+    from tidemind.metabolism.scheduler import run_due
+
+    nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
+    run_due(mem, only=["embed", "annotate"], force=True)
+    name = next(t["name"] for t in mem.tags_of(nid) if t["status"] == "proposed")
+    r = mem.tag_add(nid, name)
+    mem.tag_reject_everywhere(name, mem.settings.default_scope)      # said meanwhile, elsewhere
+    mem.tag_restore(nid, name, r["previous"])
+    assert {t["name"]: t["status"] for t in mem.tags_of(nid)}[name] == "rejected_by_user"
+    mem.tag_unreject_everywhere(name, mem.settings.default_scope)
+    assert {t["name"]: t["status"] for t in mem.tags_of(nid)}[name] == "proposed"

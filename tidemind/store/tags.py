@@ -284,6 +284,13 @@ def put_back(conn: apsw.Connection, node_id: int, name: str, row: dict | None) -
     if row is None:
         conn.execute("DELETE FROM node_tags WHERE node_id=? AND tag_id=?", (node_id, tid))
         return
+    if row["status"] == "proposed" and conn.execute(
+            "SELECT 1 FROM tag_tombstones t JOIN nodes n ON n.scope = t.scope WHERE n.id=? AND t.tag_id=?",
+            (node_id, tid)).fetchone():
+        # "never this tag here" was said since: the proposal comes back withdrawn, remembered as
+        # reject_everywhere remembers the ones it withdrew (lifting the tombstone brings it back)
+        row = {**row, "status": "rejected_by_user", "source": EVERYWHERE, "confidence": None,
+               "prior_status": "proposed", "prior_source": row["source"], "prior_confidence": row["confidence"]}
     conn.execute("INSERT INTO node_tags(node_id, tag_id, status, source, confidence, created_at, decided_at, prior_status,"
                  " prior_source, prior_confidence) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(node_id, tag_id) DO UPDATE SET"
                  " status=excluded.status, source=excluded.source, confidence=excluded.confidence,"

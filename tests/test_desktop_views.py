@@ -400,3 +400,45 @@ def test_the_window_fits_800_by_500_without_sideways_scrolling(window, mem, qtbo
                 assert not area.horizontalScrollBar().isVisible(), (window.tabs.tabText(index), type(area).__name__,
                                                                      area.objectName())
     assert (window.width(), window.height()) == (800, 500)
+
+
+def test_the_proposed_tags_queue_rejects_a_useless_name_everywhere_and_undoes_it(window, mem, qtbot):
+    """One decision for a name the passes put on many memories, in every scope it was proposed."""
+    from tidemind.metabolism.scheduler import run_due
+    from tidemind.store import tags as tag_store
+
+    ids = [mem.digest(f"Runbook step {i}: restart the {w} worker and watch the queue drain.", scope=scope)["node_ids"][0]
+           for i, (w, scope) in enumerate((("billing", "project:a"), ("search", "project:b"), ("mail", "project:a")))]
+    run_due(mem, only=["embed", "annotate"], force=True)
+    mine = ids[0]
+    with immediate(mem.conn):                                # one memory's own proposal, for a name it keeps
+        tag_store.assign(mem.conn, ids[1], "useless", status="proposed", source="t", at=mem.now())
+        tag_store.assign(mem.conn, ids[2], "useless", status="proposed", source="t", at=mem.now())
+        tag_store.assign(mem.conn, mine, "useless", status="proposed", source="t", at=mem.now())
+    mem.tag_add(mine, "useless")                             # a person's own tag of that name stays
+    before = {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids}
+    window.tabs.setCurrentWidget(window.review_view)
+    window.review_view.select_kind("tags")
+    settle(window, qtbot)
+    queue = window.tags_queue
+    rows = {queue.list.item(i).data(256): queue.list.item(i).text() for i in range(queue.list.count())}
+    assert "useless" in rows and "2 proposal(s)" in rows["useless"] and "project:a" in rows["useless"] \
+        and "project:b" in rows["useless"]
+    assert any(t.startswith("Tags ") for t in (window.review_view.kinds.tabText(i)
+                                                for i in range(window.review_view.kinds.count())))
+    queue.list.setCurrentRow(list(rows).index("useless"))
+    queue.list.setFocus()
+    QTest.keyClick(queue.list, Qt.Key_R)
+    settle(window, qtbot)
+    after = {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids}
+    assert after[ids[1]]["useless"] == after[ids[2]]["useless"] == "rejected_by_user"
+    assert after[mine]["useless"] == "confirmed"
+    assert "useless" not in [queue.list.item(i).data(256) for i in range(queue.list.count())]
+    assert "#useless in project:a" in queue.rejected.text() and "#useless in project:b" in queue.rejected.text()
+    fresh = mem.digest("Runbook step 9: a new memory in the same scope.", scope="project:b")["node_ids"][0]
+    with immediate(mem.conn):                                # no pass proposes it there again
+        assert not tag_store.assign(mem.conn, fresh, "useless", status="proposed", source="t", at=mem.now())
+    window.undo()
+    settle(window, qtbot)
+    assert {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids} == before
+    assert "useless" in [queue.list.item(i).data(256) for i in range(queue.list.count())]

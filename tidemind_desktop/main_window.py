@@ -33,6 +33,7 @@ from .results import ID, ROW, ResultList
 from .review_view import PAGE, ReviewView
 from .sidebar import Sidebar
 from .switcher import QuickSwitcher
+from .tags_queue import TagsQueue, group
 from .worker import Background, Worker
 
 ALL = "all scopes"
@@ -83,6 +84,8 @@ class MainWindow(QMainWindow):
         self.node_view = NodeView()
         self.graph_view = GraphView()
         self.review_view = ReviewView()
+        self.tags_queue = TagsQueue()
+        self.review_view.set_tags_page(self.tags_queue)
         self.import_panel = ImportPanel()
         self.metabolism_panel = MetabolismPanel()
         for widget, label in ((self.node_view, "Memory"), (self.graph_view, "Graph"), (self.review_view, "Review"),
@@ -141,12 +144,16 @@ class MainWindow(QMainWindow):
         self.node_view.node_opened.connect(self.open_node)
         self.node_view.action.connect(self.node_action)
         self.review_view.decided.connect(self._decided)
-        self.review_view.page_wanted.connect(lambda _: self.refresh(("review",)))
+        self.review_view.page_wanted.connect(lambda r: self.refresh(("review", "tags") if r["view"] == "tags"
+                                                                     else ("review",)))
         self.review_view.detail_wanted.connect(self._load_detail)
         self.review_view.undo_requested.connect(self.undo)
         self.review_view.node_opened.connect(self.open_node)
         self.review_view.questions.answered.connect(self.answer_question)
         self.review_view.questions.skipped.connect(self.skip_question)
+        self.tags_queue.reject_requested.connect(self.reject_tag_everywhere)
+        self.tags_queue.lift_requested.connect(self.lift_tag_everywhere)
+        self.tags_queue.open_requested.connect(lambda name: self.browse({"view": "tag", "tag": name}))
         self.graph_view.wanted.connect(self.load_graph)
         self.graph_view.node_opened.connect(self.open_node)
         self.graph_view.node_selected.connect(self._graph_selected)
@@ -514,6 +521,28 @@ class MainWindow(QMainWindow):
                   undo=lambda r: (f"tag #{name} on #{node_id}",
                                   lambda m, prev=r["previous"]: m.tag_restore(node_id, name, prev)))
 
+    def reject_tag_everywhere(self, name: str, scopes: list[str]):
+        """"Never this tag here" in each scope where it is proposed: one decision for a name that
+        was proposed on hundreds of memories; undo lifts it and the proposals come back as they were."""
+        def do(m):
+            touched = [n for s in scopes for n in m.tag_reject_everywhere(name, s)["node_ids"]]
+            return {"done": f"#{name} rejected everywhere in {', '.join(scopes)}: {len(touched)} proposal(s)"
+                            " withdrawn; no pass proposes it there again", "node_ids": touched}
+
+        self._act(do, parts=(*LIGHT, "tags"), node=self.node_view.node_id,
+                  undo=lambda r: (f"#{name} rejected everywhere", lambda m: self._lift(m, name, scopes)))
+
+    def lift_tag_everywhere(self, name: str, scopes: list[str]):
+        self._act(lambda m: self._lift(m, name, scopes), parts=(*LIGHT, "tags"), node=self.node_view.node_id,
+                  undo=lambda r: (f"#{name} allowed again", lambda m: {
+                      "done": "; ".join(m.tag_reject_everywhere(name, s)["done"] for s in scopes)}))
+
+    @staticmethod
+    def _lift(m: Memory, name: str, scopes: list[str]) -> dict:
+        restored = [n for s in scopes for n in m.tag_unreject_everywhere(name, s)["node_ids"]]
+        return {"done": f"#{name} may be proposed again in {', '.join(scopes)}; {len(restored)} proposal(s) back",
+                "node_ids": restored}
+
     def answer_question(self, question_id: int, answer: str):
         self._act(lambda m: m.clarify_answer(question_id, answer))
 
@@ -703,7 +732,8 @@ class MainWindow(QMainWindow):
     def _want(self, parts, node: int | None = None, since: int | None = None) -> dict:
         """What to read, decided on the UI thread (the worker never reads a widget)."""
         review = self.review_view.request()
-        return {"parts": set(parts), "review": review, "node": node, "since": since,
+        parts = set(parts) | ({"tags"} if review["view"] == "tags" else set())
+        return {"parts": parts, "review": review, "node": node, "since": since,
                 "shown_node": self.node_view.node_id if not (self.node_view.node or {}).get("archived") else None,
                 "link_ends": {link["target"] for link in (self.node_view.node or {}).get("links", [])}}
 
@@ -732,6 +762,11 @@ class MainWindow(QMainWindow):
                                                   limit=PAGE if listed else 1), "view": r["view"]}
         if "questions" in parts:
             out["questions"] = memory.clarify_questions(limit=200)
+        if "tags" in parts:                      # the proposed-tags queue: names grouped, per scope counted
+            listed = {s: memory.tag_listing(status="proposed", scopes=[s])
+                      for s in memory.read_scopes(None, all_scopes=True)}
+            out["tags"] = {"rows": group(listed),
+                           "tombstones": [t for one in listed.values() for t in one["rejected_everywhere"]]}
         if "runs" in parts:
             out["runs"] = memory.task_state()
             out["tasks"] = [t.name for t in scheduler.ordered_tasks()]
@@ -809,6 +844,9 @@ class MainWindow(QMainWindow):
             self.graph_view.set_choices(list(data["sidebar"]["scopes"]), [t for t, _ in data["sidebar"]["tags"]])
         if "review" in data:
             self.review_view.load(data["review"])
+        if "tags" in data:
+            self.tags_queue.load(data["tags"]["rows"], data["tags"]["tombstones"])
+            self.review_view.set_tags_count(len(data["tags"]["rows"]))
         if "questions" in data:
             self.review_view.questions.load(data["questions"])
             self.review_view.set_question_count(len(data["questions"]))

@@ -356,6 +356,11 @@ class ReviewView(QWidget):
         self.prev_page.setEnabled(self.offset > 0)
         self.next_page.setEnabled(self.offset + shown < self.total)
 
+    def set_tags_count(self, n: int) -> None:
+        counts = dict(self.counts)
+        counts["tags"] = n
+        self._set_kinds(counts)
+
     def set_question_count(self, n: int) -> None:
         counts = dict(self.counts)
         counts["questions"] = n

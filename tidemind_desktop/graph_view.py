@@ -218,7 +218,7 @@ class _View(QGraphicsView):
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
         self.scale(factor, factor)
         self.panel.zoomed_by_person = True          # the layout settling no longer re-fits the view
-        self.panel.update_labels()
+        self.panel.zoomed()
 
     def resizeEvent(self, event):
         super().resizeEvent(event)
@@ -532,6 +532,12 @@ class GraphView(QWidget):
         if self.view.transform().m11() > 1.4:                         # a small graph stays legible, not huge
             self.view.resetTransform()
             self.view.centerOn(rect.center())
+        self.zoomed()
+
+    def zoomed(self) -> None:
+        """Thousands of memories seen from afar are drawn without antialiasing (a few pixels each:
+        it costs more than it shows); close up, or few of them, smooth again."""
+        self.view.setRenderHint(QPainter.Antialiasing, len(self.items) < 800 or self.view.transform().m11() >= 0.5)
         self.update_labels()
 
     def labelled(self, node_id: int) -> bool:

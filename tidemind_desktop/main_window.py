@@ -39,6 +39,7 @@ from .worker import Background, Worker
 ALL = "all scopes"
 LIGHT = ("status", "sidebar", "review", "questions", "runs")       # cheap to read again after any change
 UNDO_DEPTH = 50
+GRAPH_LIMIT = 2000          # memories in a whole graph: the best linked beyond that (it says so; a scope or tag narrows)
 
 
 class MainWindow(QMainWindow):
@@ -353,7 +354,7 @@ class MainWindow(QMainWindow):
                                     scopes=[request["scope"]] if request.get("scope") else None)
             return reader.graph_overview(scopes=[request["scope"]] if request.get("scope") else None,
                                          tag=request.get("tag"), link_statuses=request["statuses"],
-                                         orphans=request["orphans"])
+                                         orphans=request["orphans"], limit=GRAPH_LIMIT)
 
         def drawn(graph):
             self.graph_pending = False

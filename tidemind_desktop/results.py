@@ -74,15 +74,29 @@ class RichDelegate(QStyledItemDelegate):
         doc.documentLayout().draw(painter, ctx)
         painter.restore()
 
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._heights: dict[tuple[str, int], int] = {}
+
     def sizeHint(self, option, index):
-        self.initStyleOption(option, index)
+        """Heights are kept per text and width: a list re-lays out every row when a page is added,
+        and laying out hundreds of rich-text rows each time stalled the window."""
         width = option.widget.viewport().width() if option.widget else 300
-        doc = QTextDocument()
-        doc.setDocumentMargin(4)
-        doc.setDefaultFont(option.font)
-        doc.setHtml(index.data(HTML) or "")
-        doc.setTextWidth(max(80, width))
-        return QSize(width, int(doc.size().height()) + 2)
+        text = index.data(HTML) or ""
+        key = (text, width)
+        height = self._heights.get(key)
+        if height is None:
+            self.initStyleOption(option, index)
+            doc = QTextDocument()
+            doc.setDocumentMargin(4)
+            doc.setDefaultFont(option.font)
+            doc.setHtml(text)
+            doc.setTextWidth(max(80, width))
+            height = int(doc.size().height()) + 2
+            if len(self._heights) > 4000:
+                self._heights.clear()
+            self._heights[key] = height
+        return QSize(width, height)
 
 
 class ResultList(QListWidget):

@@ -58,7 +58,15 @@ def run(home: str | None, screenshot: str | None = None, view: str = "search", n
     if screenshot:
         shoot(window, view, node, query)
         app.processEvents()
-        window.grab().save(screenshot)
+        picture = window.grab()
+        if view == "switcher":                   # a dialog is a window of its own: drawn where it sits
+            from PySide6.QtGui import QPainter
+
+            painter = QPainter(picture)
+            dialog = window.switcher
+            painter.drawPixmap((picture.width() - dialog.width()) // 2, 60, dialog.grab())
+            painter.end()
+        picture.save(screenshot)
         window.close()
         memory.close()
         return 0
@@ -76,7 +84,7 @@ def run(home: str | None, screenshot: str | None = None, view: str = "search", n
 def shoot(window, view: str, node: int | None, query: str | None) -> None:
     """Bring the window to `view`, waiting for every read and layout it needs."""
     window.wait_idle()
-    if query:
+    if query and view != "switcher":
         window.query.setText(query)
         window.search()
         window.wait_idle()

@@ -17,7 +17,7 @@ import html
 import math
 from collections import Counter
 
-from PySide6.QtCore import QLineF, QObject, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QLineF, QObject, QPoint, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsEllipseItem, QGraphicsItem, QGraphicsScene,
                                QGraphicsSimpleTextItem,
@@ -76,11 +76,12 @@ class NodeItem(QGraphicsEllipseItem):
 
     def restyle(self) -> None:
         panel = self.panel
-        pen = QPen(panel.palette().color(QPalette.Text), 0)
         if self.node_id == panel.selected or self.node_id == panel.center:
             pen = QPen(panel.palette().color(QPalette.Highlight), 3)
-        pen.setCosmetic(True)
-        self.setPen(pen)
+            pen.setCosmetic(True)
+            self.setPen(pen)
+        else:
+            self.setPen(QPen(Qt.NoPen))             # an outline drowns the colour of a small dot
         self.setBrush(QBrush(self.colour))
         faded = panel.focus is not None and self.node_id not in panel.focus
         self.setOpacity(0.2 if faded else 1.0)
@@ -213,6 +214,8 @@ class _View(QGraphicsView):
         self.setDragMode(QGraphicsView.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
         self.setViewportUpdateMode(QGraphicsView.BoundingRectViewportUpdate)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)      # drag the background to pan, as in Obsidian
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
 
     def wheelEvent(self, event):
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
@@ -314,7 +317,7 @@ class GraphView(QWidget):
         self._labels_later.timeout.connect(self.update_labels)
         for bar in (self.view.horizontalScrollBar(), self.view.verticalScrollBar()):
             bar.valueChanged.connect(lambda _: self._labels_later.start())
-        self.legend = QLabel(self.view.viewport())
+        self.legend = QLabel(self)                  # over the view, not in its viewport (which scrolls its children)
         self.legend.setObjectName("legend")
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setStyleSheet("background: palette(window); color: palette(window-text);"
@@ -514,7 +517,8 @@ class GraphView(QWidget):
         shown = len(g["nodes"])
         total = g.get("total")
         where = (f"around #{self.center} (depth {self.request.get('depth', 2)})" if self.center is not None
-                 else (self.request.get("scope") or "all scopes") + (f", tag #{self.request['tag']}" if self.request.get("tag") else ""))
+                 else "in " + (self.request.get("scope") or "all scopes")
+                 + (f", tagged #{self.request['tag']}" if self.request.get("tag") else ""))
         more = f" (the {shown:,} best linked of {total:,}; choose a scope or a tag)" if total and total > shown else ""
         settling = "" if self.progress >= 1.0 else f" · laying out {int(self.progress * 100)}%"
         picked = (f" · selected #{self.selected} {self.items[self.selected].title[:60]}"
@@ -603,7 +607,8 @@ class GraphView(QWidget):
             item.restyle()
 
     def place_legend(self):
-        self.legend.move(6, 6)
+        self.legend.move(self.view.geometry().topLeft() + QPoint(6, 6))
+        self.legend.raise_()
 
     # -- pointer ------------------------------------------------------------------------------------
     def set_focus(self, node_id: int | None) -> None:

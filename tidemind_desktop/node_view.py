@@ -7,7 +7,7 @@ import html
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea,
-                               QSizePolicy, QVBoxLayout, QWidget)
+                               QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
 from tidemind.views import title_of
 
@@ -59,12 +59,14 @@ class TagChip(QWidget):
         self.label.clicked.connect(lambda: self.opened.emit(name))
         row.addWidget(self.label)
         if status == "proposed":
-            self.confirm_button = QPushButton("confirm")
-            self.confirm_button.setFlat(True)
+            self.confirm_button = QToolButton()           # compact: chips sit two to a row in a narrow window
+            self.confirm_button.setText("confirm")
+            self.confirm_button.setAutoRaise(True)
             self.confirm_button.clicked.connect(lambda: self.confirmed.emit(name))
             row.addWidget(self.confirm_button)
-        self.button = QPushButton("undo" if status == "rejected_by_user" else "reject")
-        self.button.setFlat(True)
+        self.button = QToolButton()
+        self.button.setText("undo" if status == "rejected_by_user" else "reject")
+        self.button.setAutoRaise(True)
         self.button.clicked.connect(lambda: self.toggled.emit(name, status != "rejected_by_user"))
         row.addWidget(self.button)
 
@@ -168,6 +170,7 @@ class NodeView(QScrollArea):
         grid = QGridLayout(chips)                  # chips wrap in rows of two instead of running off
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setAlignment(Qt.AlignLeft)
+        grid.setColumnStretch(2, 1)
         for i, tag in enumerate(all_tags):
             chip = TagChip(tag["name"], tag["status"])
             chip.toggled.connect(lambda name, reject: self.tag_toggled.emit(self.node_id, name, reject))
@@ -185,7 +188,7 @@ class NodeView(QScrollArea):
         self.layout_.addWidget(links)
         src = node["source"]
         self.layout_.addWidget(_label(
-            f"<b>Provenance</b> tool {html.escape(str(src['tool']))} · session {html.escape(str(src['session']))}"
+            f"<b>Provenance</b> tool {html.escape(str(src['tool'] or '—'))} · session {html.escape(str(src['session'] or '—'))}"
             f" · capture {src['capture']}" + (f" · file {html.escape(node['import_file'])}" if node.get("import_file") else "")
             + f"<br><b>Valid</b> {node['valid_from']} → {node['valid_to'] or 'now'}"
             f" · <b>recorded</b> {node['recorded_at']}"))

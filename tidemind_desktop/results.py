@@ -50,6 +50,13 @@ def snippet(content: str, terms: list[str], width: int = 170) -> str:
     return ("…" if start else "") + marked(piece, terms) + ("…" if start + width < len(flat) else "")
 
 
+def _beyond(content: str, title: str) -> str:
+    """The text a row shows under its title: what the title does not already say."""
+    flat = " ".join(content.split())
+    head = title.rstrip("…").rstrip(".")
+    return flat[len(head):].lstrip(" .:—-") if head and flat.startswith(head) else flat
+
+
 class RichDelegate(QStyledItemDelegate):
     """Draws a row's HTML with the palette's text colour (the selection's, when selected)."""
 
@@ -141,15 +148,17 @@ class ResultList(QListWidget):
         self.source, self.total = {"search": query}, len(items)
         for item in items:
             title = item.get("title") or ""
-            self.addItem(self._row({**item, "snippet": snippet(item["content"], terms)}, marked(title[:120], terms)))
+            more = _beyond(item["content"], title)
+            self.addItem(self._row({**item, "snippet": snippet(item["content"], terms) if more else ""},
+                                   marked(title[:120], terms)))
 
     def show_page(self, request: dict, page: dict, append: bool = False) -> None:
         if not append:
             self.clear()
         self.source, self.total = request, page["total"]
         for item in page["items"]:
-            first_line = " ".join(item["content"].split())
-            self.addItem(self._row({**item, "snippet": html.escape(first_line[:170]) + ("…" if len(first_line) > 170 else "")},
+            rest = _beyond(item["content"], item["title"])
+            self.addItem(self._row({**item, "snippet": html.escape(rest[:170]) + ("…" if len(rest) > 170 else "")},
                                    html.escape(item["title"][:120])))
 
     def drop(self, node_ids) -> None:

@@ -203,6 +203,7 @@ class ReviewView(QWidget):
         self.items = InboxList()
         self.items.setSelectionMode(QAbstractItemView.ExtendedSelection)     # bulk decisions
         self.items.setWordWrap(True)
+        self.items.setAlternatingRowColors(True)        # two-line rows: where one ends and the next begins
         self.items.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.items.setMinimumWidth(160)
         self.detail = QTextBrowser()

@@ -87,9 +87,21 @@ def make_vault(folder: Path, notes: int, rng: random.Random) -> None:
         body = [f"---\ntags: [{NOTE_TOPICS[i % len(NOTE_TOPICS)].lower()}]\n---\n"
                 f"{_fill(rng.choice(AGENT), rng)} See [[{hub}]]. {tags}\n"]
         for s in range(1, 3):
-            body.append(f"\n## {rng.choice(('Context', 'Details', 'Follow-up', 'Open questions'))} {s}\n"
-                        f"{_fill(rng.choice(AGENT), rng)} Related: [[{others[s - 1]}]].\n")
+            heading = f"{('Context', 'Details', 'Follow-up', 'Open questions')[(i + s) % 4]} on {rng.choice(SERVICES)}"
+            body.append(f"\n## {heading}\n{_fill(rng.choice(AGENT), rng)} Related: [[{others[s - 1]}]].\n")
         (sub / f"{name}.md").write_text("".join(body), encoding="utf-8")
+
+
+def _metabolise(m: Memory, say) -> None:
+    """The offline passes, each until it has nothing left to do."""
+    from tidemind.metabolism.scheduler import run_due
+
+    for task in ("embed", "annotate", "link-propose", "dedup", "contradict"):
+        for _ in range(1000):                       # each run is one bounded batch
+            report = run_due(m, only=[task], force=True)[0]
+            if not any(v for k, v in report.items() if isinstance(v, int)):
+                break
+        say(f"  {task} done")
 
 
 def build(home: str | Path, memories: int = 2000, seed: int = 7, quiet: bool = False) -> dict:
@@ -101,16 +113,10 @@ def build(home: str | Path, memories: int = 2000, seed: int = 7, quiet: bool = F
     digests = memories - notes * 3
     day0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.timezone.utc)
     with Memory.open(home, actor="person:sample") as m:
-        conflicts = list(CONFLICTS)
-        for i in range(digests):
+        for i in range(digests - 2 * len(CONFLICTS)):
             scope = SCOPES[i % len(SCOPES)] if i % 7 else "personal"
             when = day0 + dt.timedelta(hours=i * 90 * 24 / max(1, digests))
-            if conflicts and i in (digests // 6, digests // 3, digests // 2, 2 * digests // 3, 5 * digests // 6):
-                first, second = conflicts.pop()
-                m.digest(first, scope="project:infra", valid_at=when.isoformat(), source_tool="claude-code")
-                text = second
-                scope = "project:infra"
-            elif i % 97 == 5:                       # the same thing said twice: a merge to review
+            if i % 97 == 5:                         # the same thing said twice: a merge to review
                 text = "The weekly planning meeting is on Monday at 10:00 in the big room."
                 text = text if i % 2 else text.replace("room.", "room!")
                 scope = "project:shop"
@@ -126,14 +132,14 @@ def build(home: str | Path, memories: int = 2000, seed: int = 7, quiet: bool = F
 
             imported = sync(m, "obsidian", Path(tmp) / "Notes", scope="vault:notes")
         say(f"  imported {imported['created']:,} units from {notes:,} notes")
-        from tidemind.metabolism.scheduler import run_due
-
-        for task in ("embed", "annotate", "link-propose", "dedup", "contradict"):
-            for _ in range(1000):                   # each run is one bounded batch
-                report = run_due(m, only=[task], force=True)[0]
-                if not any(v for k, v in report.items() if isinstance(v, int) and k not in ("ms",)):
-                    break
-            say(f"  {task} done")
+        _metabolise(m, say)
+        # the latest weeks: facts told again with another value, the newest items in the inbox
+        for k, (first, second) in enumerate(CONFLICTS):
+            when = day0 + dt.timedelta(days=80 + k)
+            m.digest(first, scope="project:infra", valid_at=when.isoformat(), source_tool="claude-code")
+            m.digest(second, scope="project:infra", valid_at=(when + dt.timedelta(days=3)).isoformat(),
+                     source_tool="claude-code")
+        _metabolise(m, say)
         # a person has been here before: some links confirmed, a few rejected
         for k, link in enumerate(m.pending_links(limit=max(200, memories // 2))):
             if k % 3 == 0:

@@ -46,6 +46,7 @@ class TagsQueue(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("proposed-tags")
         self.list.setWordWrap(True)
+        self.list.setAlternatingRowColors(True)
         self.list.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         layout.addWidget(self.list, 1)

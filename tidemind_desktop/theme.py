@@ -66,8 +66,8 @@ def colour(role: str) -> str:
 
 def mark(text_html: str) -> str:
     """Words set off with the palette's selection colours (matched words, differing values)."""
-    return (f"<span style='background-color:{colour('mark_bg')}; color:{colour('mark_fg')}'>"
-            f"{text_html}</span>")
+    return (f"<span style='background-color:{colour('mark_bg')}; color:{colour('mark_fg')}; font-weight:600'>"
+            f"{text_html}</span>")       # (bold too: on a selected row the selection's colours hide the mark)
 
 
 def muted(text_html: str) -> str:

@@ -708,8 +708,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not embed the new units now (the daemon or `tidemind embed` does it later)")
     s = add("desktop", cmd_desktop, "open the desktop app (or render it to a PNG with --screenshot)")
     s.add_argument("--screenshot", help="render offscreen to this PNG and exit")
-    s.add_argument("--view", choices=["search", "node", "graph", "local-graph", "review", "contradiction", "tags",
-                                      "browse", "import", "switcher", "dark"], default="search")
+    s.add_argument("--view", choices=["search", "node", "graph", "local-graph", "review", "contradiction", "questions",
+                                      "tags", "browse", "import", "switcher", "dark"], default="search")
     s.add_argument("--size", default="1180x760", help="window size for --screenshot, WIDTHxHEIGHT")
     s.add_argument("--node", type=int, help="open this memory")
     s.add_argument("--query", help="run this search first")

@@ -6,8 +6,8 @@ import sys
 
 from tidemind.memory import Memory
 
-VIEWS = ("search", "node", "graph", "local-graph", "review", "contradiction", "tags", "browse", "import",
-         "switcher", "dark")
+VIEWS = ("search", "node", "graph", "local-graph", "review", "contradiction", "questions", "tags", "browse",
+         "import", "switcher", "dark")
 
 
 def dark_palette():
@@ -66,7 +66,7 @@ def run(home: str | None, screenshot: str | None = None, view: str = "search", n
             dialog = window.switcher
             painter.drawPixmap((picture.width() - dialog.width()) // 2, 60, dialog.grab())
             painter.end()
-        picture.save(screenshot)
+        picture.save(screenshot, "PNG", 0)           # (0: the smallest file; the README carries a dozen)
         window.close()
         memory.close()
         return 0
@@ -106,6 +106,11 @@ def shoot(window, view: str, node: int | None, query: str | None) -> None:
             window.wait_idle()
         if window.review_view.items.count():
             window.review_view.items.setCurrentRow(0)
+    elif view == "questions":
+        window.tabs.setCurrentWidget(window.review_view)
+        window.review_view.select_kind("questions")
+        if window.review_view.questions.list.count():
+            window.review_view.questions.list.setCurrentRow(0)
     elif view == "tags":
         window.tabs.setCurrentWidget(window.review_view)
         window.review_view.select_kind("tags")

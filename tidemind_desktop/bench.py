@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -60,6 +61,9 @@ def run(home: Path, import_notes: int = 1000) -> dict:
     from .sample import make_vault
 
     app = QApplication.instance() or QApplication([])
+    folder = Path(tempfile.mkdtemp(prefix="tidemind-bench-vault-"))
+    if import_notes:                                    # written before the probe starts: not the window's time
+        make_vault(folder / "Bench", import_notes, random.Random(9))
     memory = Memory.open(home, actor="person:desktop")
     t0 = time.monotonic()
     window = MainWindow(memory, poll_ms=1000)
@@ -152,8 +156,6 @@ def run(home: Path, import_notes: int = 1000) -> dict:
     _drive(window, app, probe, "another process writes (refresh in place)",
            external, lambda: window.refreshes > before["n"] and idle(), 3, out)
     if import_notes:
-        folder = Path(tempfile.mkdtemp(prefix="tidemind-bench-vault-"))
-        make_vault(folder / "Bench", import_notes, random.Random(9))
         window.tabs.setCurrentWidget(window.import_panel)
         _drive(window, app, probe, f"import {import_notes:,} notes in the background",
                lambda r: window.import_folder("obsidian", str(folder / "Bench")), idle, 1, out)
@@ -167,6 +169,7 @@ def run(home: Path, import_notes: int = 1000) -> dict:
     probe.stop()
     window.close()
     memory.close()
+    shutil.rmtree(folder, ignore_errors=True)
     return {"memories": stats["nodes"]["live"], "links": stats["links"], "review": stats["review"],
             "window_built_ms": round(built_ms), "actions": out, "loop": probe.stats()}
 

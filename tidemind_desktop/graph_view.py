@@ -248,6 +248,7 @@ class GraphView(QWidget):
         self.node_ids: set[int] = set()
         self.pinned: set[int] = set()
         self._pending_nodes: list = []
+        self._first: dict = {}
         self._label_level = None
         self._labelled: set[int] = set()
         self.colours: dict[int, QColor] = {}
@@ -461,6 +462,7 @@ class GraphView(QWidget):
         self.edge_layer.edges = edges
         self.edge_layer.visible_lines = known >= 0.8 or len(ids) < 300   # a scatter's long lines: after it settles a bit
         self.progress = 0.0 if pos is None else 1.0
+        self._first = {**first, **{i: (it.pos().x(), it.pos().y()) for i, it in self.items.items() if i in self.pinned}}
         self.colours = self._colour_map()
         for i, item in self.items.items():                     # kept items: their colour may have changed
             if item.colour != self.colours.get(i, item.colour):
@@ -473,10 +475,10 @@ class GraphView(QWidget):
             self.cache[key] = dict(first)
 
     def _add_pending(self, generation: int) -> None:
-        """Items are made a few hundred at a time, so 2,000 of them never freeze the window."""
+        """Items are made a couple of hundred at a time, so 2,000 of them never freeze the window."""
         if generation != self.generation_ref[0]:
             return
-        batch, self._pending_nodes = self._pending_nodes[:300], self._pending_nodes[300:]
+        batch, self._pending_nodes = self._pending_nodes[:200], self._pending_nodes[200:]
         for node, (x, y), radius in batch:
             item = NodeItem(node, self, radius)
             item.colour = self.colours.get(node["id"], QColor("#888888"))
@@ -487,9 +489,13 @@ class GraphView(QWidget):
         if self._pending_nodes:
             QTimer.singleShot(0, lambda: self._add_pending(generation))
             return
-        self.edge_layer.rebuild()
+        # lines from the positions the items were given (cheaper than asking 2,000 items), and
+        # none while a fresh layout is still a scatter: its first frames bring them
+        first = self._first
+        self.edge_layer.rebuild({"lines": lines_of(first, self.edge_layer.edges) if self.edge_layer.visible_lines
+                                 else {}, "rect": rect_of(first)})
         if not self.zoomed_by_person:
-            self.fit()
+            self.fit(rect_of(first))
         self._say()
 
     def _frame(self, generation: int, progress: float, frame):

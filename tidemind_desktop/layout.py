@@ -18,6 +18,7 @@ import math
 import time
 
 import numpy as np
+import numpy.random  # noqa: F401  (loaded with the window, not on its UI thread at the first graph)
 
 GRAVITY = 0.5
 CELL = 0.5            # memories per grid cell if spread evenly: they are not, and the fullest cell sets the cost

@@ -330,10 +330,16 @@ class ReviewView(QWidget):
             self._data.update({r["id"]: r for r in page["items"]})
             self._page_label(page)
             return                                  # nothing changed here: leave the rows alone
+        shown = [self.items.item(i).data(256) for i in range(self.items.count())]
         self.items.blockSignals(True)
-        self.items.clear()
+        if shown and ids[:len(shown)] == shown and all(self._data.get(i, {}).get("status") == r["status"]
+                                                       for i, r in zip(shown, page["items"])):
+            fresh = page["items"][len(shown):]      # after a decision: the rows that moved up into the page
+        else:
+            self.items.clear()
+            fresh = page["items"]
         self._data = {r["id"]: r for r in page["items"]}
-        for r in page["items"]:
+        for r in fresh:
             item = QListWidgetItem(row_text(r))
             item.setData(256, r["id"])
             item.setToolTip(row_text(r))

@@ -659,7 +659,7 @@ class GraphView(QWidget):
     def wait_layout(self, timeout_ms: int = 30000) -> None:
         self.layout_pool.waitForDone(timeout_ms)
 
-    def closeEvent(self, event):
+    def stop(self) -> None:
+        """The window closes: a running layout stops at its next iteration."""
         self.generation_ref[0] += 1
         self.layout_pool.waitForDone(5000)
-        super().closeEvent(event)

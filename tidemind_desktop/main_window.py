@@ -862,7 +862,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event):
         self.timer.stop()
-        self.graph_view.closeEvent(event)
+        self.graph_view.stop()
         self.background.close()
         self.worker.close()
         super().closeEvent(event)

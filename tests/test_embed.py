@@ -155,3 +155,33 @@ def test_recall_degrades_to_full_text_when_the_embedder_goes_away(home):
     proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "--json", "recall", "staging port"],
                           capture_output=True, text=True, env=env, cwd=ROOT)
     assert proc.returncode == 0 and "ollama embed failed" in json.loads(proc.stdout)["degraded"]
+
+
+def test_switching_embedders_reembeds_in_the_background_while_the_old_index_serves(home):
+    """Switching embedders left recall without a vector arm until someone ran `tidemind embed
+    --all`. Now the old vectors keep answering while the new embedder fills in; once it covers
+    every memory they are retired."""
+    from tidemind.store import vectors
+
+    with Memory.open(home) as m:
+        for text in ("The staging database listens on port 5433.", "Deploys happen on Tuesdays after standup.",
+                     "The banana bread recipe needs three ripe bananas."):
+            m.digest(text)
+        m.embed_pending()
+        assert vectors.embedders(m.conn) == ["default/ri-v2"]
+    with serving(_OllamaStub) as url:
+        switched = Memory(load_settings(home, embedder="ollama", ollama_host=url, ollama_model="stub-embed"))
+        try:
+            before = len(_OllamaStub.calls)
+            r = switched.recall("staging database port")
+            assert r["arms"]["vector"] > 0 and r["degraded"] is None     # the old index serves
+            assert switched.serving_embedder().name == "default/ri-v2"
+            assert len(_OllamaStub.calls) == before                      # no query went to the new one yet
+            report = switched.embed_pending()
+            assert report["embedded"] == 3 and report["retired"] == ["default/ri-v2"]
+            assert vectors.embedders(switched.conn) == ["ollama/stub-embed"]
+            assert vectors.coverage(switched.conn) == {"ollama/stub-embed": 3}
+            assert switched.recall("banana bread")["items"][0]["content"].startswith("The banana bread")
+            assert _OllamaStub.calls[-1][1]["input"] == ["banana bread"]      # the new embedder answers now
+        finally:
+            switched.close()

@@ -133,3 +133,35 @@ def test_on_all_the_conversations_the_hybrid_is_never_below_its_fts_arm():
     for category, figures in hybrid["by_category"].items():
         assert figures["recall@10"] >= fts["by_category"][category]["recall@10"], category
     assert hybrid["overall"]["clarify_otherwise"] <= 0.005
+
+
+def test_linking_is_measured_against_what_belongs_together(tmp_path):
+    """eval --links runs the offline linking passes and reports them: on the labelled topics set
+    every confirmed link joins two memories of one topic."""
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "query": "staging Postgres port", "scope": "personal",
+                                   "evidence": ["pg-1"], "category": "fact"}) + "\n")
+    proc = run_cli(tmp_path / "home", "--json", "eval", "retrieval", "--memories", str(HERE / "linking-topics.jsonl"),
+                   "--queries", str(queries), "--links")
+    assert proc.returncode == 0, proc.stderr.decode()
+    link = json.loads(proc.stdout)["linking"]
+    assert link["topics"]["precision"] == 1.0 and link["topics"]["across_topics"] == 0
+    assert link["topics"]["confirmed"] >= 6 and link["per_node_max"] <= 6
+
+
+def test_links_join_the_evidence_of_multi_hop_questions_on_real_conversations():
+    """Issue 15's bar on conversations-dev: at least 40% of the multi-hop evidence pairs joined by a
+    confirmed path of at most two links, with at most six confirmed links per memory unit."""
+    from tidemind.evaluate import _jsonl, link_and_measure, load
+    from tidemind.memory import Memory
+
+    memories_path, queries_path = _conversations()
+    memories, queries = _jsonl(memories_path), _jsonl(queries_path)
+    import tempfile
+
+    with Memory.open(tempfile.mkdtemp(prefix="tidemind-links-")) as m:
+        owner = load(m, memories)
+        link = link_and_measure(m, owner, memories, queries)
+    assert link["evidence_pairs"]["pairs"] >= 500
+    assert link["evidence_pairs"]["joined_within_2"] >= 0.40, link
+    assert link["per_node_max"] <= 6

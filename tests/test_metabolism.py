@@ -300,3 +300,94 @@ def test_a_long_task_renews_its_lease_and_stops_if_it_lost_it(mem, monkeypatch):
     monkeypatch.setattr(task, "run", run)
     report = run_task(mem, task, "me")
     assert seen == [False, True] and report["annotated"] == 0
+
+
+# -- links that join what belongs together -----------------------------------------------------
+
+def _topics(mem):
+    import json as _json
+    from pathlib import Path
+
+    rows = [_json.loads(line) for line in (Path(__file__).parent / "eval" / "linking-topics.jsonl").read_text().splitlines()]
+    return {mem.digest(r["text"], scope=r["scope"])["node_ids"][0]: r["topic"] for r in rows}
+
+
+def test_eighteen_short_memories_on_three_topics_get_links_within_topics_only(mem):
+    """Offline, a full pass over six memories each about a staging database, sourdough and an
+    aquarium left 0 links (the default embedder's cosine within a topic is 0.1-0.3, and proposals
+    needed 0.55). The judge must confirm the clear ones, none across topics, each with a reason."""
+    topic = _topics(mem)
+    for _ in range(3):
+        run_due(mem, only=["embed", "link-propose", "link-evaluate"], force=True)
+    found = mem.conn.execute("SELECT source_id, target_id, status, proposed_by, reason FROM links").fetchall()
+    confirmed = [(a, b) for a, b, status, *_ in found if status == "confirmed"]
+    assert len(confirmed) >= 6, found
+    assert all(topic[a] == topic[b] for a, b in confirmed), [(topic[a], topic[b]) for a, b in confirmed]
+    assert all(by == "link-propose" and reason for *_, by, reason in found)
+    degree: dict[int, int] = {}
+    for a, b in confirmed:
+        degree[a], degree[b] = degree.get(a, 0) + 1, degree.get(b, 0) + 1
+    assert max(degree.values()) <= 6
+    assert len({topic[a] for a, _ in confirmed}) == 3                    # every topic is joined
+    # recall walks them: a hit's confirmed neighbour can join the answer, flagged with the link
+    r = mem.recall("staging Postgres port", limit=8, record=False)
+    assert any(f.startswith("via:link:") for i in r["items"] for f in i["flags"]) or \
+        all(topic[i["id"]] == "staging-db" for i in r["items"])
+
+
+def test_the_judge_keeps_each_memorys_best_few_and_leaves_the_rest_pending(mem):
+    from tidemind.metabolism.link_evaluate import MAX_LINKS
+
+    hub = mem.digest("Kafka consumer lag on the orders topic: the kafka brokers, partitions and consumer groups.")
+    hub = hub["node_ids"][0]
+    spokes = [mem.digest(f"Kafka consumer group {n} reads the orders topic partitions {n} and {n + 1}.")["node_ids"][0]
+              for n in range(12)]
+    for _ in range(3):
+        run_due(mem, only=["embed", "link-propose", "link-evaluate"], force=True)
+    hub_links = mem.conn.execute("SELECT status FROM links WHERE source_id=? OR target_id=?", (hub, hub)).fetchall()
+    assert sum(1 for (s,) in hub_links if s == "confirmed") <= MAX_LINKS
+    assert any(s == "pending" for (s,) in hub_links)                  # not rejected: waiting, or expiring
+    assert not any(s == "rejected_by_model" for (s,) in hub_links)
+    assert len(spokes) == 12
+
+
+def test_a_models_no_lapses_for_a_stronger_signal_and_a_persons_no_never_does(mem):
+    from tidemind.store import immediate, links
+
+    a, b, c = (mem.digest(t)["node_ids"][0] for t in ("alpha note about kafka", "beta note about kafka",
+                                                      "gamma note about kafka"))
+    with immediate(mem.conn):
+        model = links.add(mem.conn, a, b, status="rejected_by_model", strength=0.2, proposed_by="reconsolidate",
+                          at="2026-01-01T00:00:00.000000Z")
+        mem.conn.execute("UPDATE links SET decided_at='2026-01-01T00:00:00.000000Z' WHERE id=?", (model,))
+        person = links.add(mem.conn, a, c, status="rejected_by_user", strength=0.2, proposed_by="reconsolidate",
+                           at="2026-01-01T00:00:00.000000Z")
+        cutoff = "2026-02-01T00:00:00.000000Z"
+        assert links.propose(mem.conn, a, b, strength=0.1, proposed_by="reconsolidate", at=mem.now(),
+                             rejected_before=cutoff) is None                      # weaker: stays rejected
+        assert links.propose(mem.conn, a, b, strength=0.5, proposed_by="reconsolidate", at=mem.now(),
+                             rejected_before="2025-12-01T00:00:00.000000Z") is None   # not lapsed yet
+        assert links.propose(mem.conn, a, b, strength=0.5, proposed_by="reconsolidate", at=mem.now(),
+                             rejected_before=cutoff) == model
+        assert links.propose(mem.conn, a, c, strength=0.9, proposed_by="reconsolidate", at=mem.now(),
+                             rejected_before=cutoff) is None
+    statuses = dict(mem.conn.execute("SELECT id, status FROM links").fetchall())
+    assert statuses == {model: "pending", person: "rejected_by_user"}
+
+
+def test_co_recall_proposes_only_pairs_that_recur_and_a_few_per_node(mem):
+    from tidemind.metabolism.reconsolidate import CO_RECALL_LINKS
+    from tidemind.store import immediate, recall_hits
+
+    ids = [mem.digest(f"release checklist item {n}: tag the build, update the changelog, notify support")["node_ids"][0]
+           for n in range(8)]
+    mem.embed_pending()
+    with immediate(mem.conn):
+        for _ in range(3):                           # the first node recalled with all the others, three times
+            recall_hits.record(mem.conn, ids, mem.now())
+        recall_hits.record(mem.conn, [ids[0], 999_999], mem.now())          # once only: never proposed
+    report = run_due(mem, only=["reconsolidate"], force=True)[0]
+    made = mem.conn.execute("SELECT source_id, target_id, strength FROM links WHERE proposed_by='reconsolidate'"
+                            " AND (source_id=? OR target_id=?)", (ids[0], ids[0])).fetchall()
+    assert 1 <= len(made) <= CO_RECALL_LINKS and report["links_proposed"] >= len(made)
+    assert all(strength > 0 for *_, strength in made)

@@ -253,22 +253,14 @@ def cmd_serve(args):
 def cmd_hook(args):
     from .hooks import run
 
-    sys.exit(run(args.event, args.home))
+    sys.exit(run(args.event, args.home, args.host))
 
 
 def cmd_install_hooks(args):
-    from pathlib import Path
+    from .install import describe, run
 
-    from .install import install_claude_code
-
-    if args.host != "claude-code":
-        raise SystemExit("only --host claude-code is supported so far")
-    r = install_claude_code(args.home, Path(args.settings).expanduser(), Path(args.mcp_config).expanduser(),
-                            args.scope)
-    _emit(args, r, lambda r: (f"hooks: {'updated' if r['settings_changed'] else 'already up to date'} in {r['settings']}"
-                              + (f" (backup {r['settings_backup']})" if r['settings_backup'] else "")
-                              + f"\nMCP server: {'registered' if r['mcp_changed'] else 'already registered'} in"
-                              f" {r['mcp_config']}" + (f" (backup {r['mcp_backup']})" if r['mcp_backup'] else "")))
+    r = run(args.host or ["claude-code"], args.base, args.home, args.scope, args.uninstall, args.dry_run)
+    _emit(args, r, describe)
 
 
 def cmd_metabolize(args):
@@ -572,8 +564,8 @@ def cmd_desktop(args):
 def cmd_eval(args):
     from .evaluate import evaluate, format_report
 
-    _emit(args, evaluate(args.memories, args.queries, split=args.split, scopes=args.scope, via=args.via),
-          format_report)
+    _emit(args, evaluate(args.memories, args.queries, split=args.split, scopes=args.scope, via=args.via,
+                         links=args.links), format_report)
 
 
 def cmd_prepare(args):
@@ -659,12 +651,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", action="store_true", help="re-embed every live node made by another embedder")
     s = add("serve", cmd_serve, "run the MCP stdio server (brain_prepare, brain_recall, brain_digest)")
     s.add_argument("--scope", action="append", help="scope this server may touch (repeatable; the first gets writes)")
-    s = add("hook", cmd_hook, "run a Claude Code style hook (reads the event JSON on stdin)")
+    s = add("hook", cmd_hook, "run a lifecycle hook for an agent host (reads the event JSON on stdin)")
     s.add_argument("event", choices=["session-start", "user-prompt", "pre-compact", "stop"])
+    s.add_argument("--host", default=None, help="the host running it, for its output format (default claude-code)")
     s = add("install-hooks", cmd_install_hooks, "register the MCP server and hooks with an agent host")
-    s.add_argument("--host", default="claude-code", choices=["claude-code"])
-    s.add_argument("--settings", default="~/.claude/settings.json", help="the host's settings file (hooks)")
-    s.add_argument("--mcp-config", default="~/.claude.json", help="the host's MCP server registry")
+    from .install import HOST_NAMES
+
+    s.add_argument("--host", action="append", choices=[*HOST_NAMES, "all"],
+                   help="the host to wire (repeatable; default claude-code), or all: every host found under the"
+                   " home directory")
+    s.add_argument("--uninstall", action="store_true", help="take TideMind out again (files nobody changed since"
+                   " come back byte for byte)")
+    s.add_argument("--dry-run", action="store_true", help="print the change as a diff and write nothing")
+    s.add_argument("--base", default=None, help="the home directory the hosts' files are under (default: ~)")
     s.add_argument("--scope", action="append", help="fix the server's scopes (default: derived per project)")
     s = add("metabolize", cmd_metabolize, "run metabolism tasks now (all, or --task NAME ...)")
     s.add_argument("--task", action="append", help="embed, annotate, link-propose, link-evaluate, decay")
@@ -719,6 +718,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--queries", required=True)
     s.add_argument("--split", help="only queries of this split (e.g. tune or test)")
     s.add_argument("--scope", action="append", help="only the memories and queries of this scope (repeatable)")
+    s.add_argument("--links", action="store_true",
+                   help="run the offline linking passes first (recall then walks confirmed links) and report their quality")
     s.add_argument("--via", choices=["process", "mcp"], default="process",
                    help="mcp: digest and ask through the real MCP server over stdio, as an agent host does")
     s = add("prepare", cmd_prepare, "print the session-start context brain_prepare gives an agent")

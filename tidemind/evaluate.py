@@ -169,10 +169,11 @@ def run_arm(m: Memory, owner: dict[int, str], queries: list[dict], options: dict
 
 
 def evaluate(memories_path: str, queries_path: str, home: str | None = None, split: str | None = None,
-             scopes: Sequence[str] | None = None, via: str = "process") -> dict:
+             scopes: Sequence[str] | None = None, via: str = "process", links: bool = False) -> dict:
     """`split` keeps only queries whose `split` field matches (tune on one half, report the other);
     `scopes` keeps only the memories and queries of those scopes; `via="mcp"` loads and asks
-    through the real MCP server (see `evaluate_mcp`)."""
+    through the real MCP server (see `evaluate_mcp`); `links` runs the offline linking passes
+    after loading (so recall walks confirmed links) and reports their quality (`linking`)."""
     memories, queries = _jsonl(memories_path), _jsonl(queries_path)
     if split:
         queries = [q for q in queries if q.get("split") == split]
@@ -190,6 +191,8 @@ def evaluate(memories_path: str, queries_path: str, home: str | None = None, spl
             owner = load(m, memories, capture)
             result: dict = {"memories": len(memories), "queries": len(queries), "split": split,
                             "clarification": capture, "arms": {}}
+            if links:
+                result["linking"] = link_and_measure(m, owner, memories, queries)
             for arm, options in ARMS.items():
                 data = run_arm(m, owner, queries, options)
                 data.pop("rows")
@@ -198,6 +201,68 @@ def evaluate(memories_path: str, queries_path: str, home: str | None = None, spl
     finally:
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
+
+
+LINK_ROUNDS = 50
+
+
+def link_and_measure(m: Memory, owner: dict[int, str], memories: list[dict], queries: list[dict]) -> dict:
+    """Run the offline linking passes to completion, then measure the confirmed links against
+    what the files say belongs together:
+    - memories with a `topic`: every pair of one topic belongs together, every pair of two topics
+      does not: precision (confirmed links within a topic) and recall (pairs of a topic joined
+      by a confirmed link);
+    - questions with two or more evidence memories (multi-hop, when categories are given): the
+      pairs of one question belong together: how many are joined by a confirmed path of at most
+      two links, and directly;
+    - confirmed links per node (the judge keeps each memory's best few)."""
+    import itertools
+
+    from .metabolism.scheduler import run_due
+
+    started = time.perf_counter()
+    for _ in range(LINK_ROUNDS):
+        reports = run_due(m, only=["link-propose", "link-evaluate"], force=True, batch=5000)
+        if all(not r.get("nodes") and not r.get("confirmed") for r in reports):
+            break
+    seconds = time.perf_counter() - started
+    node_of: dict[str, list[int]] = {}
+    for node_id, mid in owner.items():
+        node_of.setdefault(mid, []).append(node_id)
+    edges = m.conn.execute("SELECT source_id, target_id FROM links WHERE status='confirmed'").fetchall()
+    degree: dict[int, int] = {}
+    for a, b in edges:
+        degree[a], degree[b] = degree.get(a, 0) + 1, degree.get(b, 0) + 1
+    confirmed = [(owner.get(a), owner.get(b)) for a, b in edges]
+    neighbours: dict[str, set[str]] = {}
+    for a, b in confirmed:
+        if a and b and a != b:
+            neighbours.setdefault(a, set()).add(b)
+            neighbours.setdefault(b, set()).add(a)
+    out: dict = {"confirmed": len(confirmed), "seconds": round(seconds, 1),
+                 "per_node_max": max(degree.values(), default=0),
+                 "per_node_mean": round(statistics.mean(degree.values()), 2) if degree else 0}
+    topic = {str(mem["id"]): mem["topic"] for mem in memories if mem.get("topic")}
+    if topic:
+        labelled = [(a, b) for a, b in confirmed if a in topic and b in topic]
+        within = [(a, b) for a, b in labelled if topic[a] == topic[b]]
+        pairs = [(a, b) for a, b in itertools.combinations(sorted(topic), 2) if topic[a] == topic[b]]
+        joined = sum(1 for a, b in pairs if b in neighbours.get(a, ()))
+        out["topics"] = {"precision": round(len(within) / len(labelled), 4) if labelled else None,
+                         "recall": round(joined / len(pairs), 4) if pairs else None,
+                         "confirmed": len(labelled), "across_topics": len(labelled) - len(within)}
+    # the questions whose answer needs several memories (their category says so when it can)
+    several = [q for q in queries if len(q.get("evidence", [])) >= 2]
+    if any(q.get("category") == "multi-hop" for q in several):
+        several = [q for q in several if q.get("category") == "multi-hop"]
+    pairs = {tuple(sorted(p)) for q in several for p in itertools.combinations({str(e) for e in q["evidence"]}, 2)}
+    if pairs:
+        near = lambda a: neighbours.get(a, set())
+        out["evidence_pairs"] = {
+            "pairs": len(pairs),
+            "joined_within_2": round(sum(1 for a, b in pairs if b in near(a) or near(a) & near(b)) / len(pairs), 4),
+            "joined_directly": round(sum(1 for a, b in pairs if b in near(a)) / len(pairs), 4)}
+    return out
 
 
 def evaluate_mcp(memories: list[dict], queries: list[dict], split: str | None = None) -> dict:
@@ -289,6 +354,18 @@ def format_report(r: dict) -> str:
                       f" ({c['per_100_captures']:.2f} per 100; {kinds}); {c['answered']} answered, {c['skipped']} skipped",
                   f"    asked of {c['asked_of_labelled']}/{c['labelled_ambiguous']} labelled ambiguous,"
                   f" {c['asked_of_near_misses']}/{c['near_misses']} near misses, {c['asked_of_unlabelled']} unlabelled"]
+    link = r.get("linking")
+    if link:
+        lines += ["", f"  links: {link['confirmed']} confirmed in {link['seconds']} s, at most {link['per_node_max']} per"
+                      f" memory unit (mean {link['per_node_mean']})"]
+        if link.get("topics"):
+            t = link["topics"]
+            lines.append(f"    by topic: precision {cell(t['precision'], 0).strip()}, recall {cell(t['recall'], 0).strip()}"
+                         f" ({t['across_topics']} across topics)")
+        if link.get("evidence_pairs"):
+            e = link["evidence_pairs"]
+            lines.append(f"    evidence pairs of one question: {e['pairs']}, joined within two links"
+                         f" {cell(e['joined_within_2'], 0).strip()}, directly {cell(e['joined_directly'], 0).strip()}")
     h = r["arms"].get("hybrid", {}).get("overall", {})
     if h:
         lines.append(f"  clarification at recall (hybrid): asked on {cell(h.get('clarify_when_diverging'), 0).strip()}"

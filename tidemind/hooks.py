@@ -1,7 +1,9 @@
-"""Claude Code style hooks: `tidemind hook session-start | user-prompt | pre-compact | stop`.
+"""Lifecycle hooks: `tidemind hook session-start | user-prompt | pre-compact | stop [--host H]`.
 
-Each reads the host's JSON event on stdin and prints what the host expects on stdout. A hook
-never fails the host: when the store is missing, locked or broken it says so in one line and
+Each reads the host's JSON event on stdin and prints what that host documents on stdout: context
+for the model goes where the host puts it in front of the model (`hookSpecificOutput.
+additionalContext` with the host's own event name), a note for the person goes in `systemMessage`.
+A hook never fails the host: when the store is missing, locked or broken it says so in one line and
 exits 0. It waits at most HOOK_BUSY_MS for a lock, and imports only what its event needs.
 """
 from __future__ import annotations
@@ -26,7 +28,26 @@ def _event() -> dict:
         return {}
 
 
-def _context(event_name: str, text: str) -> str:
+# The event name each host gives the output of our hook (Gemini CLI's per-prompt event is BeforeAgent).
+EVENT_NAMES = {
+    "claude-code": {"session-start": "SessionStart", "user-prompt": "UserPromptSubmit"},
+    "codex": {"session-start": "SessionStart", "user-prompt": "UserPromptSubmit"},
+    "gemini": {"session-start": "SessionStart", "user-prompt": "BeforeAgent"},
+    "vscode": {"session-start": "SessionStart", "user-prompt": "UserPromptSubmit"},
+}
+DEFAULT_HOST = "claude-code"        # what `tidemind hook` without --host (older installs) speaks
+
+# No host we wire hands a PreCompact hook's output to the model (Claude Code documents only
+# `decision: "block"` there, Codex and Gemini CLI only a `systemMessage` for the person). Claude Code
+# runs SessionStart again with source "compact" once the new window is built, and that hook's
+# additionalContext does reach the model: the reminder travels there.
+COMPACT_REMINDER = ("The conversation was just compacted. If the summary above holds decisions and their reasons, "
+                    "corrections the user made, stated preferences or facts learned that are not in TideMind yet, "
+                    "store them now with brain_digest, word for word; correct stale memories with intent=correct.")
+
+
+def _context(host: str, hook: str, text: str) -> str:
+    event_name = EVENT_NAMES.get(host, EVENT_NAMES[DEFAULT_HOST])[hook]
     return json.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}},
                       ensure_ascii=False)
 
@@ -48,20 +69,22 @@ def _open(home, event: dict):
         return None, f"TideMind store unavailable ({type(exc).__name__}: {exc})"
 
 
-def session_start(home) -> str:
+def session_start(home, host: str = DEFAULT_HOST) -> str:
     event = _event()
+    reminder = f"\n\n{COMPACT_REMINDER}" if event.get("source") == "compact" else ""
     memory, problem = _open(home, event)
     if memory is None:
-        return _context("SessionStart", f"(TideMind: {problem})")
+        return _context(host, "session-start", f"(TideMind: {problem}){reminder}")
     try:
-        return _context("SessionStart", memory.prepare(budget_chars=9_000)["text"])
+        return _context(host, "session-start", memory.prepare(budget_chars=9_000)["text"] + reminder)
     except Exception as exc:
-        return _context("SessionStart", f"(TideMind: could not build context: {type(exc).__name__}: {exc})")
+        return _context(host, "session-start",
+                        f"(TideMind: could not build context: {type(exc).__name__}: {exc}){reminder}")
     finally:
         memory.close()
 
 
-def user_prompt(home) -> str:
+def user_prompt(home, host: str = DEFAULT_HOST) -> str:
     event = _event()
     prompt = (event.get("prompt") or "").strip()
     if not prompt:
@@ -89,14 +112,16 @@ def user_prompt(home) -> str:
         size += len(line)
     if not lines:
         return ""
-    return _context("UserPromptSubmit", "Possibly relevant memories (TideMind; fetch more with brain_recall):\n"
+    return _context(host, "user-prompt", "Possibly relevant memories (TideMind; fetch more with brain_recall):\n"
                     + "\n".join(lines))
 
 
-def pre_compact(home) -> str:
-    return json.dumps({"systemMessage": "TideMind: before the context is compacted, digest what matters from this "
-                       "session with brain_digest: decisions and their reasons, corrections the user made, "
-                       "preferences stated, facts learned. Correct stale memories with intent=correct."})
+def pre_compact(home, host: str = DEFAULT_HOST) -> str:
+    """Silent on purpose. It used to answer with a `systemMessage`, which every host shows the person
+    and none gives the model, so the reminder reached nobody who could act on it; it now travels
+    with SessionStart after compaction (COMPACT_REMINDER). Kept so that settings written by an older
+    `install-hooks` still run a hook that exits 0."""
+    return ""
 
 
 # -- stop: corrections and repeated failures become proposed lessons ------------------------------
@@ -106,12 +131,21 @@ _CORRECTION = re.compile(
 
 
 def _messages(path: Path) -> list[tuple[str, str, bool]]:
-    """(role, text, is_error) from a Claude Code JSONL transcript; unreadable lines are skipped."""
+    """(role, text, is_error) from a JSONL transcript, Claude Code's (`{"message": {"role", "content"}}`)
+    or Codex's rollout (`{"type": "response_item", "payload": {"type": "message", "role", "content"}}`);
+    unreadable lines and other entries are skipped."""
     out = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("type") == "response_item" and isinstance(entry.get("payload"), dict):
+            payload = entry["payload"]
+            if payload.get("type") == "message" and isinstance(payload.get("content"), list):
+                text = " ".join(b.get("text", "") for b in payload["content"]
+                                if isinstance(b, dict) and b.get("type") in ("input_text", "output_text", "text"))
+                out.append((payload.get("role"), text, False))
             continue
         message = entry.get("message") if isinstance(entry, dict) else None
         if not isinstance(message, dict):
@@ -155,7 +189,7 @@ def detect_lessons(messages: list[tuple[str, str, bool]]) -> list[dict]:
     return found
 
 
-def stop(home) -> str:
+def stop(home, host: str = DEFAULT_HOST) -> str:
     event = _event()
     transcript = event.get("transcript_path")
     if not transcript or not Path(transcript).is_file():
@@ -181,9 +215,9 @@ def stop(home) -> str:
 HOOKS = {"session-start": session_start, "user-prompt": user_prompt, "pre-compact": pre_compact, "stop": stop}
 
 
-def run(name: str, home) -> int:
+def run(name: str, home, host: str | None = None) -> int:
     try:
-        out = HOOKS[name](home)
+        out = HOOKS[name](home, host or DEFAULT_HOST)
     except Exception as exc:    # last line of defence: exit 0 with one line
         out = json.dumps({"systemMessage": f"TideMind hook {name} failed: {type(exc).__name__}: {exc}"})
     if out:

@@ -1,89 +1,536 @@
-"""`tidemind install-hooks --host claude-code`: register the MCP server and the hooks with the host.
+"""`tidemind install-hooks --host H|all [--uninstall] [--dry-run]`: wire TideMind into agent hosts.
 
-Merges into the host's JSON settings idempotently (our entries are found by their command and
-replaced, nothing else is touched) and keeps a timestamped backup of any file it changes.
+Each host gets what it documents, in the file and format it documents (HOSTS below): the MCP
+server in its MCP configuration, lifecycle hooks where it has hooks whose output reaches the model,
+and the agent skill where it reads skills. Nothing else is touched.
+
+How a change is made:
+- every file of the host (every host, for `all`) is read and parsed before anything is written; a
+  malformed one is refused in one line and no file is changed;
+- JSON and TOML files are edited in place (tidemind.jsonedit, _toml_*), so the person's key order,
+  indentation and comments stay as they were; our entries are found by name (`tidemind`) or by
+  command (`tidemind … hook …`), replaced when they differ and left alone when they match, so a
+  second install changes nothing;
+- the bytes a file had before are kept under `<TideMind home>/backups/hosts/<host>/<time>/` and a
+  manifest (`<home>/hosts/<host>.json`) records them with a hash of what was written;
+- `--uninstall` gives a file back byte for byte when nobody changed it since (the hash matches),
+  and otherwise removes only our entries, keeping whatever the person or the host added since.
 """
 from __future__ import annotations
 
+import copy
+import difflib
+import hashlib
 import json
+import os
+import re
+import shlex
 import shutil
 import sys
 import time
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
+from .config import resolve_home
 from .errors import InvalidInput
+from .jsonedit import Document, JSONEditError
 
-CLAUDE_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt", "PreCompact": "pre-compact",
-                 "Stop": "stop"}
-TIMEOUTS = {"SessionStart": 10, "UserPromptSubmit": 5, "PreCompact": 5, "Stop": 15}
+SERVER_NAME = "tidemind"
+HOST_NAMES = ["claude-code", "claude-desktop", "cursor", "codex", "gemini", "vscode", "windsurf"]
+
+# hook name -> (the host's event, timeout in seconds)
+CLAUDE_HOOKS = {"session-start": ("SessionStart", 10), "user-prompt": ("UserPromptSubmit", 5), "stop": ("Stop", 15)}
+CODEX_HOOKS = {"session-start": ("SessionStart", 10), "user-prompt": ("UserPromptSubmit", 5), "stop": ("Stop", 15)}
+GEMINI_HOOKS = {"session-start": ("SessionStart", 10), "user-prompt": ("BeforeAgent", 5), "stop": ("SessionEnd", 15)}
+VSCODE_HOOKS = {"session-start": ("SessionStart", 10), "stop": ("Stop", 15)}
 
 
-def _command(home: str | None) -> list[str]:
-    exe = shutil.which("tidemind")
+@dataclass
+class Target:
+    """One file a host documents and what we keep in it."""
+    path: Path
+    kind: str                      # "mcp-json" | "mcp-toml" | "hooks-json" | "file"
+    what: str                      # for the report: "MCP server", "hooks", "skill"
+    servers_key: str = "mcpServers"
+    entry: dict = field(default_factory=dict)     # mcp-*: the server entry
+    hooks: dict = field(default_factory=dict)     # hooks-json: event -> hook entry (a dict)
+    grouped: bool = True           # hooks-json: entries sit in {"hooks": [...]} groups (Claude, Codex, Gemini)
+    comments: bool = False         # the host reads JSON with comments and trailing commas
+    content: bytes = b""           # file: the whole file
+
+
+@dataclass
+class Change:
+    target: Target
+    before: bytes | None           # None: the file did not exist
+    after: bytes | None            # None: delete the file
+    created: list = field(default_factory=list)   # JSON containers this install created
+    what: str = ""                 # what the file carries for us ("MCP server, hooks")
+
+
+# -- where each host keeps its files ----------------------------------------------------------------
+def _config_dir(base: Path, platform: str, overridden: bool) -> Path:
+    """The per-user application folder: %APPDATA%, ~/Library/Application Support or $XDG_CONFIG_HOME."""
+    if platform == "win32":
+        return Path(os.environ["APPDATA"]) if not overridden and os.environ.get("APPDATA") else base / "AppData" / "Roaming"
+    if platform == "darwin":
+        return base / "Library" / "Application Support"
+    if not overridden and os.environ.get("XDG_CONFIG_HOME"):
+        return Path(os.environ["XDG_CONFIG_HOME"])
+    return base / ".config"
+
+
+def host_paths(host: str, base: Path, platform: str = sys.platform, overridden: bool = True) -> dict[str, Path]:
+    """The files a host documents, and the folder whose presence says the host is installed."""
+    appdir = _config_dir(base, platform, overridden)
+    codex = Path(os.environ["CODEX_HOME"]) if not overridden and os.environ.get("CODEX_HOME") else base / ".codex"
+    return {
+        "claude-code": {"marker": base / ".claude", "mcp": base / ".claude.json",
+                        "hooks": base / ".claude" / "settings.json",
+                        "skill": base / ".claude" / "skills" / "tidemind" / "SKILL.md"},
+        # Claude Desktop reads skills uploaded in the app, not files: the server's instructions carry the guidance
+        "claude-desktop": {"marker": appdir / "Claude", "mcp": appdir / "Claude" / "claude_desktop_config.json"},
+        # Cursor's prompt hook may only block or warn (continue / user_message): nothing reaches the model
+        "cursor": {"marker": base / ".cursor", "mcp": base / ".cursor" / "mcp.json",
+                   "skill": base / ".cursor" / "skills" / "tidemind" / "SKILL.md"},
+        "codex": {"marker": codex, "mcp": codex / "config.toml", "hooks": codex / "hooks.json",
+                  "skill": base / ".agents" / "skills" / "tidemind" / "SKILL.md"},
+        "gemini": {"marker": base / ".gemini", "mcp": base / ".gemini" / "settings.json",
+                   "hooks": base / ".gemini" / "settings.json",
+                   "skill": base / ".gemini" / "skills" / "tidemind" / "SKILL.md"},
+        "vscode": {"marker": appdir / "Code" / "User", "mcp": appdir / "Code" / "User" / "mcp.json",
+                   "hooks": base / ".copilot" / "hooks" / "tidemind.json",
+                   "skill": base / ".copilot" / "skills" / "tidemind" / "SKILL.md"},
+        # Windsurf's hooks can block or observe an action, never add to the prompt
+        "windsurf": {"marker": base / ".codeium" / "windsurf", "mcp": base / ".codeium" / "windsurf" / "mcp_config.json",
+                     "skill": base / ".codeium" / "windsurf" / "skills" / "tidemind" / "SKILL.md"},
+    }[host]
+
+
+def _skill_bytes() -> bytes:
+    return resources.files("tidemind").joinpath("skills/tidemind/SKILL.md").read_bytes()
+
+
+def _base_command(home: str | None) -> list[str]:
+    # the `tidemind` of the installation running now (a venv or pipx one need not be on PATH)
+    sibling = Path(sys.executable).with_name("tidemind.exe" if os.name == "nt" else "tidemind")
+    exe = str(sibling) if sibling.is_file() else shutil.which("tidemind")
     base = [exe] if exe else [sys.executable, "-m", "tidemind.cli"]
     return base + (["--home", str(Path(home).expanduser().resolve())] if home else [])
 
 
-def _load(path: Path) -> dict:
-    if not path.exists():
-        return {}
+def _shell(parts: list[str]) -> str:
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def targets(host: str, base: Path, home: str | None, scopes: list[str] | None, platform: str = sys.platform,
+            overridden: bool = True) -> list[Target]:
+    paths = host_paths(host, base, platform, overridden)
+    command = _base_command(home)
+    serve = command[1:] + ["serve"] + [a for s in (scopes or []) for a in ("--scope", s)]
+    hook = lambda name: _shell(command + ["hook", name, "--host", host])   # noqa: E731
+    plain = {"command": command[0], "args": serve}
+    out: list[Target] = []
+    if host == "claude-code":
+        out.append(Target(paths["mcp"], "mcp-json", "MCP server", entry={"type": "stdio", **plain}))
+        out.append(Target(paths["hooks"], "hooks-json", "hooks", hooks={
+            event: {"matcher": "", "hooks": [{"type": "command", "command": hook(name), "timeout": t}]}
+            for name, (event, t) in CLAUDE_HOOKS.items()}))
+    elif host == "codex":
+        out.append(Target(paths["mcp"], "mcp-toml", "MCP server", entry=plain))
+        out.append(Target(paths["hooks"], "hooks-json", "hooks", hooks={
+            event: {"hooks": [{"type": "command", "command": hook(name), "timeout": t}]}
+            for name, (event, t) in CODEX_HOOKS.items()}))
+    elif host == "gemini":
+        out.append(Target(paths["mcp"], "mcp-json", "MCP server", entry=plain, comments=True))
+        out.append(Target(paths["hooks"], "hooks-json", "hooks", comments=True, hooks={
+            event: {"hooks": [{"type": "command", "name": f"tidemind-{name}", "command": hook(name),
+                               "timeout": t * 1000}]}             # Gemini CLI counts milliseconds
+            for name, (event, t) in GEMINI_HOOKS.items()}))
+    elif host == "vscode":
+        out.append(Target(paths["mcp"], "mcp-json", "MCP server", servers_key="servers",
+                          entry={"type": "stdio", **plain}, comments=True))
+        # a file of our own in the folder VS Code reads every *.json of
+        hooks = {event: [{"type": "command", "command": hook(name), "timeout": t}]
+                 for name, (event, t) in VSCODE_HOOKS.items()}
+        out.append(Target(paths["hooks"], "file", "hooks",
+                          content=(json.dumps({"hooks": hooks}, indent=2) + "\n").encode()))
+    else:                              # claude-desktop, cursor, windsurf: the MCP server is all they take
+        out.append(Target(paths["mcp"], "mcp-json", "MCP server", entry=plain))
+    if "skill" in paths:
+        out.append(Target(paths["skill"], "file", "skill", content=_skill_bytes()))
+    return out
+
+
+# -- planning: every edit is computed before anything is written --------------------------------------
+def _read(path: Path) -> bytes | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except ValueError as exc:
-        raise InvalidInput(f"{path} is not valid JSON ({exc}); fix it or pass another path") from None
-    if not isinstance(data, dict):
-        raise InvalidInput(f"{path} does not hold a JSON object")
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path} is not UTF-8 text (byte {exc.start}); fix it first, nothing was changed") from None
+
+
+def _ours(hook_entry) -> bool:
+    command = hook_entry.get("command", "") if isinstance(hook_entry, dict) else ""
+    return isinstance(command, str) and "tidemind" in command and " hook " in command
+
+
+def _json_doc(target: Target, text: str) -> Document:
+    try:
+        doc = Document(text, comments=target.comments)
+    except JSONEditError as exc:
+        kind = "JSON (comments allowed)" if target.comments else "JSON"
+        raise InvalidInput(f"{target.path} is not valid {kind}: {exc}; fix it first, nothing was changed") from None
+    if doc.root is not None and doc.root.kind != "object":
+        raise InvalidInput(f"{target.path} does not hold a JSON object; fix it first, nothing was changed")
+    return doc
+
+
+def _edit_json(target: Target, text: str, install: bool, created: list) -> str:
+    doc = _json_doc(target, text)
+    try:
+        if target.kind == "mcp-json":
+            _check_object(target, doc, [target.servers_key])
+            if install:
+                if doc.find([target.servers_key]) is None:
+                    created.append([target.servers_key])
+                doc.set([target.servers_key, SERVER_NAME], target.entry)
+            else:
+                doc.remove([target.servers_key, SERVER_NAME])
+        else:
+            _check_object(target, doc, ["hooks"])
+            if install and doc.find(["hooks"]) is None:
+                created.append(["hooks"])
+            for event, wanted in target.hooks.items():
+                _sync_hooks(target, doc, event, wanted if install else None, created)
+            present = doc.find(["hooks"])
+            for event, value in (dict(present.value) if present is not None and present.kind == "object" else {}).items():
+                # an event we no longer use (PreCompact, by older installs); other keys are not ours to judge
+                if event not in target.hooks and isinstance(value, list):
+                    _sync_hooks(target, doc, event, None, created)
+            if not install:
+                _drop_created(doc, created)
+    except JSONEditError as exc:
+        raise InvalidInput(f"{target.path}: {exc}; fix it first, nothing was changed") from None
+    if not install and target.kind == "mcp-json":
+        _drop_created(doc, created)
+    return doc.text
+
+
+def _check_object(target: Target, doc: Document, path: list[str]) -> None:
+    node = doc.find(path)
+    if node is not None and node.kind != "object":
+        raise InvalidInput(f"{target.path}: '{'.'.join(path)}' is not an object; fix it first, nothing was changed")
+
+
+def _sync_hooks(target: Target, doc: Document, event: str, wanted: dict | None, created: list) -> None:
+    """Make our entries for `event` exactly [wanted] (or none), leaving every other entry as it is."""
+    node = doc.find(["hooks", event])
+    if node is not None and node.kind != "array":
+        raise InvalidInput(f"{target.path}: 'hooks.{event}' is not a list; fix it first, nothing was changed")
+    groups = node.value if node is not None else []
+    mine = [i for i, g in enumerate(groups)
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list) and any(_ours(h) for h in g["hooks"])]
+    if wanted is not None and len(mine) == 1 and groups[mine[0]] == wanted:
+        return
+    for i in reversed(mine):
+        inner = groups[i]["hooks"]
+        if all(_ours(h) for h in inner):
+            doc.remove(["hooks", event, i])
+        else:                          # a group someone shares with us: take out only our command
+            for j in reversed(range(len(inner))):
+                if _ours(inner[j]):
+                    doc.remove(["hooks", event, i, "hooks", j])
+    if wanted is not None:
+        if doc.find(["hooks", event]) is None and ["hooks", event] not in created:
+            created.append(["hooks", event])
+        doc.append(["hooks", event], wanted)
+
+
+def _drop_created(doc: Document, created: list) -> None:
+    """On uninstall, remove the containers the install created once they are empty again."""
+    for path in sorted(created, key=len, reverse=True):
+        node = doc.find(path)
+        if node is not None and node.kind in ("object", "array") and not node.members:
+            doc.remove(path)
+
+
+# TOML (Codex's config.toml): our server is one table, `[mcp_servers.tidemind]`, appended at the end.
+# Python reads TOML but does not write it, so the block is cut or added as text and the result is
+# read back: it must hold exactly what the file held, with our table set (or gone). A file that
+# defines the server some other way (an inline table, dotted keys) is refused rather than guessed at.
+_HEADER = re.compile(r"^[ \t]*\[(\[)?[ \t]*([^\[\]\r\n]+?)[ \t]*\]\]?[ \t]*(?:#[^\r\n]*)?\r?$", re.M)
+
+
+def _toml_key(raw: str) -> tuple[str, ...]:
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'|([A-Za-z0-9_-]+)', raw)
+    return tuple(a or b or c for a, b, c in parts)
+
+
+def _toml_block(text: str) -> tuple[int, int] | None:
+    """Start and end offsets of `[mcp_servers.tidemind]` and its sub-tables, or None."""
+    headers = [(m.start(), bool(m.group(1)), _toml_key(m.group(2))) for m in _HEADER.finditer(text)]
+    for i, (start, is_array, key) in enumerate(headers):
+        if not is_array and key == ("mcp_servers", SERVER_NAME):
+            end = len(text)
+            for nstart, _, nkey in headers[i + 1:]:
+                if nkey[:2] != ("mcp_servers", SERVER_NAME):
+                    end = nstart
+                    break
+            return start, end
+    return None
+
+
+def _toml_entry(entry: dict) -> str:
+    value = lambda v: json.dumps(v, ensure_ascii=False)          # noqa: E731  (JSON strings are TOML strings)
+    lines = [f"[mcp_servers.{SERVER_NAME}]"]
+    lines += [f"{k} = {value(v)}" for k, v in entry.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _edit_toml(target: Target, text: str, install: bool) -> str:
+    newline = "\r\n" if "\r\n" in text else "\n"
+
+    def parse(t: str, what: str) -> dict:
+        try:
+            return tomllib.loads(t)
+        except tomllib.TOMLDecodeError as exc:
+            raise InvalidInput(f"{target.path} is not valid TOML ({exc}){what}") from None
+
+    data = parse(text, "; fix it first, nothing was changed")
+    servers = data.get("mcp_servers", {})
+    if not isinstance(servers, dict):
+        raise InvalidInput(f"{target.path}: 'mcp_servers' is not a table; fix it first, nothing was changed")
+    if install and servers.get(SERVER_NAME) == target.entry:
+        return text
+    expected = copy.deepcopy(data)
+    expected.setdefault("mcp_servers", {}).pop(SERVER_NAME, None)
+    new = text
+    block = _toml_block(text)
+    if block:
+        start, end = block
+        tail = new[end:]
+        head = new[:start].rstrip("\r\n")
+        new = head + (2 * newline if head.strip() and tail else newline if head.strip() else "") + tail
+    elif SERVER_NAME in servers:
+        raise InvalidInput(f"{target.path} defines mcp_servers.{SERVER_NAME} in a form install cannot edit safely"
+                           " (inline or dotted keys); remove it by hand, nothing was changed")
+    if install:
+        if new and not new.endswith("\n"):
+            new += newline
+        new += (newline if new.strip() else "") + _toml_entry(target.entry).replace("\n", newline)
+        expected["mcp_servers"][SERVER_NAME] = target.entry
+    if _without_empty_servers(parse(new, " after the edit")) != _without_empty_servers(expected):
+        raise InvalidInput(f"{target.path}: mcp_servers.{SERVER_NAME} could not be changed without touching other"
+                           " settings; edit it by hand, nothing was changed")
+    return new
+
+
+def _without_empty_servers(data: dict) -> dict:
+    """An `mcp_servers` table left empty by removing ours reads the same as none."""
+    if data.get("mcp_servers") == {}:
+        data = {k: v for k, v in data.items() if k != "mcp_servers"}
     return data
 
 
-def _write(path: Path, data: dict, original: dict) -> str | None:
-    if data == original and path.exists():
+def plan(host: str, base: Path, home: str | None, scopes: list[str] | None, install: bool,
+         manifest: dict | None = None, platform: str = sys.platform, overridden: bool = True) -> list[Change]:
+    """The changes wiring (or unwiring) `host` needs; raises InvalidInput before anything is written."""
+    recorded = {f["path"]: f for f in (manifest or {}).get("files", [])}
+    changes: dict[Path, Change] = {}
+    for target in targets(host, base, home, scopes, platform, overridden):
+        previous = changes.get(target.path)
+        raw = previous.after if previous else _read(target.path)
+        before = previous.before if previous else raw
+        created = previous.created if previous else list(recorded.get(str(target.path), {}).get("created", []))
+        if target.kind == "file":
+            after = _file_after(target, raw, install, recorded.get(str(target.path)))
+        elif raw is None and not install:
+            after = None
+        else:
+            text = _decode(target.path, raw) if raw is not None else ""
+            if target.kind == "mcp-toml":
+                after = _edit_toml(target, text, install).encode()
+            else:
+                after = _edit_json(target, text, install, created).encode()
+            if raw is None and not after.strip():
+                after = None
+        what = f"{previous.what}, {target.what}" if previous else target.what
+        changes[target.path] = Change(target, before, after, created, what)
+    if not install:
+        for change in changes.values():
+            _restore_exactly(change, recorded.get(str(change.target.path)))
+    return [c for c in changes.values() if c.after != c.before]
+
+
+def _file_after(target: Target, raw: bytes | None, install: bool, record: dict | None) -> bytes | None:
+    if install:
+        return target.content
+    if raw is None or raw == target.content:
         return None
-    backup = None
-    if path.exists():
-        backup = path.with_name(f"{path.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
-        shutil.copy2(path, backup)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return str(backup) if backup else ""
+    return raw                         # changed by someone since: theirs now, left alone
 
 
-def install_claude_code(home: str | None, settings_path: Path, mcp_path: Path, scopes: list[str] | None) -> dict:
-    shell = " ".join(_quote(p) for p in _command(home))
-    settings = _load(settings_path)
-    before = json.loads(json.dumps(settings))
-    hooks = settings.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise InvalidInput(f"{settings_path}: 'hooks' is not an object")
-    for event, name in CLAUDE_EVENTS.items():
-        groups = [g for g in hooks.get(event, []) if not _ours(g)]
-        groups.append({"matcher": "", "hooks": [{"type": "command", "command": f"{shell} hook {name}",
-                                                 "timeout": TIMEOUTS[event]}]})
-        hooks[event] = groups
-    settings_backup = _write(settings_path, settings, before)
-
-    mcp = _load(mcp_path)
-    before = json.loads(json.dumps(mcp))
-    servers = mcp.setdefault("mcpServers", {})
-    command = _command(home)
-    args = command[1:] + ["serve"] + [a for s in (scopes or []) for a in ("--scope", s)]
-    servers["tidemind"] = {"type": "stdio", "command": command[0], "args": args}
-    mcp_backup = _write(mcp_path, mcp, before)
-    return {"settings": str(settings_path), "settings_changed": settings_backup is not None,
-            "settings_backup": settings_backup or None, "mcp_config": str(mcp_path),
-            "mcp_changed": mcp_backup is not None, "mcp_backup": mcp_backup or None}
+def _restore_exactly(change: Change, record: dict | None) -> None:
+    """A file nobody changed since we wrote it goes back to the exact bytes it had (or away)."""
+    if not record or change.before is None:
+        return
+    if hashlib.sha256(change.before).hexdigest() != record.get("sha256_after"):
+        return
+    backup = record.get("backup")
+    if record.get("existed") and backup and Path(backup).is_file():
+        change.after = Path(backup).read_bytes()
+    elif not record.get("existed"):
+        change.after = None
 
 
-def _ours(group) -> bool:
+# -- applying -----------------------------------------------------------------------------------------
+def _manifest_path(home: Path, host: str) -> Path:
+    return home / "hosts" / f"{host}.json"
+
+
+def load_manifest(home: Path, host: str) -> dict | None:
+    path = _manifest_path(home, host)
+    if not path.is_file():
+        return None
     try:
-        return any("tidemind" in h.get("command", "") and " hook " in h.get("command", "") for h in group["hooks"])
-    except (TypeError, KeyError, AttributeError):
-        return False
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None                    # unreadable: uninstall falls back to removing our entries
 
 
-def _quote(part: str) -> str:
-    import shlex
+def _write(path: Path, data: bytes | None, made_dirs: list[str]) -> None:
+    if data is None:
+        path.unlink(missing_ok=True)
+        return
+    if path.is_symlink():              # a dotfiles checkout links it: write the file, keep the link
+        path = path.resolve()
+    missing = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    path.parent.mkdir(parents=True, exist_ok=True)
+    made_dirs.extend(str(p) for p in reversed(missing))
+    tmp = path.with_name(f".{path.name}.tidemind-tmp")
+    tmp.write_bytes(data)
+    if path.exists():
+        shutil.copymode(path, tmp)     # a settings file kept private stays private
+    tmp.replace(path)
 
-    return shlex.quote(part)
+
+def apply(host: str, changes: list[Change], home: Path, install: bool) -> dict:
+    """Write the planned changes: backups first, then each file atomically, then the manifest."""
+    manifest = load_manifest(home, host) or {"host": host, "files": []}
+    files = {f["path"]: f for f in manifest["files"]}
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    report = []
+    for change in changes:
+        path = change.target.path
+        record = files.get(str(path))
+        backup = None
+        if change.before is not None:
+            folder = home / "backups" / "hosts" / host / stamp
+            folder.mkdir(parents=True, exist_ok=True)
+            backup = folder / (re.sub(r"[^A-Za-z0-9._-]+", "_", str(path).strip("/")) or "file")
+            backup.write_bytes(change.before)
+        made: list[str] = []
+        _write(path, change.after, made)
+        if install:
+            if record is None:         # the first install keeps the original; later ones only move the hash
+                record = {"path": str(path), "existed": change.before is not None,
+                          "backup": str(backup) if backup else None, "dirs": made}
+                files[str(path)] = record
+            record["sha256_after"] = hashlib.sha256(change.after or b"").hexdigest()
+            record["created"] = change.created
+        elif change.after is None and record:
+            for d in reversed(record.get("dirs", [])):
+                try:
+                    Path(d).rmdir()    # only folders the install made, and only when empty
+                except OSError:
+                    break
+        report.append({"path": str(path), "what": change.what,
+                       "action": "created" if change.before is None else "removed" if change.after is None
+                       else "updated", "backup": str(backup) if backup else None})
+    manifest["files"] = list(files.values())
+    mpath = _manifest_path(home, host)
+    if install and changes:
+        mpath.parent.mkdir(parents=True, exist_ok=True)
+        mpath.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    elif not install:
+        mpath.unlink(missing_ok=True)
+    return {"host": host, "changes": report}
+
+
+def diff(change: Change) -> str:
+    def lines(b: bytes | None) -> list[str]:
+        return b.decode("utf-8", "replace").splitlines(keepends=True) if b is not None else []
+
+    path = str(change.target.path)
+    out = "".join(difflib.unified_diff(lines(change.before), lines(change.after),
+                                       fromfile=path if change.before is not None else "/dev/null",
+                                       tofile=path if change.after is not None else "/dev/null"))
+    return out if out.endswith("\n") or not out else out + "\n\\ No newline at end of file\n"
+
+
+def detect(base: Path, platform: str = sys.platform, overridden: bool = True) -> list[str]:
+    """The hosts whose own folder exists under `base`."""
+    return [h for h in HOST_NAMES if host_paths(h, base, platform, overridden)["marker"].exists()
+            or h == "claude-code" and host_paths(h, base, platform, overridden)["mcp"].exists()]
+
+
+def run(hosts: list[str], base: str | None, home: str | None, scopes: list[str] | None, uninstall: bool,
+        dry_run: bool, platform: str = sys.platform) -> dict:
+    """Plan every host, then (unless dry_run) write: a refusal leaves every file as it was."""
+    overridden = base is not None
+    root = Path(base).expanduser().resolve() if base else Path.home()
+    tm_home = resolve_home(home)
+    found = None
+    hosts = list(dict.fromkeys(hosts))
+    if "all" in hosts:
+        found = detect(root, platform, overridden)
+        hosts = found if not uninstall else [h for h in HOST_NAMES if load_manifest(tm_home, h) or h in found]
+    plans = {h: plan(h, root, home, scopes, not uninstall, load_manifest(tm_home, h), platform, overridden)
+             for h in hosts}
+    out = {"action": "uninstall" if uninstall else "install", "dry_run": dry_run, "hosts": []}
+    if found is not None:
+        out["found"] = found
+        out["not_found"] = [h for h in HOST_NAMES if h not in found]
+    for host, changes in plans.items():
+        if dry_run:
+            out["hosts"].append({"host": host, "changes": [
+                {"path": str(c.target.path), "what": c.what, "diff": diff(c)} for c in changes]})
+        else:
+            out["hosts"].append(apply(host, changes, tm_home, not uninstall))
+    return out
+
+
+def describe(report: dict) -> str:
+    """The text the CLI prints."""
+    lines = []
+    if "found" in report:
+        lines.append("found: " + (", ".join(report["found"]) or "no host") +
+                     ("; not found: " + ", ".join(report["not_found"]) if report["not_found"] else ""))
+    for h in report["hosts"]:
+        if not h["changes"]:
+            lines.append(f"{h['host']}: {'already up to date' if report['action'] == 'install' else 'nothing to remove'}")
+            continue
+        lines.append(f"{h['host']}:")
+        for c in h["changes"]:
+            if report["dry_run"]:
+                lines.append(f"  would change {c['path']} ({c['what']}):")
+                lines.extend("    " + line for line in c["diff"].splitlines())
+            else:
+                lines.append(f"  {c['what']}: {c['action']} {c['path']}" + (f" (backup {c['backup']})" if c["backup"] else ""))
+    if report["dry_run"]:
+        lines.append("(dry run: nothing was written)")
+    return "\n".join(lines)

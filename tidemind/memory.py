@@ -28,6 +28,9 @@ from .store import backup_to
 from .timeutil import Clock, parse_iso, system_clock, to_iso
 from . import views
 
+SERVING_SHARE = 0.9       # the configured embedder serves once it has this share of the best coverage
+
+
 class Memory:
     """One open store. `writable_scopes`/`readable_scopes` of None mean any (the person's CLI)."""
 
@@ -46,6 +49,7 @@ class Memory:
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             raise InvalidInput(f"{settings.db_path} is not a usable TideMind database ({exc})") from None
         self._embedder = None
+        self._previous = None    # the embedder of the vectors that serve while a switch re-embeds
         self._side = None        # (executor, read connection) for the vector arm, opened on first recall
         self._stream_pending: list | None = None     # set inside stream_batch()
 
@@ -467,7 +471,7 @@ class Memory:
         embedder, unavailable = None, None
         if use_vectors:
             try:
-                embedder = self.embedder
+                embedder = self.serving_embedder()
             except ProviderUnavailable as exc:      # e.g. its client library is missing: words still answer
                 unavailable = f"semantic search unavailable ({exc}); answered from full-text search alone"
         if embedder is not None:
@@ -935,10 +939,35 @@ class Memory:
         }
 
     # -- maintenance ----------------------------------------------------------------------------
+    def serving_embedder(self):
+        """The embedder whose vectors answer recall: the configured one once its vectors cover
+        nearly as many memories as any other's, else (right after switching embedders, while the
+        background re-embeds) the one with the most vectors, so the old index keeps serving."""
+        from . import embed as embed_pkg
+
+        if vectors.embedders(self.conn) in ([], [self.embedder.name]):
+            return self.embedder                   # no switch under way (the common case: one row read)
+        counts = vectors.coverage(self.conn)
+        mine = counts.get(self.embedder.name, 0)
+        best = max(counts, key=lambda n: counts[n], default=None)
+        if best is None or best == self.embedder.name or mine >= SERVING_SHARE * counts[best]:
+            return self.embedder
+        if self._previous is None or self._previous.name != best:
+            self._previous = embed_pkg.for_vectors(self.settings, self.conn, best)
+        return self._previous or self.embedder
+
     def embed_pending(self, batch: int = 256, limit: int | None = None) -> dict:
-        """Drain the embed queue: learn statistics, embed, store vectors. Safe to run concurrently."""
+        """Drain the embed queue: learn statistics, embed, store vectors. Safe to run concurrently.
+        After a switch of embedders every live memory is queued once for the new one; when the new
+        one covers them all, the old vectors are retired."""
         done = 0
         emb = self.embedder
+        switching = vectors.embedders(self.conn) not in ([], [emb.name])
+        counts = vectors.coverage(self.conn) if switching else {}
+        if switching and counts.get(emb.name, 0) < vectors.live_count(self.conn) \
+                and not vectors.queue_length(self.conn):
+            with immediate(self.conn):
+                vectors.enqueue_stale(self.conn, emb.name, self.now())
         while limit is None or done < limit:
             size = batch if limit is None else min(batch, limit - done)
             with immediate(self.conn):
@@ -956,7 +985,13 @@ class Memory:
                     if node_id in still:
                         vectors.put(self.conn, node_id, scope, emb.name, vec, now)
             done += len(items)
-        return {"embedded": done, "embedder": emb.name, "queue": vectors.queue_length(self.conn)}
+        retired: list[str] = []
+        if switching and not vectors.queue_length(self.conn) \
+                and vectors.coverage(self.conn).get(emb.name, 0) >= vectors.live_count(self.conn):
+            with immediate(self.conn):
+                retired = vectors.retire(self.conn, emb.name)
+        return {"embedded": done, "embedder": emb.name, "queue": vectors.queue_length(self.conn),
+                **({"retired": retired} if retired else {})}
 
     def reembed_all(self) -> dict:
         with immediate(self.conn):

@@ -1,7 +1,7 @@
 """Fit recall's scoring weights (`tidemind.search.scoring.WEIGHTS`) on the tuning parts of the two
 development sets, and report them on the parts held out.
 
-    python tests/eval/fit_recall.py [--data DIR] [--rounds N]
+    python tests/eval/fit_recall.py [--data DIR] [--rounds N] [--links]
 
 - Real conversations (../shared/eval/conversations-dev: five multi-session conversations), split
   by conversation: TUNE (three) is fitted on, HELD_OUT (two) is only reported.
@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tidemind.evaluate import _jsonl, load
+from tidemind.evaluate import _jsonl, link_and_measure, load
 from tidemind.memory import Memory
 from tidemind.search import scoring
 from tidemind.search.recall import ABSTAIN_BELOW, GROUNDED_BELOW, ITEM_EVIDENCE, RELATIVE_EVIDENCE, RecallRequest, gather
@@ -37,7 +37,7 @@ HELD_OUT = ("conv-30", "conv-42")
 GRID = {"prev": [0, 0.2, 0.4, 0.6], "asked": [0, 0.2, 0.4, 0.6], "prev2": [0, 0.1, 0.2, 0.3],
         "next": [0, 0.1, 0.2, 0.3], "sess": [0, 0.1, 0.2, 0.3, 0.5], "sess3": [0, 0.05, 0.1, 0.2],
         "spk": [0, 0.2, 0.3, 0.5, 0.8, 1.0], "when": [0, 0.2, 0.5, 0.8, 1.2], "cos": [0, 0.2, 0.4, 0.8],
-        "scos": [0, 0.1, 0.2, 0.4], "cprev": [0, 0.2, 0.4, 0.8, 1.2, 1.6]}
+        "scos": [0, 0.1, 0.2, 0.4], "cprev": [0, 0.2, 0.4, 0.8, 1.2, 1.6], "linked": [0, 0.1, 0.2, 0.3, 0.5, 0.8]}
 MIN_GAIN = 0.001
 REAL_SHARE = 2
 
@@ -96,12 +96,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(DEFAULT_DATA))
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--links", action="store_true", help="run the offline linking passes before gathering")
     args = ap.parse_args()
     memories, queries = _jsonl(f"{args.data}/memories.jsonl"), _jsonl(f"{args.data}/queries.jsonl")
     synthetic_memories, synthetic_queries = synthetic_set()
     with Memory.open(tempfile.mkdtemp(prefix="tidemind-fit-")) as real, \
             Memory.open(tempfile.mkdtemp(prefix="tidemind-fit-")) as synthetic:
         real_owner, synthetic_owner = load(real, memories), load(synthetic, synthetic_memories)
+        if args.links:          # as the daemon leaves a store: the linking passes have run
+            link_and_measure(real, real_owner, memories, queries)
+            link_and_measure(synthetic, synthetic_owner, synthetic_memories, synthetic_queries)
         tune = [(gathered(real, [q for q in queries if q["scope"] in TUNE]), real_owner, REAL_SHARE),
                 (gathered(synthetic, [q for q in synthetic_queries if q["split"] == "tune"]), synthetic_owner, 1)]
         held = [(gathered(real, [q for q in queries if q["scope"] in HELD_OUT]), real_owner, REAL_SHARE),

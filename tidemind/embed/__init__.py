@@ -63,6 +63,24 @@ def get_embedder(settings, conn: apsw.Connection) -> Embedder:
     return _REGISTRY[key](settings, conn)
 
 
+def for_vectors(settings, conn: apsw.Connection, name: str) -> Embedder | None:
+    """An embedder that makes vectors named `name` (those already stored), or None when this
+    code cannot make them any more (a default embedder of another recipe version)."""
+    from dataclasses import replace
+
+    key, _, model = name.partition("/")
+    _load(key)
+    if key not in _REGISTRY:
+        return None
+    if key == "ollama" and model:
+        settings = replace(settings, ollama_model=model)
+    try:
+        made = _REGISTRY[key](settings, conn)
+    except Exception:          # e.g. its client library is missing
+        return None
+    return made if made.name == name else None
+
+
 def unobserve_everywhere(conn: apsw.Connection, node_ids: Sequence[int]) -> None:
     """Forget: take the nodes out of every embedder's learned statistics, whichever is configured now
     (statistics learned while the default embedder was in use stay in its tables otherwise)."""

@@ -94,6 +94,7 @@ def _word_index(word: str) -> np.ndarray:
 class DefaultEmbedder:
     name = "default/ri-v2"
     dim = DIM
+    learns_from_store = True      # its cosines mean little until the store holds enough text
 
     def __init__(self, conn: apsw.Connection | None = None):
         self.conn = conn

@@ -1,14 +1,20 @@
-"""`link-propose`: each newly embedded node's nearest neighbours in its scope become `pending`
-links with their cosine as strength. A pair that already has a link in any status — including
-`rejected_by_user`, `rejected_by_model` and `expired` — is never proposed again."""
+"""`link-propose`: each newly embedded node proposes `pending` links to the memories of its scope
+it is most related to (`relate`: rare words and names shared, the same speaker, the embedder's
+cosine), strongest first, at most PROPOSE per node: its ALWAYS closest that share a word, and
+the others above MIN_STRENGTH. The judge
+(`link-evaluate`) confirms the clear ones. A pair that already has a link in any status (a
+rejection included) is not proposed again; an expired proposal may be, when it comes back
+stronger than it was.
+"""
 from __future__ import annotations
 
 from ..store import audit, immediate, links, task_runs, vectors
 from . import TaskContext, register
-from .pairs import nearest
+from .relate import Relatedness
 
-NEIGHBOURS = 5
-MIN_COSINE = 0.55
+PROPOSE = 20
+MIN_STRENGTH = 0.12
+ALWAYS = 3                 # its closest candidates are proposed when they share a word, however low
 
 
 class LinkProposeTask:
@@ -18,27 +24,34 @@ class LinkProposeTask:
     needs_llm = False
 
     def run(self, ctx: TaskContext) -> dict:
-        memory = ctx.memory
-        emb = memory.embedder
+        emb = ctx.memory.embedder
         cursor = task_runs.get_cursor(ctx.conn, self.name)
         todo = vectors.embedded_after(ctx.conn, cursor, emb.name, ctx.batch or self.batch_size)
-        proposed = 0
+        scopes: dict[str, Relatedness] = {}
+        proposed = done = 0
         last = cursor
-        done = 0
         for node_id, scope, query in todo:
             if ctx.stopping():
                 break
             done += 1
-            near = nearest(ctx, node_id, scope, query, NEIGHBOURS, MIN_COSINE)
+            rel = scopes.setdefault(scope, Relatedness(ctx.conn, scope, emb))
+            scored = rel.score_many(node_id, rel.candidates(node_id, query))
             now = ctx.now()
             with immediate(ctx.conn):
-                for other, cos in near:
-                    link = links.add(ctx.conn, node_id, other, status="pending", strength=round(cos, 4),
-                                     proposed_by=self.name, at=now)
-                    if link is not None:
-                        proposed += 1
-                        audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action="link_proposed",
-                                     node_id=node_id, other=other, link=link, strength=round(cos, 4))
+                # its closest few whatever their score (relative to its own neighbours: a small scope
+                # or a terse note scores low everywhere), then anything strong, up to PROPOSE
+                chosen = [(s, o) for n, (s, o) in enumerate(scored)
+                          if (n < ALWAYS and rel.shared_words(node_id, o)) or s >= MIN_STRENGTH][:PROPOSE]
+                offers = []
+                for strength, other in chosen:
+                    shared = rel.shared_words(node_id, other)[:4]
+                    offers.append((other, round(strength, 4),
+                                   f"relatedness {strength:.2f}" + (f"; shared: {', '.join(shared)}" if shared else "")))
+                made = [list(m) for m in links.propose_many(ctx.conn, node_id, offers, proposed_by=self.name, at=now)]
+                if made:            # one audit row per memory, naming every link it proposed
+                    proposed += len(made)
+                    audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action="link_proposed",
+                                 node_id=node_id, links=made)
                 task_runs.set_cursor(ctx.conn, self.name, node_id)
             last = node_id
         return {"nodes": done, "proposed": proposed, "cursor": last}

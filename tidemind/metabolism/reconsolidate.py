@@ -1,15 +1,26 @@
 """`reconsolidate`: a node that recall keeps returning, in new company, gets its derived layer
 refreshed with that context — never its authored text. Its title and tags are re-derived (the
-previous values move to `derived_history`), and nodes it was recalled beside at least twice
-that it has no link with become `pending` link proposals. Recall itself only recorded the hits."""
+previous values move to `derived_history`), and the nodes it keeps being recalled beside (at
+least MIN_CO_RECALLS times) become `pending` link proposals for the judge: at most
+CO_RECALL_LINKS per node, the most frequent first, each as strong as the pair is related plus a
+little for every recall they shared. A model's rejection of such a pair lapses after
+REJECTION_LAPSES_DAYS, so a later, stronger signal may propose it again (a person's never does).
+Recall itself only recorded the hits."""
 from __future__ import annotations
 
+import datetime as dt
+
 from ..store import audit, derived, immediate, links, recall_hits
+from ..timeutil import from_iso, to_iso
 from . import TaskContext, register
 from .annotate import AnnotateTask
+from .relate import Relatedness
 
 MIN_HITS = 3
 MIN_CO_RECALLS = 2
+CO_RECALL_LINKS = 3
+CO_RECALL_BONUS = 0.05      # per shared recall beyond the first, up to 0.2
+REJECTION_LAPSES_DAYS = 30
 
 
 class ReconsolidateTask:
@@ -40,13 +51,20 @@ class ReconsolidateTask:
                 for slug, confidence in slugs:
                     tags.assign(ctx.conn, node_id, slug, status="proposed", source=self.name, at=now,
                                 confidence=confidence)
-                for other in company:
-                    same_scope = ctx.conn.execute("SELECT scope = ? AND status = 'live' FROM nodes WHERE id=?",
-                                                  (row[1], other)).fetchone()
-                    if same_scope and same_scope[0] and links.add(ctx.conn, node_id, other, status="pending",
-                                                                  proposed_by=self.name, at=now,
-                                                                  reason="recalled together repeatedly"):
+                rel = Relatedness(ctx.conn, row[1], ctx.memory.embedder)
+                lapsed = to_iso(from_iso(now) - dt.timedelta(days=REJECTION_LAPSES_DAYS))
+                room = CO_RECALL_LINKS - links.open_by(ctx.conn, node_id, self.name)
+                for other in sorted(company, key=lambda o: (-entry["company"][o], o)):
+                    if room <= 0:
+                        break
+                    if other not in rel.rows([other]) or links.open_by(ctx.conn, other, self.name) >= CO_RECALL_LINKS:
+                        continue                    # another scope, no longer visible, or its few are taken
+                    times = entry["company"][other]
+                    strength = round(rel.score(node_id, other) + min(0.2, CO_RECALL_BONUS * (times - 1)), 4)
+                    if links.propose(ctx.conn, node_id, other, strength=strength, proposed_by=self.name, at=now,
+                                     reason=f"recalled together {times} times", rejected_before=lapsed):
                         proposed += 1
+                        room -= 1
                 derived.put(ctx.conn, node_id, "reconsolidated_at", now, self.name, now)
                 audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action="reconsolidate", node_id=node_id,
                              hits=entry["hits"], company=company)

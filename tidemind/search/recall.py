@@ -17,9 +17,9 @@
    answers) and calibrated cosine. Candidates below ITEM_EVIDENCE, or below RELATIVE_EVIDENCE of
    the best one, are dropped rather than padding the answer; if nothing reaches ABSTAIN_BELOW,
    recall abstains with a plain message.
-6. Links: nodes one confirmed link away from the top hits join below their seed's score
-   (pending links are never walked). The turns around a served item that are not served
-   themselves are listed as its `context`.
+6. Links: memories one confirmed link away from the best hits join the pool and count their
+   linked hit's score (`linked`); pending links are never walked. The turns around a served item
+   that are not served themselves are listed as its `context`.
 7. Divergence (`diverge`): when the grounding memories qualify a query word differently (two
    "Alex"es, two staging databases), the answer carries one question with the candidate groups
    (`clarify`); `choose` answers for one group.
@@ -55,12 +55,11 @@ GROUNDED_BELOW = 0.2         # and some memory must hold a fifth of the query's 
 RELATIVE_EVIDENCE = 0.0
 EVIDENCE_SHORTLIST = 30       # at least this many of the best-scored candidates get their evidence read
 CONTEXT_EVIDENCE = 0.9        # a turn answering a matching question carries most of its evidence
+LINK_EVIDENCE = 0.5           # a memory linked to a hit carries half of it
 CONTEXT_SEEDS = 30            # the best lexical hits whose neighbouring turns join the pool
 VECTOR_SEEDS = 10             # and the best vector hits
 CONTEXT_REACH = 3             # far enough to step over a "thanks" between a question and its answer
 SUBSTANTIVE_WORDS = 4         # fewer content words and no match of its own: chatter, listed as context only
-LINK_FACTOR = 0.5
-LINK_SEEDS = 5
 COMMON_TERM_SHARE = 0.08
 PRUNE_MIN_DOCS = 2000
 COMMON_WINDOW = 20_000
@@ -228,8 +227,11 @@ def gather(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         return own[i]
 
     # a turn's evidence counts the turn it answers: "I went to Woodhaven" after "Where did you go?"
-    evidence = {i: max(own_evidence(i), CONTEXT_EVIDENCE * max((own_evidence(b) for b in pool.before.get(i, [])[:1]),
-                                                               default=0.0))
+    # a memory a confirmed link joins to a hit carries some of that hit's evidence (a person or a
+    # judge said they belong together), enough to be served below it, never enough to ground
+    evidence = {i: max(own_evidence(i),
+                       CONTEXT_EVIDENCE * max((own_evidence(b) for b in pool.before.get(i, [])[:1]), default=0.0),
+                       LINK_EVIDENCE * max((own_evidence(s) for s in pool.linked.get(i, [])), default=0.0))
                 for i in shortlist}
     grounding = max((words_in.weighted_coverage(pool.rows[i], also(i)) for i in shortlist), default=0.0)
     return Gathered(pool, features, ranked, evidence, own, grounding, {"fts": len(lexical), "vector": len(semantic)},
@@ -269,13 +271,15 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         return {"items": [], "abstained": True, "best_evidence": round(best, 3), "arms": arms, "grounded_by": [],
                 "clarify": None, "chosen": None, "waiting": waiting, "message": message, "degraded": degraded}
     via: dict[int, str] = {}
-    if req.expand:
-        _follow_links(conn, req, scores, via, found, where, params)
     order = sorted(scores, key=lambda i: (-scores[i], i))[: req.limit]
     for node_id in order:
-        if node_id not in lexical and node_id not in pool.cosine and node_id not in via:
+        if node_id in lexical or node_id in pool.cosine or node_id in via:
+            continue
+        if node_id in pool.before or node_id in pool.after:
             seed = _seed_of(node_id, pool, lexical)          # it came in beside a hit
             via[node_id] = f"{_relation(found, node_id, seed)}:{seed}"
+        elif pool.linked.get(node_id):                        # it came in through a confirmed link
+            via[node_id] = f"link:{max(pool.linked[node_id], key=lambda i: lexical.get(i, 0.0))}"
     order, overruled = _with_contradictions(conn, req, order, scores, via, found, where, params, evidence)
     nearby = scoring.context_of(order, pool)
     items = views.describe(conn, found, order, req.scopes, req.as_of, scores, via)
@@ -443,7 +447,12 @@ def _pool(conn: apsw.Connection, req: RecallRequest, lexical: dict[int, float], 
         # within a capture its own units are the nearest turns; across captures, the session's
         if why == "capture" or offset not in around.setdefault(seed, {}):
             around.setdefault(seed, {})[offset] = other
-    wanted = list(set(lexical) | set(cosine) | {o for by in around.values() for o in by.values()})
+    # a confirmed link can join a hit to a memory of another session (pending links are never walked)
+    linked: dict[int, list[int]] = {}
+    if req.expand:
+        for seed, other, _strength in links.confirmed_neighbours(conn, seeds, req.scopes, req.as_of):
+            linked.setdefault(other, []).append(seed)
+    wanted = list(set(lexical) | set(cosine) | {o for by in around.values() for o in by.values()} | set(linked))
     if wanted:               # the filters (tags, source) and the predicate, for the neighbours too
         marks = ",".join("?" * len(wanted))
         wanted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
@@ -477,9 +486,11 @@ def _pool(conn: apsw.Connection, req: RecallRequest, lexical: dict[int, float], 
                 before[node_id] = [line[k - 1]] + ([line[k - 2]] if k > 1 else [])
             if k + 1 < len(line) and node_id not in after:
                 after[node_id] = [line[k + 1]]
+    linked = {i: [s for s in seeds_ if s in rows] for i, seeds_ in linked.items() if i in rows}
+    candidates.update(i for i, seeds_ in linked.items() if seeds_)
     return scoring.Pool(lexical={i: s for i, s in lexical.items() if i in rows},
                         cosine={i: c for i, c in cosine.items() if i in rows}, rows=rows, candidates=candidates,
-                        before=before, after=after, nearest=nearest)
+                        before=before, after=after, nearest=nearest, linked=linked)
 
 
 def _seed_of(node_id: int, pool: scoring.Pool, lexical: dict[int, float]) -> int:
@@ -491,23 +502,3 @@ def _seed_of(node_id: int, pool: scoring.Pool, lexical: dict[int, float]) -> int
 def _relation(found: dict[int, dict], a: int, b: int) -> str:
     ra, rb = found.get(a, {}), found.get(b, {})
     return "capture" if ra.get("capture_id") is not None and ra.get("capture_id") == rb.get("capture_id") else "session"
-
-
-def _follow_links(conn, req, scores, via, found, where, params) -> None:
-    """Nodes one confirmed link away from the top hits join below their seed's score (a link can
-    join a hit to another session). Pending links are never walked."""
-    seeds = sorted(scores, key=lambda i: (-scores[i], i))[:LINK_SEEDS]
-    offers: dict[int, tuple[float, str]] = {}
-    for seed, other, strength in links.confirmed_neighbours(conn, seeds, req.scopes, req.as_of):
-        score = LINK_FACTOR * scores[seed] * min(max(strength, 0.0), 1.0)
-        if score > max(offers.get(other, (0.0, ""))[0], scores.get(other, 0.0)):
-            offers[other] = (score, f"link:{seed}")
-    fresh = [i for i in offers if i not in scores]
-    if fresh:       # link targets obey the same predicate and filters as the arms
-        marks = ",".join("?" * len(fresh))
-        admitted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
-                                               [*fresh, *params])]
-        found.update(nodes.get_visible(conn, admitted, req.scopes, req.as_of))
-    for node_id, (score, why) in offers.items():
-        if node_id in found:
-            scores[node_id], via[node_id] = score, why

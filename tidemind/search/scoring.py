@@ -12,6 +12,7 @@ distinct hits out of the top k):
   when      its valid day fits a date the query names ("in July 2023", "on 3 May, 2023")
   cos       its cosine to the query (vector arm)    scos         the best cosine in its session
   cprev     the cosine of the turn before it (a question found by meaning, not by its words)
+  linked    the best score among the hits it has a confirmed link with (the graph joins sessions)
 
 Lexical features are divided by the best BM25 score of the query, so weights mean the same in a
 scope of 300 memories and of 100,000. The score is the weighted sum. The weights were fitted by
@@ -30,7 +31,7 @@ from typing import Sequence
 from .when import Window
 
 WEIGHTS = {"own": 1.0, "prev": 0.6, "asked": 0.6, "prev2": 0.2, "next": 0.3, "sess": 0.5, "sess3": 0.2, "spk": 1.0,
-           "when": 1.2, "cos": 0.4, "scos": 0.4, "cprev": 0.0}
+           "when": 1.2, "cos": 0.4, "scos": 0.4, "cprev": 0.0, "linked": 0.2}
 
 # "Caroline: ..." / "Dr. Alex Rivera: ...": a turn that says who said it (one to three capitalised words)
 _SPEAKER = re.compile(r"([A-Z][\w'’.\-]{0,30}(?: [A-Z][\w'’.\-]{0,30}){0,2}):\s")
@@ -57,6 +58,7 @@ class Pool:
     before: dict[int, list[int]] = field(default_factory=dict)   # candidate -> the turns before it, nearest first
     after: dict[int, list[int]] = field(default_factory=dict)    # candidate -> the turns after it, nearest first
     nearest: dict[int, list[int]] = field(default_factory=dict)  # a hit -> the turns right beside it, chatter too
+    linked: dict[int, list[int]] = field(default_factory=dict)   # candidate -> best hits it has a confirmed link with
     features: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
@@ -97,6 +99,7 @@ def compute(pool: Pool, query_words: set[str], when: Window | None) -> dict[int,
             "when": when.fit(valid_day) if when else 0.0,
             "cos": pool.cosine.get(node_id, 0.0),
             "cprev": pool.cosine.get(before[0], 0.0) if before else 0.0,
+            "linked": max((norm.get(s, 0.0) for s in pool.linked.get(node_id, [])), default=0.0),
             "scos": best_cos.get(group_of(row), 0.0),
         }
     pool.features = out

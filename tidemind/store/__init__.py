@@ -47,6 +47,7 @@ CORE_MIGRATIONS = [
     ("0020_import_context", nodes.CONTEXT_DDL + fts.CONTEXT_REBUILD),
     ("0021_superseded_valid_to", nodes.SUPERSEDED_VALID_TO),
     ("0022_tag_tombstones", tags.SCOPE_TOMBSTONES_DDL),
+    ("0023_vectors_per_embedder", vectors.PER_EMBEDDER_DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

@@ -43,6 +43,107 @@ def add(conn: apsw.Connection, source_id: int, target_id: int, *, relation: str 
     return conn.last_insert_rowid()
 
 
+def propose(conn: apsw.Connection, source_id: int, target_id: int, *, strength: float, proposed_by: str, at: str,
+            reason: str | None = None, relation: str = "related", rejected_before: str | None = None) -> int | None:
+    """A pending link, unless the pair has a link already. An expired proposal comes back (pending
+    again, with the new strength) when it is stronger now than it was, and so does a model's
+    rejection decided before `rejected_before` (a model's "no" expires; a person's never does)."""
+    found = conn.execute("SELECT id, status, strength, decided_at FROM links WHERE (source_id=? AND target_id=?)"
+                         " OR (source_id=? AND target_id=?) ORDER BY id LIMIT 1",
+                         (source_id, target_id, target_id, source_id)).fetchone()
+    if found is None:
+        conn.execute("INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by, created_at)"
+                     " VALUES(?,?,?,'pending',?,?,?,?)",
+                     (source_id, target_id, relation, strength, secrets.mask_optional(reason), proposed_by, at))
+        return conn.last_insert_rowid()
+    link_id, status, before, decided = found
+    lapsed = status == "expired" or (status == "rejected_by_model" and rejected_before is not None
+                                     and (decided or "") < rejected_before)
+    if lapsed and strength > (before or 0.0):
+        conn.execute("UPDATE links SET status='pending', strength=?, reason=?, proposed_by=?, created_at=?,"
+                     " decided_at=NULL WHERE id=?", (strength, secrets.mask_optional(reason), proposed_by, at, link_id))
+        return link_id
+    return None
+
+
+def propose_many(conn: apsw.Connection, source_id: int, offers: Sequence[tuple[int, float, str | None]], *,
+                 proposed_by: str, at: str, rejected_before: str | None = None) -> list[tuple[int, int, float]]:
+    """`propose` for many targets of one source at once: one read of the pairs' existing links,
+    one insert for the new ones (link-propose offers twenty per memory). Returns (link, target,
+    strength) for each link made or brought back."""
+    if not offers:
+        return []
+    targets = [t for t, _, _ in offers]
+    marks = ",".join("?" * len(targets))
+    existing = {}
+    for link_id, a, b, status, before, decided in conn.execute(
+            f"SELECT id, source_id, target_id, status, strength, decided_at FROM links WHERE (source_id=? AND target_id"
+            f" IN ({marks})) OR (target_id=? AND source_id IN ({marks})) ORDER BY id DESC",
+            [source_id, *targets, source_id, *targets]):
+        existing[b if a == source_id else a] = (link_id, status, before, decided)
+    made, fresh = [], []
+    for target, strength, reason in offers:
+        found = existing.get(target)
+        if found is None:
+            fresh.append((source_id, target, strength, secrets.mask_optional(reason), proposed_by, at))
+            continue
+        link_id, status, before, decided = found
+        lapsed = status == "expired" or (status == "rejected_by_model" and rejected_before is not None
+                                         and (decided or "") < rejected_before)
+        if lapsed and strength > (before or 0.0):
+            conn.execute("UPDATE links SET status='pending', strength=?, reason=?, proposed_by=?, created_at=?,"
+                         " decided_at=NULL WHERE id=?", (strength, secrets.mask_optional(reason), proposed_by, at, link_id))
+            made.append((link_id, target, strength))
+    if fresh:
+        conn.executemany("INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by,"
+                         " created_at) VALUES(?,?,'related','pending',?,?,?,?)", fresh)
+        ids = dict(conn.execute(f"SELECT target_id, id FROM links WHERE source_id=? AND created_at=? AND proposed_by=?"
+                                f" AND target_id IN ({','.join('?' * len(fresh))})",
+                                [source_id, at, proposed_by, *[f[1] for f in fresh]]))
+        made += [(ids[f[1]], f[1], f[2]) for f in fresh if f[1] in ids]
+    return made
+
+
+def partners(conn: apsw.Connection, node_ids: Sequence[int], statuses: Sequence[str],
+             proposed_by: str | None = None) -> dict[int, set[int]]:
+    """For each node, the nodes it has a link with in one of `statuses` (with `proposed_by`: only
+    the links that node itself proposed, by that proposer)."""
+    out: dict[int, set[int]] = {i: set() for i in node_ids}
+    if not node_ids:
+        return out
+    marks, smarks = ",".join("?" * len(node_ids)), ",".join("?" * len(statuses))
+    if proposed_by is not None:
+        for a, b in conn.execute(f"SELECT source_id, target_id FROM links WHERE status IN ({smarks})"
+                                 f" AND proposed_by = ? AND source_id IN ({marks})", [*statuses, proposed_by, *node_ids]):
+            out[a].add(b)
+        return out
+    for a, b in conn.execute(f"SELECT source_id, target_id FROM links WHERE status IN ({smarks})"
+                             f" AND (source_id IN ({marks}) OR target_id IN ({marks}))",
+                             [*statuses, *node_ids, *node_ids]):
+        if a in out:
+            out[a].add(b)
+        if b in out:
+            out[b].add(a)
+    return out
+
+
+def proposals(conn: apsw.Connection, node_ids: Sequence[int], proposed_by: str) -> dict[int, list[int]]:
+    """For each node, the nodes a link proposed by `proposed_by` joins it to (whichever end
+    proposed it; any status but a person's rejection), strongest first."""
+    out: dict[int, list[tuple[float, int, int]]] = {i: [] for i in node_ids}
+    if not node_ids:
+        return {}
+    marks = ",".join("?" * len(node_ids))
+    for link_id, a, b, strength in conn.execute(
+            f"SELECT id, source_id, target_id, coalesce(strength, 0) FROM links WHERE proposed_by = ?"
+            f" AND status != 'rejected_by_user' AND (source_id IN ({marks}) OR target_id IN ({marks}))",
+            [proposed_by, *node_ids, *node_ids]):
+        for me, other in ((a, b), (b, a)):
+            if me in out:
+                out[me].append((-strength, link_id, other))
+    return {i: [other for *_, other in sorted(found)] for i, found in out.items()}
+
+
 def exists(conn: apsw.Connection, a: int, b: int) -> bool:
     return any(conn.execute("SELECT 1 FROM links WHERE (source_id=? AND target_id=?) OR (source_id=? AND target_id=?)"
                             " LIMIT 1", (a, b, b, a)))
@@ -108,20 +209,29 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
         f" WHERE a.scope IN ({marks}) AND b.scope IN ({marks}) GROUP BY x.status", [*scopes, *scopes])}
 
 
-def pending(conn: apsw.Connection, limit: int, scopes: Sequence[str] | None = None) -> list[dict]:
-    """Pending links whose two ends are both live (and in `scopes` when given), oldest first."""
+def pending(conn: apsw.Connection, limit: int, scopes: Sequence[str] | None = None,
+            strongest_first: bool = False, room_below: int | None = None) -> list[dict]:
+    """Pending links whose two ends are both live (and in `scopes` when given), oldest first (or
+    strongest first: the judge decides the clearest pairs before the degree cap fills). With
+    `room_below`, only links whose two ends have fewer confirmed links than that (the others wait
+    until a person removes one, or expire)."""
     in_scopes, params = "", []
     if scopes:
         pred_a, pa = visible("a", scopes)
         pred_b, pb = visible("b", scopes)
         in_scopes, params = f" AND {pred_a} AND {pred_b}", [*pa, *pb]
+    if room_below is not None:
+        degree = ("(SELECT count(*) FROM links c WHERE c.status='confirmed' AND c.source_id={n})"
+                  " + (SELECT count(*) FROM links c WHERE c.status='confirmed' AND c.target_id={n})")
+        in_scopes += f" AND {degree.format(n='l.source_id')} < ? AND {degree.format(n='l.target_id')} < ?"
+        params += [room_below, room_below]
     return rows(conn, f"""
         SELECT l.id, l.source_id, l.target_id, l.relation, l.strength, l.created_at, l.proposed_by,
                a.scope AS source_scope, b.scope AS target_scope, a.session AS source_session,
                b.session AS target_session, a.capture_id AS source_capture, b.capture_id AS target_capture
         FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
         WHERE l.status = 'pending' AND a.status = 'live' AND b.status = 'live'{in_scopes}
-        ORDER BY l.id LIMIT ?""", [*params, limit])
+        ORDER BY {"coalesce(l.strength, 0) DESC, l.id" if strongest_first else "l.id"} LIMIT ?""", [*params, limit])
 
 
 def expire_pending(conn: apsw.Connection, created_before: str, at: str) -> int:
@@ -176,6 +286,12 @@ def touching(conn: apsw.Connection, node_ids: Sequence[int], statuses: Sequence[
 def delete_if(conn: apsw.Connection, link_id: int, status: str) -> bool:
     conn.execute("DELETE FROM links WHERE id = ? AND status = ?", (link_id, status))
     return conn.changes() == 1
+
+
+def open_by(conn: apsw.Connection, node_id: int, proposed_by: str) -> int:
+    """How many pending or confirmed links touching a node a given proposer made."""
+    return conn.execute("SELECT count(*) FROM links WHERE proposed_by = ? AND status IN ('pending','confirmed')"
+                        " AND (source_id = ? OR target_id = ?)", (proposed_by, node_id, node_id)).fetchone()[0]
 
 
 def by_proposer(conn: apsw.Connection, node_id: int, proposed_by: str) -> list[int]:

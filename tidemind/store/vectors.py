@@ -49,6 +49,25 @@ CREATE TABLE vector_indexes(
 HASH_BITS = 1024
 
 
+# Switching embedders re-embeds in the background while the old vectors keep serving, so a node
+# may hold one vector per embedder for a while (the old ones are retired once the new embedder
+# covers every live node).
+PER_EMBEDDER_DDL = """
+CREATE TABLE node_vectors_new(
+  node_id INTEGER NOT NULL REFERENCES nodes(id),
+  embedder TEXT NOT NULL,
+  dim INTEGER NOT NULL,
+  vec BLOB NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(node_id, embedder)
+);
+INSERT INTO node_vectors_new SELECT node_id, embedder, dim, vec, created_at FROM node_vectors;
+DROP TABLE node_vectors;
+ALTER TABLE node_vectors_new RENAME TO node_vectors;
+CREATE INDEX node_vectors_embedder ON node_vectors(embedder);
+"""
+
+
 @functools.lru_cache(maxsize=8)
 def _projection(dim: int) -> np.ndarray:
     # fixed seed: the same dimension always gets the same hyperplanes (rebuildable index layer)
@@ -115,11 +134,43 @@ def queue_length(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> 
 
 
 def enqueue_stale(conn: apsw.Connection, embedder: str, at: str) -> int:
-    """Queue live nodes with no vector or a vector from another embedder."""
+    """Queue live nodes with no vector of this embedder (none at all, or another embedder's)."""
     conn.execute("INSERT OR IGNORE INTO embed_queue(node_id, enqueued_at) SELECT n.id, ? FROM nodes n"
-                 " LEFT JOIN node_vectors v ON v.node_id = n.id WHERE n.status='live'"
-                 " AND (v.node_id IS NULL OR v.embedder != ?)", (at, embedder))
+                 " WHERE n.status='live' AND NOT EXISTS (SELECT 1 FROM node_vectors v WHERE v.node_id = n.id"
+                 " AND v.embedder = ?)", (at, embedder))
     return conn.changes()
+
+
+def coverage(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
+    """How many live nodes (of `scopes`, else all) each embedder has a vector for."""
+    where, params = "", []
+    if scopes:
+        where, params = f" AND n.scope IN ({','.join('?' * len(scopes))})", list(scopes)
+    return dict(conn.execute(f"SELECT v.embedder, count(*) FROM node_vectors v JOIN nodes n ON n.id = v.node_id"
+                             f" WHERE n.status = 'live'{where} GROUP BY v.embedder", params))
+
+
+def embedders(conn: apsw.Connection) -> list[str]:
+    """The embedders that have an index: one row each, cheap enough to ask on every recall."""
+    return [name for (name,) in conn.execute("SELECT embedder FROM vector_indexes ORDER BY id")]
+
+
+def live_count(conn: apsw.Connection) -> int:
+    return scalar(conn, "SELECT count(*) FROM nodes WHERE status = 'live'")
+
+
+def retire(conn: apsw.Connection, keep: str) -> list[str]:
+    """Drop every other embedder's vectors and bit index (the configured one covers all)."""
+    gone = [name for (name,) in conn.execute("SELECT DISTINCT embedder FROM node_vectors WHERE embedder != ?", (keep,))]
+    gone += [name for (name,) in conn.execute("SELECT embedder FROM vector_indexes WHERE embedder != ?", (keep,))
+             if name not in gone]
+    for name in gone:
+        found = _index_for(conn, name)
+        conn.execute("DELETE FROM node_vectors WHERE embedder = ?", (name,))
+        if found is not None:
+            conn.execute(f"DROP TABLE IF EXISTS {found[0]}")
+            conn.execute("DELETE FROM vector_indexes WHERE embedder = ?", (name,))
+    return gone
 
 
 def put(conn: apsw.Connection, node_id: int, scope: str, embedder: str, vec: np.ndarray, at: str) -> None:
@@ -127,10 +178,10 @@ def put(conn: apsw.Connection, node_id: int, scope: str, embedder: str, vec: np.
 
     vec = np.asarray(vec, dtype=np.float32)
     conn.execute("INSERT INTO node_vectors(node_id, embedder, dim, vec, created_at) VALUES(?,?,?,?,?)"
-                 " ON CONFLICT(node_id) DO UPDATE SET embedder=excluded.embedder, dim=excluded.dim, vec=excluded.vec,"
+                 " ON CONFLICT(node_id, embedder) DO UPDATE SET dim=excluded.dim, vec=excluded.vec,"
                  " created_at=excluded.created_at", (node_id, embedder, vec.shape[0], vec.tobytes(), at))
     index = ensure_index(conn, embedder, vec.shape[0])
-    drop_from_index(conn, node_id)
+    conn.execute(f"DELETE FROM {index} WHERE node_id=?", (node_id,))      # (another embedder's stays)
     conn.execute(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,vec_quantize_binary(?))",
                  (node_id, scope, _hash_input(vec)))
     conn.execute("DELETE FROM embed_queue WHERE node_id=?", (node_id,))

@@ -185,3 +185,15 @@ def test_tag_restore_never_brings_back_a_proposal_a_scope_now_refuses(mem):
     assert {t["name"]: t["status"] for t in mem.tags_of(nid)}[name] == "rejected_by_user"
     mem.tag_unreject_everywhere(name, mem.settings.default_scope)
     assert {t["name"]: t["status"] for t in mem.tags_of(nid)}[name] == "proposed"
+
+
+def test_the_flagged_graph_is_the_memories_in_open_contradictions(mem):
+    item = _contradictions(mem, 1)[0]
+    row = mem.review_show(item)
+    quiet = mem.digest("An unrelated note about bread")["node_ids"][0]
+    with immediate(mem.conn):
+        links.add(mem.conn, row["node_id"], quiet, status="confirmed", proposed_by="t", at=mem.now())
+    g = mem.graph_overview(flagged=True)
+    assert {n["id"] for n in g["nodes"]} == {row["node_id"], row["other_node_id"]} and g["edges"] == []
+    mem.review_decide(item, "rejected")
+    assert mem.graph_overview(flagged=True)["nodes"] == []

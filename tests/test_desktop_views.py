@@ -206,6 +206,10 @@ def test_the_whole_graph_filters_colours_and_answers_the_pointer(window, mem, qt
     assert "even (6)" in panel.legend.text() and "odd (6)" in panel.legend.text()
     colours = {panel.items[i].colour.name() for i in panel.items}
     assert len(colours) == 3                                 # hub, even, odd
+    panel.flagged.setChecked(True)                           # the memory-status filter: nothing is flagged here
+    settle(window, qtbot)
+    assert panel.items == {} and "0 memories" in panel.info.text()
+    panel.flagged.setChecked(False)
     panel.status_actions["pending"].setChecked(True)
     settle(window, qtbot)
     qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)

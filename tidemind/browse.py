@@ -111,16 +111,18 @@ def review_page(conn: apsw.Connection, scopes: Sequence[str], status: str | None
 
 
 def graph(conn: apsw.Connection, scopes: Sequence[str], tag: str | None = None,
-          link_statuses: Sequence[str] = ("confirmed", "pending"), orphans: bool = True, limit: int = 3000) -> dict:
-    """Every visible memory of the scopes (those carrying `tag`, when given) and the links among
-    them in `link_statuses`. Over `limit` memories, the best connected are kept and `total`
-    says how many there were."""
+          link_statuses: Sequence[str] = ("confirmed", "pending"), orphans: bool = True, limit: int = 3000,
+          flagged: bool = False) -> dict:
+    """Every visible memory of the scopes (those carrying `tag`, when given; only the flagged
+    ones, one side of an open contradiction, with `flagged`) and the links among them in
+    `link_statuses`. Over `limit` memories, the best connected are kept and `total` says how
+    many there were."""
     bad = set(link_statuses) - set(LINK_STATUSES)
     if bad:
         raise InvalidInput(f"unknown link status {sorted(bad)[0]!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 20_000:
         raise InvalidInput("limit must be between 1 and 20000")
-    filters = [tags.filter_sql("n", [tag])] if tag else []
+    filters = ([tags.filter_sql("n", [tag])] if tag else []) + ([review.flagged_sql("n")] if flagged else [])
     ids = nodes.visible_ids(conn, scopes, filters)
     inside = set(ids)
     edges = [e for e in links.between_visible(conn, scopes, list(link_statuses)) if e[1] in inside and e[2] in inside]

@@ -851,9 +851,10 @@ class Memory:
 
     def graph_overview(self, *, scopes: Sequence[str] | None = None, tag: str | None = None,
                        link_statuses: Sequence[str] = ("confirmed", "pending"), orphans: bool = True,
-                       limit: int = 3000) -> dict:
-        """The whole graph of the scopes (or of one tag), for drawing."""
-        return browse.graph(self.conn, self.read_scopes(scopes, all_scopes=True), tag, link_statuses, orphans, limit)
+                       limit: int = 3000, flagged: bool = False) -> dict:
+        """The whole graph of the scopes (or of one tag, or of the flagged memories), for drawing."""
+        return browse.graph(self.conn, self.read_scopes(scopes, all_scopes=True), tag, link_statuses, orphans, limit,
+                            flagged)
 
     def changes_since(self, audit_id: int) -> dict:
         """What changed since audit row `audit_id`: the actions and the nodes they touched (a

@@ -296,6 +296,8 @@ class GraphView(QWidget):
             action.setChecked(status != "rejected")
             action.setToolTip(f"show {label} links" + (" (dotted; hidden unless asked for)" if status == "rejected" else ""))
             self.status_actions[status] = action
+        self.flagged = QCheckBox("flagged only")
+        self.flagged.setToolTip("only memories that are one side of an open contradiction")
         self.orphans = QCheckBox("unlinked")
         self.orphans.setChecked(True)
         self.orphans.setToolTip("show memories without a link")
@@ -307,6 +309,7 @@ class GraphView(QWidget):
         for action in self.status_actions.values():
             bar.addAction(action)
         bar.addWidget(self.orphans)
+        bar.addWidget(self.flagged)
         bar.addWidget(self.colour_by)
         bar.addAction(fit)
         outer.addWidget(bar)
@@ -334,6 +337,7 @@ class GraphView(QWidget):
         for action in self.status_actions.values():
             action.toggled.connect(lambda _: self._changed())
         self.orphans.toggled.connect(lambda _: self._changed())
+        self.flagged.toggled.connect(lambda _: self._changed())
         self.colour_by.currentIndexChanged.connect(lambda _: self._recolour())
         self._last_tag = ""
 
@@ -346,7 +350,7 @@ class GraphView(QWidget):
         local = self.mode.currentIndex() == 1
         return {"mode": "local" if local else "all", "center": center if center is not None else self.center,
                 "depth": self.depth.value(), "scope": scope, "tag": self.tag.currentText().strip() or None,
-                "statuses": statuses, "orphans": self.orphans.isChecked()}
+                "statuses": statuses, "orphans": self.orphans.isChecked(), "flagged": self.flagged.isChecked()}
 
     def _tag_changed(self):
         if self.tag.currentText().strip() != self._last_tag:
@@ -391,7 +395,7 @@ class GraphView(QWidget):
         """Positions are kept per graph: the scope's (or tag's) whole graph, a memory's local one."""
         if request.get("mode") == "local":
             return ("local", request.get("center"))
-        return ("all", request.get("scope"), request.get("tag"))
+        return ("all", request.get("scope"), request.get("tag"), bool(request.get("flagged")))
 
     # -- drawing ----------------------------------------------------------------------------------
     def clear_graph(self) -> None:

@@ -354,7 +354,8 @@ class MainWindow(QMainWindow):
                                     scopes=[request["scope"]] if request.get("scope") else None)
             return reader.graph_overview(scopes=[request["scope"]] if request.get("scope") else None,
                                          tag=request.get("tag"), link_statuses=request["statuses"],
-                                         orphans=request["orphans"], limit=GRAPH_LIMIT)
+                                         orphans=request["orphans"], limit=GRAPH_LIMIT,
+                                         flagged=bool(request.get("flagged")))
 
         def drawn(graph):
             self.graph_pending = False

@@ -15,7 +15,7 @@ from tidemind.errors import Conflict, InvalidInput, NotFound
 from tidemind.memory import Memory
 from tidemind.store import nodes
 
-from .conftest import StepClock
+from .conftest import StepClock, run_cli
 
 WEDNESDAY = "2026-12-02T10:00:00Z"
 SATURDAY = "2026-12-05T10:00:00Z"
@@ -830,3 +830,38 @@ def test_recall_does_not_ask_about_kinds_times_or_verbs_only_about_different_thi
     asks = items("The billing staging database runs on pg-stage-7.", "The search staging database runs on es-stage-2.")
     [split] = divergences("where does the staging database run", asks, [1, 2])
     assert {g["choice"] for g in split["groups"]} == {"billing staging database", "search staging database"}
+
+
+def test_archiving_or_correcting_the_memory_that_taught_an_acronym_takes_its_anchor_back(live):
+    """Acronym anchors derived from an archived or superseded memory kept its words searchable
+    through other memories. They are read again from the lexicon as it is now."""
+    teacher = live.digest("Book PT (physical therapy) for the knee every Tuesday.")["node_ids"][0]
+    learner = live.digest("The PT session moved to the afternoon.")["node_ids"][0]
+    anchors = lambda: live.show(learner)["derived"].get("anchors", {}).get("value", "")
+    assert "PT = physical therapy" in anchors()
+    assert learner in _ids(live.recall("physical therapy afternoon"))
+    live.archive(teacher)
+    assert "physical therapy" not in anchors()
+    assert learner not in _ids(live.recall("physical therapy afternoon"))
+    live.unarchive(teacher)                                       # reversible: the anchor is read again
+    assert "PT = physical therapy" in anchors()
+    fixed = live.correct(teacher, "Book PT for the knee every Tuesday.")["node_ids"][0]
+    assert "physical therapy" not in anchors() and fixed
+    assert learner not in _ids(live.recall("physical therapy afternoon"))
+    live.correct(fixed, "Book PT (personal training) at the gym every Tuesday.")
+    assert "PT = personal training" in anchors()                  # the new words teach their own
+
+
+def test_a_review_item_can_be_forgotten(home, cli):
+    from tidemind.store import review
+
+    with Memory.open(home) as m:
+        m.digest("anything, so the scope exists")
+        [item] = m.propose_lessons([{"kind": "correction", "said": "no, the staging host is db-7.internal, not db-3"}])
+    assert "db-7" in json.dumps(cli("review", "show", str(item))["payload"])
+    assert "erased" in cli("review", "forget", str(item))["done"]
+    with Memory.open(home) as m:
+        assert review.get(m.conn, item, ["personal"])["payload"] == {"forgotten": True}
+        assert m.conn.execute("SELECT action FROM audit_log WHERE action='review_forget'").fetchone()
+    again = run_cli(home, "review", "forget", str(item))
+    assert again.returncode == 1 and b"already forgotten" in again.stderr

@@ -70,6 +70,14 @@ def test_user_prompt_injects_only_strong_matches(home, tmp_path):
     assert proc.returncode == 0 and proc.stdout == b""
 
 
+def _scope_of(home, repo) -> str:
+    """The repository's own scope (project:<name>@<id>), where its sessions write."""
+    from tidemind.config import load_settings
+    from tidemind.scopes import derive_scopes
+
+    return derive_scopes(None, load_settings(home), repo)[0]
+
+
 def _transcript(path, turns):
     with open(path, "w") as fh:
         for role, text in turns:
@@ -89,7 +97,7 @@ def test_stop_files_a_correction_as_a_proposed_lesson(home, tmp_path):
     proc, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(bad), "session_id": "abc"})
     assert proc.returncode == 0 and "1 proposed lesson" in proc.stdout.decode()
     with Memory.open(home) as m:
-        items = review.proposals(m.conn, ["project:shop"], "proposed_lesson")
+        items = review.proposals(m.conn, [_scope_of(home, repo)], "proposed_lesson")
         assert len(items) == 1 and "8080" in items[0]["payload"]["said"] and items[0]["status"] == "open"
         assert m.stats()["nodes"]["live"] == 0              # a proposal, never an authored memory
     again, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(bad), "session_id": "abc"})
@@ -119,5 +127,5 @@ def test_stop_reads_a_codex_rollout_transcript(home, tmp_path):
                           input=json.dumps(event).encode(), capture_output=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0 and json.loads(proc.stdout)["systemMessage"].startswith("TideMind filed 1")
     with Memory.open(home) as m:
-        items = review.proposals(m.conn, ["project:shop"], "proposed_lesson")
+        items = review.proposals(m.conn, [_scope_of(home, repo)], "proposed_lesson")
         assert len(items) == 1 and "8080" in items[0]["payload"]["said"]

@@ -7,6 +7,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tidemind import __version__
+from tidemind.mcp_server import build_server
 from tidemind.memory import Memory
 from tidemind.store import immediate, links
 
@@ -146,9 +147,42 @@ def test_scope_is_derived_from_the_git_repository(tmp_path):
     (repo / ".git").mkdir(parents=True)
     (repo / "src").mkdir()
     settings = load_settings(tmp_path / "home")
-    assert derive_scopes(None, settings, repo / "src") == ["project:My-Shop"]
+    [derived] = derive_scopes(None, settings, repo / "src")
+    assert derived.startswith("project:My-Shop@") and derived == derive_scopes(None, settings, repo)[0]
     assert derive_scopes(["personal"], settings, repo) == ["personal"]
     assert derive_scopes(None, settings, tmp_path) == ["personal"]
+
+
+def test_two_repositories_of_one_name_or_with_no_ascii_name_never_share_a_scope(tmp_path):
+    """Every repository called "api", and every one whose name has no ASCII letter ("日記"), became
+    one scope and shared its memories. The scope carries the root commit's id (a path hash
+    without git history); memories written under the old name stay readable, not writable."""
+    import subprocess
+
+    from tidemind.config import load_settings
+    from tidemind.scopes import derive_scopes
+
+    settings = load_settings(tmp_path / "home")
+    made = []
+    for parent, name in (("a", "api"), ("b", "api"), ("c", "日記"), ("d", "日本")):
+        repo = tmp_path / parent / name
+        repo.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                        "--allow-empty", "-m", f"root of {parent}"], check=True)
+        made.append(derive_scopes(None, settings, repo)[0])
+    assert len(set(made)) == 4, made
+    assert made[2].startswith("project:xn--") and made[3].startswith("project:xn--")
+    clone = tmp_path / "clone" / "api"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "a" / "api"), str(clone)], check=True)
+    assert derive_scopes(None, settings, clone)[0] == made[0]          # the id follows the history, not the path
+
+    with Memory.open(tmp_path / "home") as m:
+        m.digest("written before scopes carried the repository's id", scope="project:api")
+    server = build_server(str(tmp_path / "home"), None, cwd=tmp_path / "a" / "api")
+    assert server.memory.readable == [made[0], "project:api"] and server.memory.writable == [made[0]]
+    assert server.memory.recall("written before scopes")["items"]
+    server.memory.close()
 
 
 def test_server_embeds_in_the_background(home):

@@ -391,3 +391,20 @@ def test_co_recall_proposes_only_pairs_that_recur_and_a_few_per_node(mem):
                             " AND (source_id=? OR target_id=?)", (ids[0], ids[0])).fetchall()
     assert 1 <= len(made) <= CO_RECALL_LINKS and report["links_proposed"] >= len(made)
     assert all(strength > 0 for *_, strength in made)
+
+
+def test_plain_negation_is_caught_as_a_contradiction_and_a_person_says_which_stands(mem):
+    deployed = mem.digest("The payments service is deployed to the eu-west cluster.")["node_ids"][0]
+    withdrawn = mem.digest("The payments service is not deployed to the eu-west cluster any more.")["node_ids"][0]
+    mem.digest("The cache TTL is 60 seconds.")
+    for _ in range(2):
+        run_due(mem, only=["embed", "contradict"], force=True)
+    [item] = [i for i in mem.review_list() if i["kind"] == "contradiction"]
+    assert {item["node_id"], item["other_node_id"]} == {deployed, withdrawn}
+    assert item["payload"]["reason"] == "negation"
+    decided = mem.review_decide(item["id"], "approved", stands=withdrawn)
+    assert decided["stands"] == withdrawn
+    r = mem.recall("is the payments service deployed to eu-west", record=False)
+    order = [i["id"] for i in r["items"]]
+    assert order.index(withdrawn) < order.index(deployed)
+    assert f"contradicted_by:{withdrawn}" in next(i for i in r["items"] if i["id"] == deployed)["flags"]

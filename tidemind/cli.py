@@ -204,6 +204,9 @@ def cmd_stats(args):
 
 def cmd_doctor(args):
     with _memory(args) as m:
+        if args.prune_orphans:
+            _emit(args, m.prune_stream(), lambda r: r["done"])
+            return
         r = m.doctor()
         _emit(args, r, lambda r: "\n".join([f"{k}: {v}" for k, v in r["checks"].items()] + r["notes"]
                                             + [("healthy" if r["ok"] else "PROBLEMS FOUND")]))
@@ -431,6 +434,9 @@ def cmd_review(args):
         if args.action == "show":
             _emit(args, m.review_show(args.id), _fmt_kv)
             return
+        if args.action == "forget":
+            _emit(args, m.review_forget(args.id), lambda r: r["done"])
+            return
         decision = {"approve": "approved", "reject": "rejected", "reopen": "open"}[args.action]
         _emit(args, m.review_decide(args.id, decision, stands=args.stands), lambda r: r["done"])
 
@@ -641,7 +647,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("id", type=int)
     s = add("stats", cmd_stats, "counts by status")
     s.add_argument("--scope", action="append")
-    add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
+    s = add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
+    s.add_argument("--prune-orphans", action="store_true",
+                   help="remove stream entries of digests that never committed (older than 10 minutes)")
     s = add("backup", cmd_backup, "online backup of the database to PATH")
     s.add_argument("path")
     s = add("restore", cmd_restore, "replace the store by a backup (the current one is kept under backups/)")
@@ -681,8 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alias", action="append", help="mint: also add this alias (repeatable)")
     s.add_argument("--undo", action="store_true", help="mint/alias/dismiss/watch: take it back")
     s.add_argument("--note", help="dismiss/watch: why")
-    s = add("review", cmd_review, "the review queue: list, show, approve, reject or reopen an item")
-    s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen"])
+    s = add("review", cmd_review, "the review queue: list, show, approve, reject, reopen or forget an item")
+    s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen", "forget"])
     s.add_argument("id", nargs="?", type=int)
     s.add_argument("--all", action="store_true", help="list decided items too")
     s.add_argument("--stands", type=int, help="approve a contradiction: the id of the memory that is right")

@@ -56,7 +56,7 @@ def _open(home, event: dict):
     """(memory, None) or (None, reason) — never raises."""
     try:
         from .config import load_settings
-        from .scopes import derive_scopes
+        from .scopes import derive_scopes, legacy_readable
         from .memory import Memory
 
         settings = load_settings(home, busy_timeout_ms=HOOK_BUSY_MS)
@@ -64,7 +64,9 @@ def _open(home, event: dict):
             return None, f"no TideMind store at {settings.home} yet"
         cwd = Path(event["cwd"]) if event.get("cwd") else None
         scopes = derive_scopes(None, settings, cwd)
-        return Memory(settings, actor="hook", readable_scopes=scopes, writable_scopes=scopes), None
+        memory = Memory(settings, actor="hook", readable_scopes=scopes, writable_scopes=scopes)
+        legacy_readable(memory, None, settings, cwd)
+        return memory, None
     except Exception as exc:   # a hook must never break the host
         return None, f"TideMind store unavailable ({type(exc).__name__}: {exc})"
 

@@ -20,7 +20,7 @@ from .config import load_settings
 from . import __version__, limits
 from .errors import MAX_ID, TideMindError
 from .memory import Memory
-from .scopes import derive_scopes
+from .scopes import derive_scopes, legacy_readable
 from .views import title_of
 
 INSTRUCTIONS = """TideMind is this user's long-term memory, shared across sessions and tools.
@@ -140,6 +140,7 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     settings = load_settings(home)
     fixed = derive_scopes(scopes, settings, cwd)
     memory = Memory(settings, actor="mcp", readable_scopes=fixed, writable_scopes=fixed)
+    legacy_readable(memory, scopes, settings, cwd)
     lock = threading.Lock()          # tools run in worker threads; one connection serves them in turn
     server = _Server("tidemind", version=__version__, instructions=INSTRUCTIONS)
     embedder = BackgroundEmbedder(memory, lock)

@@ -7,6 +7,8 @@ row, the stream file) and leaves SQL to the store modules. It imports no CLI, MC
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from typing import Iterable, Sequence
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
-from . import browse, clarify, limits, secrets, text, units
+from . import browse, clarify, lifecycle, limits, secrets, text, units
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StoreBusy, check_id
 from .scopes import check_scope
@@ -25,9 +27,10 @@ from .store import (AsOf, audit, captures, clarifications, derived, fts, immedia
                     recall_hits, syntheses,
                     stream, tags, vectors)
 from .store import backup_to
-from .timeutil import Clock, parse_iso, system_clock, to_iso
+from .timeutil import Clock, from_iso as parse_iso_dt, parse_iso, system_clock, to_iso
 from . import views
 
+ORPHAN_AGE_MINUTES = 10  # a digest's stream entry older than this with no capture was never committed
 SERVING_SHARE = 0.9       # the configured embedder serves once it has this share of the best coverage
 
 
@@ -123,6 +126,9 @@ class Memory:
             raise InvalidInput("content must be text")
         if not content.strip():
             raise InvalidInput("content is empty or whitespace only; nothing was stored")
+        if not any(unicodedata.category(c)[0] in "LNPS" for c in content):
+            raise InvalidInput("content has no visible character (only spaces, zero-width or control characters);"
+                               " nothing was stored")
         if "\x00" in content:
             raise InvalidInput("content contains a NUL character; nothing was stored")
         try:
@@ -306,6 +312,7 @@ class Memory:
                                   source_tool=source_tool or old["source_tool"], session=session or old["session"],
                                   recorded_at=now, valid_from=parse_iso(valid_at) if valid_at else old["valid_from"],
                                   reason="correct", actor=self.actor, lineage_of=old["id"])
+            copied = lifecycle.carriers(self.conn, old["id"])
             nodes.supersede(self.conn, old["id"], new_id, now)
             clarifications.close_for_node(self.conn, old["id"], now)   # the new words are read afresh
             clarify.read_without_asking(self, rules, node_id=new_id, scope=old["scope"], text=body,
@@ -313,6 +320,7 @@ class Memory:
             vectors.drop_from_index(self.conn, old["id"])
             vectors.enqueue(self.conn, new_id, now)
             self._carry_standing(old["id"], new_id, now)
+            lifecycle.withdraw_copies(self, copied, now)     # anchors the replaced words taught others
             audit.record(self.conn, at=now, actor=self.actor, action="correct", node_id=new_id, capture_id=capture_id,
                          supersedes=old["id"], content_hash=text.sha256(body), old_hash=old["content_hash"])
             audit.record(self.conn, at=now, actor=self.actor, action="superseded", node_id=old["id"],
@@ -343,9 +351,11 @@ class Memory:
             row = self._live_node(node_id, "archive")
             if row["status"] == "archived":
                 raise Conflict(f"node {node_id} is already archived")
+            found = lifecycle.carriers(self.conn, row["id"])
             nodes.set_status(self.conn, row["id"], "archived")
             clarifications.close_for_node(self.conn, row["id"], now)
             vectors.drop(self.conn, row["id"])
+            lifecycle.withdraw_copies(self, found, now)      # anchors it taught other memories
             audit.record(self.conn, at=now, actor=self.actor, action="archive", node_id=row["id"])
         return {"node_ids": [row["id"]], "done": f"node {row['id']} archived (hidden from every read; unarchive restores)"}
 
@@ -357,6 +367,7 @@ class Memory:
                 raise Conflict(f"node {node_id} is not archived")
             nodes.set_status(self.conn, row["id"], "live")
             vectors.enqueue(self.conn, row["id"], now)
+            lifecycle.withdraw_copies(self, lifecycle.carriers(self.conn, row["id"]), now)   # (read again: back)
             audit.record(self.conn, at=now, actor=self.actor, action="unarchive", node_id=row["id"])
         return {"node_ids": [row["id"]], "done": f"node {row['id']} restored"}
 
@@ -367,8 +378,8 @@ class Memory:
             row = nodes.get_any(self.conn, check_id(node_id))
             if row is None or (self.writable is not None and row["scope"] not in self.writable):
                 raise NotFound(f"no node {node_id} in a scope writable here")
-            targets = [nodes.get_any(self.conn, i) for i in nodes.family_ids(self.conn, row["id"])]
-            targets = [t for t in targets if t["status"] != "forgotten"]
+            found = lifecycle.carriers(self.conn, row["id"])
+            targets = [t for t in found.family if t["status"] != "forgotten"]
             if not targets:
                 raise Conflict(f"node {node_id} is already forgotten")
             from . import embed as embed_pkg
@@ -393,6 +404,8 @@ class Memory:
                 audit.scrub_node(self.conn, t["id"])
                 audit.record(self.conn, at=now, actor=self.actor, action="forget", node_id=t["id"],
                              capture_id=t["capture_id"], content_hash=t["content_hash"])
+            for item_id in found.review_items:         # (items naming a family member; scrub_node did those
+                review.scrub_item(self.conn, item_id)  # of each target, this also covers a merged version's)
             warnings = []
             for capture_id, units_gone in touched.items():
                 warnings += self._redact_capture(capture_id, units_gone, now)
@@ -586,6 +599,21 @@ class Memory:
         if item["payload"].get("synthesis"):
             item["synthesis"] = syntheses.get(self.conn, item["payload"]["synthesis"])
         return item
+
+    def review_forget(self, item_id: int) -> dict:
+        """Erase a review item's words (a proposed lesson quotes a transcript; a finding may quote
+        a memory), keeping the item as a tombstone; audited, irreversible like forget."""
+        now = self.now()
+        with immediate(self.conn):
+            item = review.get(self.conn, check_id(item_id, "review item"), self.read_scopes(None, all_scopes=True))
+            if item is None or (self.writable is not None and item.get("scope") not in self.writable):
+                raise NotFound(f"no review item {item_id} in a scope writable here")
+            if item["payload"].get("forgotten"):
+                raise Conflict(f"review item {item['id']} is already forgotten")
+            review.scrub_item(self.conn, item["id"])
+            audit.record(self.conn, at=now, actor=self.actor, action="review_forget", review_item=item["id"],
+                         kind=item["kind"])
+        return {"review_item": item["id"], "done": f"review item {item['id']}'s words were erased"}
 
     def review_decide(self, item_id: int, decision: str, stands: int | None = None) -> dict:
         """Approve, reject or reopen an item. Approving a contradiction says which memory stands
@@ -1024,6 +1052,15 @@ class Memory:
         self._embedder = None                   # its corpus statistics came from the old contents
         return {**r, "doctor": self.doctor()}
 
+    def prune_stream(self, older_than_minutes: int = ORPHAN_AGE_MINUTES) -> dict:
+        """Remove the stream entries of digests that never committed (doctor lists them as
+        orphans), once they are old enough that no digest can still be committing them."""
+        cutoff = to_iso(parse_iso_dt(self.now()) - dt.timedelta(minutes=older_than_minutes))
+        removed = stream.remove_orphans(self.settings.stream_dir,
+                                        lambda: {(c["id"], c["stream_key"]) for c in captures.all_with_stream(self.conn)},
+                                        cutoff)
+        return {"removed": removed, "done": f"removed {removed} orphan stream entr{'y' if removed == 1 else 'ies'}"}
+
     def doctor(self) -> dict:
         """Integrity of SQLite, FTS, vectors, authored text and the stream files, read in one snapshot."""
         problems: list[str] = []
@@ -1066,7 +1103,8 @@ class Memory:
             problems.append(f"stream: captures {missing[:10]} have no stream entry")
         if orphans:
             notes.append(f"{orphans} stream entr{'y' if orphans == 1 else 'ies'} from digests that were never"
-                         " acknowledged (their transaction did not commit); kept as written")
+                         " acknowledged (their transaction did not commit); `tidemind doctor --prune-orphans`"
+                         " removes them")
         if unembedded:
             notes.append(f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)")
         return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes}

@@ -16,7 +16,8 @@ def check_scope(scope: str) -> str:
 
 
 def derive_scopes(cli_scopes: list[str] | None, settings, cwd: Path | None = None) -> list[str]:
-    """--scope values, else config `scopes`, else project:<git repo name>, else personal."""
+    """--scope values, else config `scopes`, else the git repository's own scope
+    (project:<name>@<id>, see `repo_scope`), else personal."""
     if cli_scopes:
         return [check_scope(s) for s in cli_scopes]
     configured = settings.extra.get("scopes")
@@ -24,9 +25,68 @@ def derive_scopes(cli_scopes: list[str] | None, settings, cwd: Path | None = Non
         if isinstance(configured, str):
             configured = [configured]
         return [check_scope(s) for s in configured]
+    repo = repository_of(cwd)
+    return [repo_scope(repo)] if repo else ["personal"]
+
+
+def legacy_readable(memory, cli_scopes: list[str] | None, settings, cwd: Path | None = None) -> None:
+    """Memories a repository's sessions wrote before scopes carried the repository's id (under
+    project:<name>, shared then by every repository of that name) stay readable there, never
+    writable: new memories go to the repository's own scope."""
+    if cli_scopes or settings.extra.get("scopes") or memory.readable is None:
+        return
+    repo = repository_of(cwd)
+    if repo is None:
+        return
+    from .store import nodes
+
+    legacy = legacy_repo_scope(repo)
+    if legacy not in memory.readable and legacy in nodes.scopes_in_use(memory.conn):
+        memory.readable.append(legacy)
+
+
+def repository_of(cwd: Path | None = None) -> Path | None:
     here = (cwd or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
-            name = re.sub(r"[^A-Za-z0-9_.\-]+", "-", folder.name).strip("-") or "repo"
-            return [f"project:{name}"]
-    return ["personal"]
+            return folder
+    return None
+
+
+def repo_scope(folder: Path) -> str:
+    """project:<name>@<id>. The name alone let two repositories called "api" (or every repository
+    whose name has no ASCII letter: "日記" became "repo") share memories; the id is the first
+    six hex digits of the repository's root commit (the same in every clone), or of a hash of
+    its path when it has no commit or git is not installed. A non-ASCII name is kept as
+    punycode ("日記" -> xn--...)."""
+    return check_scope(f"project:{_ascii_name(folder.name)[:80]}@{_repo_id(folder)}")
+
+
+def legacy_repo_scope(folder: Path) -> str:
+    """What repositories were called before the id: memories written then stay readable there."""
+    name = re.sub(r"[^A-Za-z0-9_.\-]+", "-", folder.name).strip("-") or "repo"
+    return f"project:{name}"
+
+
+def _ascii_name(name: str) -> str:
+    if not name.isascii():
+        try:
+            name = "xn--" + name.encode("punycode").decode("ascii")
+        except UnicodeError:
+            name = ""
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "-", name).strip("-") or "repo"
+
+
+def _repo_id(folder: Path) -> str:
+    import hashlib
+    import subprocess
+
+    try:
+        found = subprocess.run(["git", "-C", str(folder), "rev-list", "--max-parents=0", "HEAD"], capture_output=True,
+                               text=True, timeout=3)
+        roots = sorted(found.stdout.split()) if found.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError):
+        roots = []
+    if roots and re.fullmatch(r"[0-9a-f]{40,64}", roots[0]):
+        return roots[0][:6]
+    return hashlib.sha256(str(folder.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:6]

@@ -307,3 +307,42 @@ def test_oversized_arguments_are_refused_at_once_with_one_line(tmp_path):
                            "--scope", "project:a", *many], capture_output=True, text=True)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "tag filters" in proc.stderr
+
+
+def test_content_with_no_visible_character_is_refused(tmp_path):
+    """A digest of only a zero-width space was stored (str.strip() keeps U+200B)."""
+    home = tmp_path / "home"
+    m = Memory.open(home)
+    before = fingerprint(m, home)
+    for invisible in ("\u200b", "\u200b\u200c\u200d\ufeff", " \u2060 \n\t", "\u00ad", "\u200e\u200f"):
+        try:
+            m.digest(invisible)
+        except TideMindError as exc:
+            assert "no visible character" in str(exc) or "empty" in str(exc)
+        else:
+            raise AssertionError(f"{invisible!r} was stored")
+    assert fingerprint(m, home) == before
+    assert m.digest("a\u200bb")["node_ids"]                       # visible text with one inside is fine
+    m.close()
+
+
+def test_orphan_stream_entries_of_killed_digests_can_be_removed(tmp_path):
+    """A digest killed between writing its stream entry and committing leaves an orphan entry;
+    doctor listed it and nothing could remove it. Old ones go; one that may still be committing,
+    and every acknowledged entry, stay."""
+    from tidemind.store import stream
+
+    home = tmp_path / "home"
+    m = Memory.open(home)
+    kept = m.digest("an acknowledged memory")["capture_id"]
+    day = stream.file_for(m.now())
+    stream.append(m.settings.stream_dir, day, 999, stream.new_key(), "2020-01-01T00:00:00.000000Z · personal · cli",
+                  "a digest that never committed")
+    stream.append(m.settings.stream_dir, day, 998, stream.new_key(), f"{m.now()} · personal · cli", "still committing")
+    assert any("orphan" in n or "never acknowledged" in n for n in m.doctor()["notes"])
+    assert m.prune_stream()["removed"] == 1
+    text = (m.settings.stream_dir / day).read_text()
+    assert "never committed" not in text and "still committing" in text and "an acknowledged memory" in text
+    assert {c for c, _ in stream.all_entries(m.settings.stream_dir)} == {kept, 998}
+    assert m.doctor()["ok"]
+    m.close()

@@ -66,10 +66,14 @@ def test_stop_hook_lessons_are_masked_before_anything_serves_them(home, tmp_path
     """Found by the adversarial review: a correction quoting a URL with a password and two keys,
     and a failed tool call echoing a bearer JWT, were filed unmasked; the lessons pass turned the
     failure into an 'Avoid:' lesson that prepare served to every new session."""
+    from tidemind.config import load_settings
+    from tidemind.scopes import derive_scopes
+
     repo = tmp_path / "shop"
     (repo / ".git").mkdir(parents=True)
+    scope = derive_scopes(None, load_settings(home), repo)[0]        # the repository's own scope
     with Memory.open(home) as m:          # the CLI's review list reads the scopes that have memories
-        m.digest("The shop database runs PostgreSQL 16.", scope="project:shop")
+        m.digest("The shop database runs PostgreSQL 16.", scope=scope)
     transcript = _transcript(tmp_path / "t.jsonl", [
         ("user", "connect to the database"),
         ("assistant", "Connected with the default URL."),
@@ -82,7 +86,7 @@ def test_stop_hook_lessons_are_masked_before_anything_serves_them(home, tmp_path
     items = cli_json(home, "review", "list", "--all")["items"]
     correction = next(i for i in items if i["payload"].get("finding") == "correction")
     cli_json(home, "review", "approve", str(correction["id"]))
-    served = cli_json(home, "prepare", "--scope", "project:shop")["text"]
+    served = cli_json(home, "prepare", "--scope", scope)["text"]
     started, _ = hook(home, "session-start", {"cwd": str(repo)})
     queue = json.dumps(cli_json(home, "review", "list", "--all"))
     # the lessons are there, masked: this checks the text that is served, not an empty queue

@@ -201,6 +201,33 @@ def after_forget(m: "Memory", dependents: Sequence[int], readings: Sequence[tupl
                 derived.put(m.conn, node_id, "anchors", "\n".join(kept), current["generator"], now)
 
 
+_ACRONYM_ANCHOR = re.compile(r"^[A-Z][A-Z0-9&]{1,7} = ")
+
+
+def refresh_acronym_anchors(m: "Memory", node_ids: Sequence[int], now: str) -> int:
+    """Re-read the acronym anchors ("CR = change request") of these units from the scope's lexicon
+    as it is now: when the unit that taught an expansion is archived or corrected, the copy of its
+    words in the others goes (the lexicon reads visible units only), and when it comes back, so
+    does the anchor. Date anchors, read from the unit's own words and time, are kept. Returns how
+    many units' anchors changed."""
+    changed = 0
+    for row in nodes.get_any_many(m.conn, node_ids):
+        if row["status"] != "live":
+            continue
+        current = derived.for_node(m.conn, row["id"]).get("anchors")
+        kept = [line for line in (current["value"].splitlines() if current else []) if not _ACRONYM_ANCHOR.match(line)]
+        lexicon = ScopeLexicon(m.conn, row["scope"], row["capture_id"])
+        found = detect.references(row["content"], row["content"], "", lexicon).anchors
+        lines = kept + [a for a in found if a not in kept]
+        if lines == (current["value"].splitlines() if current else []):
+            continue
+        derived.drop_field(m.conn, row["id"], "anchors")
+        if lines:
+            derived.put(m.conn, row["id"], "anchors", "\n".join(lines), GENERATOR, now)
+        changed += 1
+    return changed
+
+
 def _read_unit(m: "Memory", lexicon: ScopeLexicon, node_id: int, scope: str, body: str, start: int, end: int,
                day: dt.date, earlier: Sequence[int], now: str) -> tuple[detect.Findings, detect.Findings]:
     """Index a unit's names, read its dates and references, and store its anchors."""

@@ -96,6 +96,14 @@ def get_any(conn: apsw.Connection, node_id: int) -> dict | None:
     return found[0] if found else None
 
 
+def get_any_many(conn: apsw.Connection, node_ids: Sequence[int]) -> list[dict]:
+    """Raw rows of these nodes whatever their status or scope, in id order."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    return rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE n.id IN ({marks}) ORDER BY n.id", list(node_ids))
+
+
 def get_visible(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
                 as_of: AsOf | None = None) -> dict[int, dict]:
     """Rows for the ids that pass the live-and-in-scope predicate; the others are simply absent."""

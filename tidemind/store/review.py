@@ -128,6 +128,15 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
         f" AND (o.id IS NULL OR o.scope IN ({marks})) GROUP BY x.status", [*scopes, *scopes])}
 
 
+def naming(conn: apsw.Connection, node_ids: Sequence[int]) -> list[int]:
+    """Items whose payloads may quote these nodes (they name one of them)."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    return [i for (i,) in conn.execute(f"SELECT id FROM review_items WHERE node_id IN ({marks})"
+                                       f" OR other_node_id IN ({marks}) ORDER BY id", [*node_ids, *node_ids])]
+
+
 def scrub_node(conn: apsw.Connection, node_id: int) -> None:
     """Forget: payloads may quote text; drop it for items that name the node."""
     conn.execute("UPDATE review_items SET payload='{\"forgotten\": true}' WHERE node_id=? OR other_node_id=?",

@@ -156,6 +156,51 @@ def redact(stream_dir: Path, name: str, capture_id: int, key: str, tombstone: st
         return True
 
 
+def _rewrite(stream_dir: Path, path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(stream_dir, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def remove_orphans(stream_dir: Path, known, older_than: str) -> int:
+    """Remove entries whose (capture id, key) no capture has (a digest killed between writing
+    its entry and committing) and whose title time is before `older_than`: a digest still in
+    flight has written its entry and not yet committed, and must keep it. `known()` is read
+    inside the lock appends take. Returns how many entries went."""
+    removed = 0
+    if not stream_dir.exists():
+        return 0
+    with _locked(stream_dir):
+        have = known()
+        for path in sorted(stream_dir.glob("*.md")):
+            data = path.read_bytes()
+            drop = []
+            for e in parse(data):
+                title = data[e.head_start + 4:data.index(b"\n", e.head_start)].decode("utf-8", "replace")
+                if (e.capture_id, e.key) not in have and title.split(" ", 1)[0] < older_than:
+                    drop.append(e)
+            if not drop:
+                continue
+            out, pos = bytearray(), 0
+            for e in drop:
+                out += data[pos:e.head_start]
+                pos = e.body_start + e.body_length + len(_TAIL)
+            out += data[pos:]
+            _rewrite(stream_dir, path, bytes(out))
+            removed += len(drop)
+    return removed
+
+
 def rebuild(stream_dir: Path, read_captures, keep: Path | None = None) -> int:
     """Write a fresh stream from the database's captures (after a restore), under the lock every
     append takes, so no digest's entry can fall between the old files and the new ones:

@@ -86,6 +86,15 @@ def served(conn: apsw.Connection, scopes: Sequence[str], kinds: Sequence[str], l
     return found
 
 
+def citing(conn: apsw.Connection, node_ids: Sequence[int]) -> list[int]:
+    """Syntheses whose members include one of these nodes."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    return [i for (i,) in conn.execute(f"SELECT DISTINCT s.id FROM syntheses s, json_each(s.members) m"
+                                       f" WHERE m.value IN ({marks}) ORDER BY s.id", list(node_ids))]
+
+
 def withdraw_citing(conn: apsw.Connection, node_id: int) -> int:
     """Forget: a synthesis that cites the node may quote it; its text goes, its row stays."""
     conn.execute("UPDATE syntheses SET text='[withdrawn: it cited a forgotten memory]', status='withdrawn'"

@@ -30,6 +30,7 @@ def test_search_shows_results_and_abstains_plainly(window, mem, qtbot):
 
 
 def test_rejecting_a_tag_in_the_ui_is_permanent_until_undone(window, mem, qtbot):
+    mem.digest("Backups of the staging database run at night.")      # offline tags need recurring names
     nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
     run_due(mem, only=["embed", "annotate"], force=True)
     opened(window, qtbot, nid)
@@ -267,6 +268,7 @@ def test_import_and_metabolism_panels(window, mem, qtbot):
 def test_confirm_chip_pending_link_review_restore_and_rejected_toggle(window, mem, qtbot):
     from PySide6.QtCore import Qt
     from tidemind.store import immediate, links
+    mem.digest("Backups of the staging database run at night.")      # offline tags need recurring names
     nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
     run_due(mem, only=["embed", "annotate"], force=True)
     opened(window, qtbot, nid)

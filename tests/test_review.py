@@ -27,7 +27,13 @@ def test_review_queue_round_trip_through_the_cli(home, cli):
     assert actions == ["review_rejected", "review_open"]
 
 
+# offline tags are names and phrases that recur in the scope: a memory needs company to get any
+COMPANY = ["PgBouncer pools connections to the staging database.", "Backups of the staging database run at night."]
+
+
 def test_tag_rejection_and_undo(mem):
+    for text in COMPANY:
+        mem.digest(text)
     nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
     run_due(mem, only=["embed", "annotate"], force=True)
     name = mem.show(nid)["tags"][0]["name"]
@@ -54,6 +60,8 @@ def test_undoing_a_rejection_restores_exactly_what_was_there(mem, tmp_path):
     (vault / "Garden.md").write_text("Tomatoes need staking by June. #garden\n", encoding="utf-8")
     sync(mem, "obsidian", vault, "vault:v")
     imported = mem.conn.execute("SELECT id FROM nodes WHERE scope='vault:v' AND status='live'").fetchone()[0]
+    for text in COMPANY:
+        mem.digest(text)
     typed = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
     mem.tag_add(typed, "postgres")
     run_due(mem, only=["embed", "annotate"], force=True)

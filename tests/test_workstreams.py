@@ -18,7 +18,7 @@ from tidemind.store import immediate
 from tidemind.workstreams import Workstreams, hypervector, store
 from tidemind.workstreams.hypervector import compose, decode, vector_for
 
-from .conftest import JSONStub, cli_json, serving
+from .conftest import JSONStub, cli_json, run_cli, serving
 
 S = "project:a"
 
@@ -527,3 +527,111 @@ def test_a_thin_old_one_off_is_advised_dismiss(mem):
     Workstreams(mem).mint("site", scope=S)
     u = Workstreams(mem).unknowns(scope=S)["decide"]
     assert [(x["name"], x["recommendation"]) for x in u] == [("kite-repair", "dismiss")]
+
+
+# -- offline: recurring tags and note folders ripen into unknowns; unplaced weight is reported -------
+
+def _tagged_days(mem, name, days, scope=S):
+    """Each day: a memory with a person's own `name` tag and an untagged one; on even days one on
+    aquarium too (a workstream it would be folded into if they always came together)."""
+    ids = {}
+    for day in days:
+        date = f"2026-02-{day:02d}"
+        ids[date] = mem.digest(f"kite repair: restitched the leading edge, session {day}", scope=scope,
+                               valid_at=date)["node_ids"][0]
+        mem.tag_add(ids[date], name)
+        if day % 2 == 0:
+            mem.tag_add(mem.digest(f"aquarium pump check {day}", scope=scope, valid_at=date)["node_ids"][0],
+                        "aquarium")
+        mem.digest(f"lunch with Sam, day {day}", scope=scope, valid_at=date)
+    return ids
+
+
+def test_a_persons_tag_on_six_days_outside_the_codebook_ripens_without_a_model(mem, home):
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S)
+    _tagged_days(mem, "kite-repair", range(2, 8))
+    once = mem.digest("bought a birthday cake", scope=S, valid_at="2026-02-03")["node_ids"][0]
+    mem.tag_add(once, "birthday")                            # a label on one day is not a workstream
+    before = dict(mem.conn.execute("SELECT id, content_hash FROM nodes"))
+    report = run_due(mem, only=["fingerprint"], force=True)[0]
+    assert report["status"] == "ok" and report["autofiled"] == []
+    u = ws.unknowns(scope=S)
+    [kite] = u["decide"]
+    assert (kite["name"], kite["days"], kite["ripe"]) == ("kite-repair", 6, True) and kite["recommendation"] == "mint"
+    assert "birthday" not in {x["name"] for group in u.values() if isinstance(group, list) for x in group}
+    assert {d["day"] for d in ws.where("kite-repair", scope=S)["days"]} == {f"2026-02-{d:02d}" for d in range(2, 8)}
+    assert all(d["source"] == ["tag"] for d in ws.where("kite-repair", scope=S)["days"])
+    item = mem.conn.execute("SELECT id, payload FROM review_items WHERE kind='workstream'").fetchone()
+    assert '"kite-repair"' in item[1]                        # it reaches the review queue...
+    mem.review_decide(item[0], "approved")                    # ...where approving mints it
+    assert "kite-repair" in {s["slug"] for s in ws.codebook(scope=S)["slugs"]}
+    mem.review_decide(item[0], "open")                        # and reopening takes the mint back
+    assert "kite-repair" not in {s["slug"] for s in ws.codebook(scope=S)["slugs"]}
+    listed = cli_json(home, "taste", "unknowns", "--scope", S)
+    assert [x["name"] for x in listed["decide"]] == ["kite-repair"]
+    assert dict(mem.conn.execute("SELECT id, content_hash FROM nodes")) == before      # authored text untouched
+
+
+def test_a_name_recurs_from_its_second_day_and_stops_when_a_person_takes_it_back(mem):
+    ids = _tagged_days(mem, "kite-repair", [2])
+    run_due(mem, only=["fingerprint"], force=True)
+    assert Workstreams(mem).where("kite-repair", scope=S)["days"] == []      # one day: a label
+    ids.update(_tagged_days(mem, "kite-repair", [9]))
+    run_due(mem, only=["fingerprint"], force=True)
+    days = [d["day"] for d in Workstreams(mem).where("kite-repair", scope=S)["days"]]
+    assert days == ["2026-02-02", "2026-02-09"]              # the first day, untouched since, records it too
+    mem.tag_decide(ids["2026-02-09"], "kite-repair", reject=True)
+    run_due(mem, only=["fingerprint"], force=True)
+    assert Workstreams(mem).where("kite-repair", scope=S)["days"] == []
+
+
+def test_a_note_folder_on_several_days_ripens_but_is_not_minted_for_being_a_folder(mem, tmp_path):
+    from tidemind.importers.engine import sync
+
+    vault = tmp_path / "vault"
+    (vault / "Projects" / "kite-repair").mkdir(parents=True)
+    for day in (2, 4, 6):
+        (vault / "Projects" / "kite-repair" / f"session-{day}.md").write_text(
+            f"---\ndate: 2026-02-{day:02d}\n---\nRestitched panel {day} of the kite.\n", encoding="utf-8")
+    sync(mem, "obsidian", vault, S)
+    report = run_due(mem, only=["fingerprint"], force=True)[0]
+    assert report["autofiled"] == []                          # a folder's name is the question, not the answer
+    [kite] = Workstreams(mem).unknowns(scope=S)["decide"]
+    assert kite["name"] == "kite-repair" and kite["days"] == 3
+    assert all(d["source"] == ["folder"] for d in Workstreams(mem).where("kite-repair", scope=S)["days"])
+    (vault / "Projects" / "kite-repair" / "kite-repair.md").write_text(
+        "---\ndate: 2026-02-07\n---\nThe kite repair project: plan and parts.\n", encoding="utf-8")
+    sync(mem, "obsidian", vault, S)                           # a note of its own name: a project note
+    assert run_due(mem, only=["fingerprint"], force=True)[0]["autofiled"] == ["kite-repair"]
+
+
+def test_decode_reports_what_no_workstream_places_instead_of_stretching_the_rest(mem, home):
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S)
+    tagged = mem.digest("aquarium pump check", scope=S, valid_at="2026-02-10")["node_ids"][0]
+    mem.tag_add(tagged, "aquarium")
+    for text in ("lunch with Sam", "read a chapter", "called the bank"):
+        mem.digest(text, scope=S, valid_at="2026-02-10")
+    run_due(mem, only=["fingerprint"], force=True)
+    d = ws.decode("2026-02-10", scope=S)
+    [aquarium] = d["decoded"]
+    assert aquarium["slug"] == "aquarium" and aquarium["recorded"] == 0.25       # a quarter of the day, not all of it
+    assert abs(aquarium["estimated"] - 0.25) <= 0.05 and d["unplaced"] == 0.75
+    assert abs(d["unexplained_weight"] - 0.75) <= 0.05 and d["unnamed_weight"] < 0.05
+    proc = run_cli(home, "taste", "decode", "2026-02-10", "--scope", S)
+    assert proc.returncode == 0 and b"75% of its memories no workstream places" in proc.stdout
+
+
+def test_days_an_earlier_composer_made_are_composed_again_once(mem):
+    ws = Workstreams(mem)
+    ws.mint("aquarium", scope=S)
+    mem.tag_add(mem.digest("aquarium pump check", scope=S, valid_at="2026-02-10")["node_ids"][0], "aquarium")
+    mem.digest("lunch with Sam", scope=S, valid_at="2026-02-10")
+    run_due(mem, only=["fingerprint"], force=True)
+    with immediate(mem.conn):             # as the first composer left it: the placed half stretched to all of it
+        mem.conn.execute("UPDATE ws_compositions SET weight = 1.0")
+        mem.conn.execute("UPDATE ws_days SET composer = 'compose/offline-v1'")
+    assert run_due(mem, only=["fingerprint"], force=True)[0]["days"] == 1
+    assert ws.where("aquarium", scope=S)["days"][0]["weight"] == 0.5
+    assert run_due(mem, only=["fingerprint"], force=True)[0]["days"] == 0         # once

@@ -341,7 +341,8 @@ def _fmt_taste(action: str, r: dict) -> str:
                   for d in r["decoded"]]
         if r["recorded_only"]:
             lines.append(f"  recorded but not in the codebook: {', '.join(r['recorded_only'])}")
-        lines.append(f"  unexplained: {r['residual']:.1%} of the vector (weight ~{r['unexplained_weight']:.2f})")
+        lines.append(f"  unexplained: {r['unexplained_weight']:.0%} of the day ({r['unplaced']:.0%} of its memories no"
+                     f" workstream places; ~{r['unnamed_weight']:.2f} under names outside the codebook)")
         return "\n".join(lines)
     if action == "where":
         lines = [f"{r['slug']} ({', '.join(r['names'])}) in {r['scope']}: {len(r['days'])} day(s)"]
@@ -720,10 +721,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--size", default="1180x760", help="window size for --screenshot, WIDTHxHEIGHT")
     s.add_argument("--node", type=int, help="open this memory")
     s.add_argument("--query", help="run this search first")
-    s = add("eval", cmd_eval, "retrieval evaluation on JSONL memories and queries (DESIGN.md section 4)")
+    s = add("eval", cmd_eval, "retrieval evaluation on JSONL memories and queries (DESIGN.md section 4); tagging"
+                              " precision and recall when memories name their expected tags")
     s.add_argument("what", choices=["retrieval"])
     s.add_argument("--memories", required=True)
-    s.add_argument("--queries", required=True)
+    s.add_argument("--queries", help="questions with their evidence (without: only what the memories file measures,"
+                                     " e.g. tagging)")
     s.add_argument("--split", help="only queries of this split (e.g. tune or test)")
     s.add_argument("--scope", action="append", help="only the memories and queries of this scope (repeatable)")
     s.add_argument("--links", action="store_true",

@@ -11,6 +11,12 @@ Reported per arm, overall and per category: recall@k (share of a query's evidenc
 hit@k (any evidence in the top k) and MRR for k = 1, 5, 10, 20; latency p50/p95; and abstention:
 how often queries with no evidence abstain, and how often the others do not.
 
+Tagging is reported when memories name the tags a person would want (`tags`) and, optionally,
+others a person would accept (`acceptable`): after the retrieval runs, the offline annotate pass
+runs over the store as the daemon would, and every proposed tag is scored against those lists
+(names compared by `vocabulary.key_of`: case, separators and plural folded). Precision: the
+share of proposed tags that are wanted or acceptable; recall: the share of wanted tags proposed.
+
 Clarification is reported too. At capture: questions per 100 captures, by kind, and against the
 labels a memory may carry (`ambiguous`: it deserves a question; `near_miss`: a look-alike that
 must not get one). A question is then answered with the memory's `answer` (text, or the index
@@ -168,13 +174,77 @@ def run_arm(m: Memory, owner: dict[int, str], queries: list[dict], options: dict
     return {"overall": _summary(rows), "by_category": per_category, "rows": rows}
 
 
-def evaluate(memories_path: str, queries_path: str, home: str | None = None, split: str | None = None,
+def _annotate_offline(m: Memory) -> None:
+    """The offline annotate pass until it has nothing left (new nodes, then retags), as the daemon
+    would run it with no model configured."""
+    from .metabolism import load_all
+    from .metabolism.scheduler import owner_id, run_task
+
+    task = load_all()["annotate"]
+    for _ in range(10_000):
+        r = run_task(m, task, owner_id(), batch=500, llm=None)
+        if r["status"] != "ok":
+            raise InvalidInput(f"annotate failed during the tagging evaluation: {r.get('error') or r['status']}")
+        if not r.get("annotated") and not r.get("retagged"):
+            return
+
+
+def evaluate_tagging(m: Memory, owner: dict[int, str], memories: list[dict]) -> dict:
+    """Precision and recall of the offline tags proposed on memories that name expected tags."""
+    from .metabolism.vocabulary import key_of
+    from .store import tags as tag_store
+
+    _annotate_offline(m)
+    labelled = {str(mem["id"]): mem for mem in memories if isinstance(mem.get("tags"), list)}
+    by_memory: dict[str, set[str]] = {mid: set() for mid in labelled}
+    found = tag_store.for_nodes(m.conn, [n for n, mid in owner.items() if mid in labelled])
+    for node_id, assigned in found.items():
+        by_memory[owner[node_id]] |= {t["name"] for t in assigned if t["status"] == "proposed"}
+    totals: dict[str, dict] = {}
+    misses: dict[str, int] = {}
+    carriers: dict[str, int] = {}
+    for mid, names in by_memory.items():
+        mem = labelled[mid]
+        wanted = {key_of(t) for t in mem["tags"]}
+        fine = wanted | {key_of(t) for t in mem.get("acceptable", [])}
+        keys = {key_of(n): n for n in names}
+        for scope in ("all", mem.get("scope") or "-"):
+            t = totals.setdefault(scope, {"memories": 0, "proposed": 0, "right": 0, "wanted": 0, "found": 0,
+                                          "tagged": 0})
+            t["memories"] += 1
+            t["proposed"] += len(keys)
+            t["right"] += len(set(keys) & fine)
+            t["wanted"] += len(wanted)
+            t["found"] += len(set(keys) & wanted)
+            t["tagged"] += bool(keys)
+        for key, name in keys.items():
+            carriers[name] = carriers.get(name, 0) + 1
+            if key not in fine:
+                misses[name] = misses.get(name, 0) + 1
+
+    def summary(t: dict) -> dict:
+        return {"memories": t["memories"], "proposed": t["proposed"],
+                "precision": round(t["right"] / t["proposed"], 4) if t["proposed"] else None,
+                "recall": round(t["found"] / t["wanted"], 4) if t["wanted"] else None,
+                "tagged_share": round(t["tagged"] / t["memories"], 4) if t["memories"] else None}
+
+    overall = summary(totals.get("all", {"memories": 0, "proposed": 0, "right": 0, "wanted": 0, "found": 0,
+                                         "tagged": 0}))
+    return {**overall, "names": len(carriers),
+            "memories_per_name": round(sum(carriers.values()) / len(carriers), 2) if carriers else None,
+            "by_scope": {s: summary(t) for s, t in sorted(totals.items()) if s != "all"},
+            "unexpected": sorted(misses.items(), key=lambda p: (-p[1], p[0]))[:15]}
+
+
+def evaluate(memories_path: str, queries_path: str | None, home: str | None = None, split: str | None = None,
              scopes: Sequence[str] | None = None, via: str = "process", links: bool = False) -> dict:
     """`split` keeps only queries whose `split` field matches (tune on one half, report the other);
     `scopes` keeps only the memories and queries of those scopes; `via="mcp"` loads and asks
     through the real MCP server (see `evaluate_mcp`); `links` runs the offline linking passes
-    after loading (so recall walks confirmed links) and reports their quality (`linking`)."""
-    memories, queries = _jsonl(memories_path), _jsonl(queries_path)
+    after loading (so recall walks confirmed links) and reports their quality (`linking`).
+    Without a queries file only what the memories file can measure on its own is reported
+    (tagging, linking by topic, clarification at capture)."""
+    memories, queries = _jsonl(memories_path), (_jsonl(queries_path) if queries_path else [])
     if split:
         queries = [q for q in queries if q.get("split") == split]
     if scopes:
@@ -194,9 +264,14 @@ def evaluate(memories_path: str, queries_path: str, home: str | None = None, spl
             if links:
                 result["linking"] = link_and_measure(m, owner, memories, queries)
             for arm, options in ARMS.items():
+                if not queries:
+                    break
                 data = run_arm(m, owner, queries, options)
                 data.pop("rows")
                 result["arms"][arm] = data
+            # after the retrieval runs: annotate writes derived text that search indexes
+            if any(isinstance(mem.get("tags"), list) for mem in memories):
+                result["tagging"] = evaluate_tagging(m, owner, memories)
         return result
     finally:
         if temp:
@@ -321,6 +396,8 @@ def evaluate_mcp(memories: list[dict], queries: list[dict], split: str | None = 
             c: _summary([r for r in scored if r["category"] == c]) for c in sorted({r["category"] for r in scored})}}
         with Memory.open(temp) as m:
             data = run_arm(m, owner, queries, None)
+            if any(isinstance(mem.get("tags"), list) for mem in memories):
+                result["tagging"] = evaluate_tagging(m, owner, memories)
         data.pop("rows")
         result["arms"]["bm25"] = data
         return result
@@ -331,8 +408,10 @@ def evaluate_mcp(memories: list[dict], queries: list[dict], split: str | None = 
 def format_report(r: dict) -> str:
     split = f" (split {r['split']})" if r.get("split") else ""
     cell = lambda v, w=7: f"{v:>{w}.3f}" if isinstance(v, (int, float)) else f"{'-':>{w}}"
-    lines = [f"retrieval evaluation: {r['memories']} memories, {r['queries']} queries{split}", "",
-             f"  {'arm':<8}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'R@20':>7}{'H@10':>7}{'MRR':>7}{'abst∅':>7}{'ans':>7}{'p50ms':>8}"]
+    lines = [f"retrieval evaluation: {r['memories']} memories, {r['queries']} queries{split}"]
+    if r["arms"]:
+        lines += ["", f"  {'arm':<8}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'R@20':>7}{'H@10':>7}{'MRR':>7}{'abst∅':>7}{'ans':>7}"
+                      f"{'p50ms':>8}"]
     for arm, data in r["arms"].items():
         o = data["overall"]
         lines.append(f"  {arm:<8}{cell(o['recall@1'])}{cell(o['recall@5'])}{cell(o['recall@10'])}{cell(o['recall@20'])}"
@@ -340,8 +419,9 @@ def format_report(r: dict) -> str:
                      f"{cell(o['answer_when_stored'])}{o.get('latency_ms', {}).get('p50', 0):>8}")
     arms = list(r["arms"])
     categories = sorted({c for data in r["arms"].values() for c in data["by_category"]})
-    lines += ["", "  recall@10 by category (abstention for never-stored)",
-              f"  {'category':<14}{'n':>5}" + "".join(f"{a:>9}" for a in arms)]
+    if arms:
+        lines += ["", "  recall@10 by category (abstention for never-stored)",
+                  f"  {'category':<14}{'n':>5}" + "".join(f"{a:>9}" for a in arms)]
     for c in categories:
         per = [r["arms"][a]["by_category"].get(c, {}) for a in arms]
         n = per[0].get("queries", 0)
@@ -366,6 +446,15 @@ def format_report(r: dict) -> str:
             e = link["evidence_pairs"]
             lines.append(f"    evidence pairs of one question: {e['pairs']}, joined within two links"
                          f" {cell(e['joined_within_2'], 0).strip()}, directly {cell(e['joined_directly'], 0).strip()}")
+    t = r.get("tagging")
+    if t:
+        lines += ["", f"  tagging (offline annotate): {t['proposed']} proposed on {t['memories']} labelled memories;"
+                      f" precision {cell(t['precision'], 0).strip()}, recall {cell(t['recall'], 0).strip()},"
+                      f" {t['names']} names, {cell(t['memories_per_name'], 0).strip()} memories a name"]
+        lines += [f"    {scope:<22} precision {cell(v['precision'], 0).strip()}  recall {cell(v['recall'], 0).strip()}"
+                  for scope, v in t["by_scope"].items()]
+        if t["unexpected"]:
+            lines.append("    not expected: " + ", ".join(f"{n} ({c})" for n, c in t["unexpected"][:10]))
     h = r["arms"].get("hybrid", {}).get("overall", {})
     if h:
         lines.append(f"  clarification at recall (hybrid): asked on {cell(h.get('clarify_when_diverging'), 0).strip()}"

@@ -415,6 +415,15 @@ def paths_of(conn, node_ids) -> dict[int, str]:
     return out
 
 
+def paths_in_scope(conn, scope: str) -> list[tuple[int, str, str]]:
+    """(node id, note path relative to its vault, day of its valid_from) for the scope's visible
+    imported memories (the folders they sit in say which work they belong to)."""
+    pred, params = visible("n", [scope])
+    return [(node_id, key.split("#", 1)[0], day) for node_id, key, day in conn.execute(
+        "SELECT u.node_id, u.unit_key, substr(n.valid_from, 1, 10) FROM import_units u JOIN nodes n ON n.id = u.node_id"
+        f" WHERE u.status = 'live' AND {pred} ORDER BY u.node_id", params)]
+
+
 def note_paths(conn, scope: str) -> list[str]:
     """Paths (relative to their vault) of the notes imported into a scope that are still live."""
     pred, params = visible("n", [scope])

@@ -2,9 +2,11 @@
 
 Which days: on the first run, every day of every scope; afterwards, the days of every node a
 mutation touched since the last run (every mutation writes an audit row, so archive, forget,
-correction, a confirmed or rejected tag and an import all count) and every day of a scope whose
-codebook changed (a mint or alias recomposes its scope at once, see `workstreams`). Writes only
-the workstream tables; never authored content.
+correction, a confirmed or rejected tag and an import all count), every day of a scope whose
+codebook changed (a mint or alias recomposes its scope at once, see `workstreams`), days an
+earlier composer made, and the days a name began or ceased to recur on (a tag confirmed on a
+second day makes it an unknown workstream on the first day too). Writes only the workstream
+tables; never authored content.
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import re
 
 from ..store import audit, immediate, nodes, task_runs
 from ..workstreams import store as ws_store
-from ..workstreams.compose import compose_day, known_names, unplaced
+from ..workstreams.compose import GENERATOR as COMPOSER
+from ..workstreams.compose import compose_day, known_names, offline_unknowns, stale_days, unplaced
 from . import TaskContext, register
 
 SCHEMA = {"assign": {"type": "list", "required": True, "max": 60, "items": {"type": "str", "max": 90}}}
@@ -35,6 +38,15 @@ class FingerprintTask:
             todo = nodes.all_scope_days(conn)
         else:
             todo = nodes.scope_days(conn, audit.nodes_touched_between(conn, cursor - 1, upto, exclude_actor=actor))
+        todo |= ws_store.composed_by_other(conn, COMPOSER)
+        unknowns: dict[str, dict] = {}
+
+        def unknowns_of(scope: str) -> dict:
+            """The scope's offline unknowns, read once a run (a scan of its confirmed tags and notes)."""
+            if scope not in unknowns:
+                unknowns[scope] = offline_unknowns(conn, scope)
+            return unknowns[scope]
+
         done = asked = 0
         failed = False
         strategy = None
@@ -45,7 +57,7 @@ class FingerprintTask:
         for scope, day in sorted(todo):
             if ctx.stopping():
                 return {"days": done, "pending": len(todo) - done}     # the cursor stays: next run redoes them
-            answers = self._ask(ctx, strategy, scope, day) if strategy is not None else {}
+            answers = self._ask(ctx, strategy, scope, day, unknowns_of(scope)) if strategy is not None else {}
             if answers is None:          # the model failed: compose without it, and keep the day pending
                 failed, answers = True, {}
             asked += sum(1 for slug in answers.values() if slug)
@@ -53,8 +65,13 @@ class FingerprintTask:
                 for node_id, slug in answers.items():
                     ws_store.put_assignment(conn, node_id, slug, f"compose/{ctx.llm.name}@{strategy.version}",
                                             ctx.now())
-                compose_day(conn, scope, day, ctx.now())
+                compose_day(conn, scope, day, ctx.now(), unknowns=unknowns_of(scope))
             done += 1
+        for scope in sorted({s for s, _ in todo}):
+            for day in sorted(stale_days(conn, scope, unknowns_of(scope))):
+                with immediate(conn):
+                    compose_day(conn, scope, day, ctx.now(), unknowns=unknowns_of(scope))
+                done += 1
         from ..workstreams import Workstreams
 
         ws = Workstreams(ctx.memory, actor=actor)
@@ -71,13 +88,13 @@ class FingerprintTask:
         return {"days": done, "pending": len(todo) if failed else 0, "model_assignments": asked, "autofiled": filed,
                 **({"model_failed": True} if failed else {})}
 
-    def _ask(self, ctx: TaskContext, strategy, scope: str, day: str) -> dict[int, str] | None:
+    def _ask(self, ctx: TaskContext, strategy, scope: str, day: str, unknowns: dict) -> dict[int, str] | None:
         """The model's slug for each memory of the day nothing else places (outside any
         transaction); "" for one it was shown and left out (so it is not asked again); None
         when the call failed."""
         from ..llm import ask_json
 
-        ids = unplaced(ctx.conn, scope, day)[:ASK_AT_MOST]
+        ids = unplaced(ctx.conn, scope, day, unknowns)[:ASK_AT_MOST]
         if not ids:
             return {}
         found = nodes.get_visible(ctx.conn, ids, [scope])

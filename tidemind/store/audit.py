@@ -42,7 +42,8 @@ def latest_id(conn: apsw.Connection) -> int:
 
 
 # detail keys whose values can be made from a memory's words (tag names, titles, notes' tags)
-TEXT_KEYS = frozenset({"tag", "tags", "title", "name", "names", "text", "reason"})
+TEXT_KEYS = frozenset({"tag", "tags", "title", "name", "names", "text", "reason",
+                       "withdrawn"})      # the tag names a tagging pass took back: made from the words too
 
 
 def scrub_node(conn: apsw.Connection, node_id: int) -> None:

@@ -52,7 +52,8 @@ def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: 
     conn.execute("INSERT INTO derived(node_id, field, value, generator, created_at) VALUES(?,?,?,?,?)"
                  " ON CONFLICT(node_id, field) DO UPDATE SET value=excluded.value, generator=excluded.generator,"
                  " created_at=excluded.created_at", (node_id, field, value, generator, at))
-    _mirror(conn, node_id)
+    if field in SEARCHABLE:         # the others are not in derived_text: no need to index the node again
+        _mirror(conn, node_id)
 
 
 def for_node(conn: apsw.Connection, node_id: int) -> dict[str, dict]:
@@ -90,6 +91,18 @@ def _mirror(conn: apsw.Connection, node_id: int) -> None:
     text = " \n".join(v for (v,) in conn.execute(
         f"SELECT value FROM derived WHERE node_id=? AND field IN ({marks}) ORDER BY field", (node_id, *SEARCHABLE)))
     nodes.set_derived_text(conn, node_id, text)
+
+
+def outgrown(conn: apsw.Connection, field: str, generator: str, factor: float, limit: int) -> list[dict]:
+    """Live nodes whose numeric `field` from `generator` is at most 1/`factor` of their scope's live
+    node count now, oldest first (a tag vocabulary built from a young scope is redone as the
+    scope grows: each node once per doubling)."""
+    hold, params = unheld("n")
+    return rows(conn, f"""
+        SELECT n.id, n.content, n.scope FROM derived d JOIN nodes n ON n.id = d.node_id
+        JOIN (SELECT scope, count(*) AS live FROM nodes WHERE status = 'live' GROUP BY scope) s ON s.scope = n.scope
+        WHERE d.field = ? AND d.generator = ? AND n.status = 'live' AND {hold} AND CAST(d.value AS INTEGER) * ? <= s.live
+        ORDER BY n.id LIMIT ?""", (field, generator, *params, factor, limit))
 
 
 def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str, ...], limit: int) -> list[dict]:

@@ -121,6 +121,13 @@ def unforgotten_texts(conn: apsw.Connection) -> list[tuple[int, str, str]]:
     return list(conn.execute("SELECT id, scope, content FROM nodes WHERE status != 'forgotten' ORDER BY id"))
 
 
+def visible_hashes(conn: apsw.Connection, scope: str) -> dict[int, str]:
+    """id -> content_hash of every visible node of the scope (a pass that keeps statistics over a
+    scope's texts sees from this which memories came, went or changed since it last counted)."""
+    pred, params = visible("n", [scope])
+    return dict(conn.execute(f"SELECT n.id, n.content_hash FROM nodes n WHERE {pred}", params))
+
+
 def held_among(conn: apsw.Connection, node_ids: Sequence[int]) -> set[int]:
     """The ids a clarifying question holds out of search right now (the hold rule of `visible`)."""
     if not node_ids:
@@ -169,7 +176,8 @@ def erase(conn: apsw.Connection, node_id: int) -> None:
 
 
 def set_derived_text(conn: apsw.Connection, node_id: int, text: str) -> None:
-    conn.execute("UPDATE nodes SET derived_text=? WHERE id=?", (text, node_id))
+    # the FTS trigger re-indexes the whole node on any write of the column, equal or not
+    conn.execute("UPDATE nodes SET derived_text=? WHERE id=? AND derived_text IS NOT ?", (text, node_id, text))
 
 
 def set_context_text(conn: apsw.Connection, node_id: int, text: str) -> None:
@@ -366,6 +374,17 @@ def all_scope_days(conn: apsw.Connection, scopes: Sequence[str] | None = None) -
     else:
         q = conn.execute("SELECT DISTINCT scope, substr(valid_from, 1, 10) FROM nodes")
     return {(s, d) for s, d in q}
+
+
+def days_of(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    """id -> the day of its valid_from (the day a workstream composition counts it on)."""
+    ids = list(node_ids)
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT id, substr(valid_from, 1, 10) FROM nodes WHERE id IN ({marks})", chunk))
+    return out
 
 
 def live_on_day(conn: apsw.Connection, scope: str, day: str) -> list[int]:

@@ -154,6 +154,31 @@ def tombstones(conn: apsw.Connection, scopes: Sequence[str]) -> list[dict]:
                       f" WHERE t.scope IN ({marks}) ORDER BY t.scope, g.name", list(scopes))
 
 
+def scope_names(conn: apsw.Connection, scope: str) -> list[dict]:
+    """Every tag name used on the scope's memories (any status but forgotten ones'), with how
+    many carry it in each status: what a tagging pass reuses, prefers (confirmed) and avoids
+    (rejected again and again)."""
+    return rows(conn, "SELECT t.name, nt.status, count(*) AS count FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
+                      " JOIN nodes n ON n.id = nt.node_id WHERE n.scope = ? AND n.status != 'forgotten'"
+                      " GROUP BY t.name, nt.status", (scope,))
+
+
+def withdraw_proposals(conn: apsw.Connection, node_id: int, sources: Sequence[str], keep: Sequence[str]) -> list[str]:
+    """Drop the node's proposals made by `sources` whose name is not in `keep` (a tagging pass
+    replacing its own earlier guesses; a person's decisions and other passes' rows stay).
+    Returns the names withdrawn."""
+    if not sources:
+        return []
+    marks = ",".join("?" * len(sources))
+    kept = {_nocase(n) for n in keep}
+    found = [(tid, name) for tid, name in conn.execute(
+        f"SELECT nt.tag_id, t.name FROM node_tags nt JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id = ?"
+        f" AND nt.status = 'proposed' AND nt.source IN ({marks})", (node_id, *sources)) if _nocase(name) not in kept]
+    for tid, _ in found:
+        conn.execute("DELETE FROM node_tags WHERE node_id = ? AND tag_id = ?", (node_id, tid))
+    return sorted(name for _, name in found)
+
+
 def listing(conn: apsw.Connection, scopes: Sequence[str], status: str | None = None, limit: int = 500) -> list[dict]:
     """Tag names with how many visible memories carry them in each status (a review queue of
     proposed names: one decision for a name instead of one per memory)."""
@@ -163,6 +188,15 @@ def listing(conn: apsw.Connection, scopes: Sequence[str], status: str | None = N
                       f" JOIN tags t ON t.id = nt.tag_id JOIN nodes n ON n.id = nt.node_id WHERE {pred}{where}"
                       f" GROUP BY t.name, nt.status ORDER BY count DESC, t.name LIMIT ?",
                 [*params, *([status] if status else []), limit])
+
+
+def confirmed_in_scope(conn: apsw.Connection, scope: str) -> list[tuple[int, str, str]]:
+    """(node id, tag name, day of its valid_from) of every confirmed tag on the scope's visible
+    memories (which work a person says a memory belongs to, and when)."""
+    pred, params = visible("n", [scope])
+    return [tuple(r) for r in conn.execute(
+        "SELECT nt.node_id, t.name, substr(n.valid_from, 1, 10) FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
+        f" JOIN nodes n ON n.id = nt.node_id WHERE nt.status = 'confirmed' AND {pred} ORDER BY nt.node_id", params)]
 
 
 def nodes_tagged_with(conn: apsw.Connection, name: str, scope: str) -> dict[int, list[str]]:

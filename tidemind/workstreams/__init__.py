@@ -18,7 +18,7 @@ from ..errors import InvalidInput, NotFound
 from ..store import audit, immediate, nodes, tags
 from ..timeutil import from_iso, parse_iso
 from . import hypervector, store
-from .compose import compose_day, known_names, path_names
+from .compose import compose_day, known_names, offline_unknowns, path_names
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -161,8 +161,9 @@ class Workstreams:
 
     def _recompute(self, scope: str, at: str) -> int:
         days = sorted(d for s, d in nodes.all_scope_days(self.conn, [scope]))
+        unknowns = offline_unknowns(self.conn, scope)         # once for the scope, not once a day
         for day in days:
-            compose_day(self.conn, scope, day, at, self.dim, self.seed)
+            compose_day(self.conn, scope, day, at, self.dim, self.seed, unknowns=unknowns)
         return len(days)
 
     def recompose(self, scope: str | None = None) -> dict:
@@ -240,7 +241,11 @@ class Workstreams:
     # -- what the vectors add ---------------------------------------------------------------
 
     def decode(self, day: str, scope: str | None = None) -> dict:
-        """Recover the day's composition from its fingerprint alone, beside what was recorded."""
+        """Recover the day's composition from its fingerprint alone, beside what was recorded.
+        Weights are shares of the whole day, so what the codebook does not explain is what is
+        left of 1: memories no workstream places (`unplaced`, from the record) and names outside
+        the codebook (`unnamed_weight`, from the vector's residual). The placed part is never
+        stretched to 100%."""
         scope, day = self._scope(scope), _day(day)
         row = store.day_row(self.conn, scope, day)
         if row is None:
@@ -255,10 +260,13 @@ class Workstreams:
         actual: dict[str, float] = {}
         for name, weight in recorded.items():
             actual[known.get(name, name)] = round(actual.get(known.get(name, name), 0.0) + weight, 4)
+        explained = sum(estimates.values())
         return {"scope": scope, "day": day, "nodes": row["nodes"], "assigned": row["assigned"],
                 "decoded": [{"slug": s, "estimated": w, "recorded": actual.get(s)} for s, w in estimates.items()],
                 "recorded_only": sorted(set(actual) - set(estimates)),
-                "residual": decoded.residual, "unexplained_weight": decoded.residual_weight}
+                "residual": decoded.residual, "unexplained_weight": round(max(0.0, 1.0 - explained), 4),
+                "unplaced": round((row["nodes"] - row["assigned"]) / row["nodes"], 4) if row["nodes"] else 0.0,
+                "unnamed_weight": decoded.residual_weight}
 
     def similar(self, day: str, scope: str | None = None, limit: int = 5) -> dict:
         scope, day = self._scope(scope), _day(day)
@@ -313,8 +321,9 @@ class Workstreams:
             if r["slug"] in known:
                 continue
             t = stats.setdefault(r["slug"], {"name": r["slug"], "days": set(), "mass": 0.0, "first": r["day"],
-                                             "last": r["day"]})
+                                             "last": r["day"], "sources": set()})
             t["days"].add(r["day"])
+            t["sources"] |= set(r["source"].split("+"))
             t["mass"] += r["weight"]
             t["first"], t["last"] = min(t["first"], r["day"]), max(t["last"], r["day"])
         return stats
@@ -453,11 +462,17 @@ class Workstreams:
 
         scope = self._scope(scope)
         notes: dict[str, str] = {}
+        files: set[str] = set()
         for path in import_store.note_paths(self.conn, scope):
             for name in path_names(path):
                 notes.setdefault(name, path)
+            files.add(path_names(path)[-1])
         filed, marked = [], []
-        for name in sorted(self._unknown_stats(scope)):
+        for name, stats in sorted(self._unknown_stats(scope).items()):
+            # an unknown that is only a folder's name is named like a note's folder by definition:
+            # that is the question to ask, not its answer; a note of its own name still answers it
+            if stats["sources"] <= {"folder"} and name not in files:
+                continue
             if name in notes and _SLUG_OK.match(name):
                 decided = store.decisions(self.conn, scope).get(name)
                 if decided is None:
@@ -566,8 +581,9 @@ def after_forget(conn, scope_days: set[tuple[str, str]], at: str) -> None:
     (their names were made from the forgotten words): decisions, review items, audit details."""
     from ..store import review
 
+    unknowns = {scope: offline_unknowns(conn, scope) for scope in {s for s, _ in scope_days}}
     for scope, day in sorted(scope_days):
-        compose_day(conn, scope, day, at)
+        compose_day(conn, scope, day, at, unknowns=unknowns[scope])
     for scope in sorted({s for s, _ in scope_days}):
         known = known_names(conn, scope)
         for name in list(store.decisions(conn, scope)):

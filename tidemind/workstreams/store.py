@@ -92,8 +92,12 @@ CREATE TABLE ws_decisions(
 # note places, kept so a recomposition (after a mint or alias) never has to ask again.
 # ws_decisions: a person's "not now" (dismissed) or "keep an eye on it" (watching) on an
 # unknown workstream, with its size then (a dismissed one revives when it grows past that).
+# which composer made a day: days composed by an earlier one are composed again (the first
+# composer stretched the placed memories to 100% of the day and knew no offline unknowns)
+COMPOSER_DDL = "ALTER TABLE ws_days ADD COLUMN composer TEXT NOT NULL DEFAULT 'compose/offline-v1';"
 migrations.register("workstreams", [("0001_codebook_compositions", DDL), ("0002_assignments_decisions",
-                                                                          ASSIGNMENTS_DDL)])
+                                                                          ASSIGNMENTS_DDL),
+                                    ("0003_day_composer", COMPOSER_DDL)])
 
 
 # -- codebook ---------------------------------------------------------------------------------
@@ -147,7 +151,7 @@ def drop_alias(conn: apsw.Connection, scope: str, alias: str) -> bool:
 # -- compositions -----------------------------------------------------------------------------
 
 def replace_day(conn: apsw.Connection, scope: str, day: str, parts: Sequence[dict], *, nodes: int, assigned: int,
-                dim: int, seed: str, fingerprint: np.ndarray, at: str) -> None:
+                dim: int, seed: str, fingerprint: np.ndarray, at: str, composer: str = "compose/offline-v1") -> None:
     """The day's rows and fingerprint, replaced whole (a day is recomputed from its memories)."""
     conn.execute("DELETE FROM ws_compositions WHERE scope=? AND day=?", (scope, day))
     conn.executemany("INSERT INTO ws_compositions(scope, day, slug, weight, source, evidence, generator, created_at)"
@@ -155,13 +159,18 @@ def replace_day(conn: apsw.Connection, scope: str, day: str, parts: Sequence[dic
                      [(scope, day, p["slug"], p["weight"], p["source"], json.dumps(sorted(p["evidence"])),
                        p["generator"], at) for p in parts])
     if nodes:
-        conn.execute("INSERT INTO ws_days(scope, day, nodes, assigned, dim, seed, fingerprint, composed_at)"
-                     " VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(scope, day) DO UPDATE SET nodes=excluded.nodes,"
+        conn.execute("INSERT INTO ws_days(scope, day, nodes, assigned, dim, seed, fingerprint, composed_at, composer)"
+                     " VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(scope, day) DO UPDATE SET nodes=excluded.nodes,"
                      " assigned=excluded.assigned, dim=excluded.dim, seed=excluded.seed,"
-                     " fingerprint=excluded.fingerprint, composed_at=excluded.composed_at",
-                     (scope, day, nodes, assigned, dim, seed, fingerprint.astype(np.float32).tobytes(), at))
+                     " fingerprint=excluded.fingerprint, composed_at=excluded.composed_at, composer=excluded.composer",
+                     (scope, day, nodes, assigned, dim, seed, fingerprint.astype(np.float32).tobytes(), at, composer))
     else:
         conn.execute("DELETE FROM ws_days WHERE scope=? AND day=?", (scope, day))
+
+
+def composed_by_other(conn: apsw.Connection, composer: str) -> set[tuple[str, str]]:
+    """(scope, day) of the days a different composer made."""
+    return {(s, d) for s, d in conn.execute("SELECT scope, day FROM ws_days WHERE composer != ?", (composer,))}
 
 
 def composition(conn: apsw.Connection, scope: str, day: str) -> list[dict]:

@@ -144,12 +144,19 @@ def test_graph_overview_is_the_scopes_visible_graph(mem):
         mem.graph_overview(link_statuses=["maybe"])
 
 
-def test_tag_restore_puts_back_exactly_what_tag_add_replaced(mem):
-    from tidemind.metabolism.scheduler import run_due
+def _proposed(mem, nid, name="staging-database"):
+    """A pass's proposal, with its source and confidence (what tag_restore must put back)."""
+    from tidemind.store import tags as tag_store
 
+    with immediate(mem.conn):
+        tag_store.assign(mem.conn, nid, name, status="proposed", source="annotate/offline-v2", at=mem.now(),
+                         confidence=0.73)
+    return name
+
+
+def test_tag_restore_puts_back_exactly_what_tag_add_replaced(mem):
     nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
-    run_due(mem, only=["embed", "annotate"], force=True)
-    proposed = next(t for t in mem.tags_of(nid) if t["status"] == "proposed")
+    proposed = {"name": _proposed(mem, nid)}
     before = mem.conn.execute("SELECT nt.* FROM node_tags nt JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id=?"
                               " AND t.name=?", (nid, proposed["name"])).fetchall()
     r = mem.tag_add(nid, proposed["name"])
@@ -174,11 +181,8 @@ def test_changes_since_names_what_a_mutation_touched(mem):
 
 
 def test_tag_restore_never_brings_back_a_proposal_a_scope_now_refuses(mem):
-    from tidemind.metabolism.scheduler import run_due
-
     nid = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
-    run_due(mem, only=["embed", "annotate"], force=True)
-    name = next(t["name"] for t in mem.tags_of(nid) if t["status"] == "proposed")
+    name = _proposed(mem, nid)
     r = mem.tag_add(nid, name)
     mem.tag_reject_everywhere(name, mem.settings.default_scope)      # said meanwhile, elsewhere
     mem.tag_restore(nid, name, r["previous"])

@@ -94,3 +94,27 @@ def cli(home):
     def call(*args, stdin=None):
         return cli_json(home, *args, stdin=stdin)
     return call
+
+
+class Switch:
+    """A loopback stub that can be switched off mid-run and back on at the same address (a model
+    service going away and coming back): off, the port refuses connections."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        self.handler, self.port, self.server = handler, 0, None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def on(self) -> "Switch":
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), self.handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def off(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None

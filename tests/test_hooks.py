@@ -6,6 +6,7 @@ import sys
 import time
 
 from tidemind.memory import Memory
+from tidemind.metabolism.scheduler import run_due
 from tidemind.store import connect, review
 
 from .conftest import ROOT
@@ -129,3 +130,35 @@ def test_stop_reads_a_codex_rollout_transcript(home, tmp_path):
     with Memory.open(home) as m:
         items = review.proposals(m.conn, [_scope_of(home, repo)], "proposed_lesson")
         assert len(items) == 1 and "8080" in items[0]["payload"]["said"]
+
+
+def test_a_repeated_failure_learns_what_worked_instead_and_becomes_do_x_instead(home, tmp_path):
+    repo = _repo(tmp_path)
+    scope = _scope_of(home, repo)
+    with Memory.open(home) as m:
+        m.digest("The shop builds with npm.", scope=scope)
+    error = "npm ERR! missing script: build"
+    lines = [{"type": "user", "message": {"role": "user", "content": "build the shop"}}]
+    for n, (command, result, failed) in enumerate([("npm run build", error, True), ("npm run build", error, True),
+                                                  ("cat package.json", '{"scripts": {"compile": "tsc"}}', False),
+                                                  ("npm run compile", "done in 2.1s", False)]):
+        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]}})
+        lines.append({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{n}", "is_error": failed, "content": result}]}})
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    proc, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(transcript), "session_id": "s1"})
+    assert "1 proposed lesson" in proc.stdout.decode()
+    for _ in range(2):                        # the host runs the stop hook after every turn: counted once
+        hook(home, "stop", {"cwd": str(repo), "transcript_path": str(transcript), "session_id": "s1"})
+    hook(home, "stop", {"cwd": str(repo), "transcript_path": str(transcript), "session_id": "s2"})
+    with Memory.open(home) as m:
+        item = review.proposals(m.conn, [scope], "proposed_lesson")[0]
+        assert item["payload"]["command"] == "npm run build" and item["payload"]["instead"] == "npm run compile"
+        assert item["payload"]["times"] == 4                 # two in each of two sessions
+        run_due(m, only=["lessons"], force=True)
+        lesson = m.conn.execute("SELECT text FROM syntheses WHERE kind='lesson'").fetchone()[0]
+        assert lesson.startswith("Run `npm run compile` instead of `npm run build` (it failed 4 times")
+        assert error not in lesson
+        assert "Run `npm run compile` instead" in m.prepare(scopes=[scope])["text"]

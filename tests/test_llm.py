@@ -2,6 +2,7 @@
 (driven through the real clients): whatever the model says, authored text stays as written,
 rejected tags stay rejected, and invalid output is recorded and never stored."""
 import itertools
+import re
 import json
 import threading
 
@@ -161,3 +162,118 @@ def test_a_persons_link_decision_made_while_the_model_thinks_wins(mem):
     task = next(t for t in ordered_tasks() if t.name == "link-evaluate")
     run_task(mem, task, "me", llm=Slow())
     assert mem.conn.execute("SELECT status FROM links WHERE id=?", (link,)).fetchone()[0] == "rejected_by_user"
+
+
+# -- syntheses written by a model: checked like annotate's answers, and more ---------------------
+def _prompt_of(body: dict) -> tuple[str, str]:
+    if "system" in body:                                           # Anthropic messages API
+        return body["system"], body["messages"][0]["content"]
+    return body["messages"][0]["content"], body["messages"][1]["content"]     # Ollama chat
+
+
+def _shown(prompt: str) -> list[tuple[int, str]]:
+    return [(int(i), t) for i, t in re.findall(r"(?m)^\[(\d+)\] (?:\(current\) )?(.+)$", prompt)]
+
+
+class SynthStub(JSONStub):
+    """Answers the three synthesis strategies: faithfully (`honest`), or with one of the ways a
+    model goes wrong, in turn (`mode = "adversarial"`)."""
+    mode = "honest"
+    turn = itertools.count()
+    hidden_id = 0
+
+    @classmethod
+    def answer(cls, system: str, prompt: str) -> dict:
+        shown = _shown(prompt)
+        if "one rule for next time" in system:
+            if cls.mode == "honest":
+                if "repeated failure" in prompt:
+                    fix = re.search(r"what worked after it: (.+)", prompt)
+                    return {"rule": f"Run {fix.group(1) if fix else 'the documented command'} instead"}
+                head, text = shown[-1]
+                return {"rule": f"Keep to this: {text.rstrip('.')} [{head}]"}
+            return [{"rule": "Don't use the old port any more."},                       # not affirmative
+                    {"rule": "Use port 9999 for the API gateway [%d]" % (shown[-1][0] if shown else 1)},  # made up
+                    {"rule": "npm ERR! missing script: build happened again"}][next(cls.turn) % 3]   # quotes the error
+        if cls.mode == "honest":
+            sentences = [f"{' '.join(text.split()[:7]).rstrip('.,;')} [{i}]" for i, text in shown[:3]]
+            first = next(w for w in shown[0][1].split() if w[0].isupper() and w.casefold() not in ("the", "my"))
+            return {"title": first, "sentences": sentences}
+        i = shown[0][0]
+        return [{"title": "Summary", "sentences": [f"The Zephyrine codename is secret [{cls.hidden_id}]"]},  # not shown
+                {"title": "Summary", "sentences": ["These memories are about several things."]},          # no citation
+                {"title": "Summary", "sentences": [f"It listens on port 9999 now [{i}]"]},                 # invented
+                {"title": "Zephyrine", "sentences": [f"{' '.join(shown[0][1].split()[:6])} [{i}]"]},     # title quotes
+                ][next(cls.turn) % 4]
+
+    def reply(self, path, body):
+        text = json.dumps(self.answer(*_prompt_of(body)))
+        if path.startswith("/v1/messages"):
+            return {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                    "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}}
+        return {"model": body["model"], "message": {"role": "assistant", "content": text}, "done": True}
+
+
+def _synthesis_store(mem):
+    ids = [mem.digest(t, session="s1")["node_ids"][0] for t in CORPUS[:3]]
+    secret = mem.digest("Zephyrine is the codename of the staging database migration.", session="s1")["node_ids"][0]
+    with immediate(mem.conn):
+        for a, b in ((ids[0], ids[1]), (ids[1], ids[2]), (ids[2], secret)):
+            links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now())
+    mem.archive(secret)                                           # hidden: never shown, never quoted
+    old = mem.digest("The API gateway listens on port 3000.")["node_ids"][0]
+    new = mem.correct(old, "The API gateway listens on port 8443 with TLS.")["node_ids"][0]
+    mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 3,
+                          "command": "npm run build", "instead": "npm run compile"}], "s1")
+    mem.clock.now += __import__("datetime").timedelta(days=9)
+    return ids, secret, new
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "ollama"])
+def test_model_syntheses_cite_what_they_were_shown(mem, provider):
+    SynthStub.mode = "honest"
+    with serving(SynthStub) as url:
+        llm = AnthropicLLM("stub-model", api_key="test", base_url=url) if provider == "anthropic" \
+            else OllamaLLM(url, "stub-model")
+        ids, secret, new = _synthesis_store(mem)
+        reports = run_due(mem, only=["crystallize", "temporal", "lessons"], force=True, llm=llm, clock=mem.clock)
+    assert all(r["status"] == "ok" for r in reports), reports
+    rows = mem.conn.execute("SELECT kind, generator, text, title FROM syntheses WHERE status != 'withdrawn'").fetchall()
+    assert {k for k, *_ in rows} == {"crystal", "daily", "weekly", "lesson"}
+    for kind, generator, text, title in rows:
+        task = {"crystal": "crystallize", "daily": "temporal", "weekly": "temporal", "lesson": "lessons"}[kind]
+        assert generator.startswith(f"{task}/{llm.name}/") and generator.endswith("@1"), generator
+        assert "Zephyrine" not in text + title and f"[{secret}]" not in text
+    crystal = next(t for k, _, t, _ in rows if k == "crystal")
+    assert {int(i) for i in re.findall(r"\[(\d+)\]", crystal)} <= set(ids)
+    lessons = [t for k, _, t, _ in rows if k == "lesson"]
+    assert any(t.startswith(f"Keep to this: The API gateway listens on port 8443 with TLS [{new}]") for t in lessons)
+    assert any(t.startswith("Run npm run compile instead") for t in lessons)
+
+
+def test_a_model_answer_that_cites_quotes_or_invents_is_refused_and_the_offline_text_says_so(mem):
+    SynthStub.mode = "adversarial"
+    with serving(SynthStub) as url:
+        llm = AnthropicLLM("stub-model", api_key="test", base_url=url)
+        ids, secret, new = _synthesis_store(mem)
+        SynthStub.hidden_id = secret
+        authored = {i: (c, h) for i, c, h in mem.conn.execute("SELECT id, content, content_hash FROM nodes")}
+        for _ in range(2):
+            reports = run_due(mem, only=["crystallize", "temporal", "lessons"], force=True, llm=llm, clock=mem.clock)
+            assert all(r["status"] == "ok" for r in reports), reports
+            with immediate(mem.conn):        # ask again next round: each strategy meets every bad answer
+                mem.conn.execute("DELETE FROM syntheses")
+                mem.conn.execute("DELETE FROM review_items WHERE kind IN ('crystal', 'lesson')")
+        reports = run_due(mem, only=["crystallize", "temporal", "lessons"], force=True, llm=llm, clock=mem.clock)
+    assert {i: (c, h) for i, c, h in mem.conn.execute("SELECT id, content, content_hash FROM nodes")} == authored
+    rows = mem.conn.execute("SELECT kind, generator, text, title FROM syntheses").fetchall()
+    assert rows and {g for _, g, _, _ in rows} == {"crystallize/offline-v2", "temporal/offline-v2",
+                                                   "lessons/offline-v2"}      # what really wrote them
+    blob = " ".join(t + " " + ti for _, _, t, ti in rows)
+    assert "Zephyrine" not in blob and "9999" not in blob and "missing script" not in blob
+    reasons = [r for (r,) in mem.conn.execute("SELECT reason FROM llm_calls WHERE status='invalid'")]
+    assert any("not shown" in r for r in reasons) and any("cites no memory" in r for r in reasons)
+    assert any("not in the memories" in r for r in reasons) and any("not affirmative" in r for r in reasons)
+    assert any("quotes the error" in r for r in reasons)
+    assert mem.doctor()["ok"]

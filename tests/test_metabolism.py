@@ -193,7 +193,8 @@ def test_syntheses_cite_members_wait_for_review_and_never_cite_the_forgotten(mem
     rows = {k: (m, t, st) for k, m, t, st in mem.conn.execute("SELECT kind, members, text, status FROM syntheses")}
     assert set(rows) == {"crystal", "daily", "weekly", "lesson"}
     assert json.loads(rows["crystal"][0]) == ids[:3] and rows["crystal"][2] == "unreviewed"
-    assert "Use: The cache TTL is 300 seconds." in rows["lesson"][1]
+    assert rows["lesson"][1].startswith(f"Use 300 seconds — The cache TTL is 300 seconds. [{new}]")
+    assert "60 seconds" not in rows["lesson"][1]                 # the replaced words are named, never quoted
     kinds = {i["kind"] for i in mem.review_list()}
     assert {"crystal", "lesson"} <= kinds
     text = mem.prepare()["text"]
@@ -261,15 +262,20 @@ def test_lessons_consolidate_corrections_on_one_subject_and_repeated_failures(me
     b = mem.digest("Deploy on Fridays.")["node_ids"][0]
     mem.correct(b, "Never deploy on Fridays; deploy Tuesday mornings.")
     mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 2}], "s1")
-    mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 3}], "s2")
+    mem.propose_lessons([{"kind": "repeated_failure", "said": "npm ERR! missing script: build", "times": 3,
+                          "command": "npm run build", "instead": "npm run compile"}], "s2")
     run_due(mem, only=["lessons"], force=True)
-    texts = [t for (t,) in mem.conn.execute("SELECT text FROM syntheses WHERE kind='lesson' ORDER BY id")]
+    texts = [t for (t,) in mem.conn.execute("SELECT text FROM syntheses WHERE kind='lesson' AND status != 'withdrawn'"
+                                            " ORDER BY id")]
     gateway = [t for t in texts if "gateway" in t]
-    assert len(gateway) == 1 and gateway[0].startswith("Use: The API gateway listens on port 8443")
-    assert "2 corrections" in gateway[0]
-    assert any(t.startswith("Use: Never deploy on Fridays") for t in texts)
-    assert len(texts) == 3 and any(t.startswith("Avoid: npm ERR! missing script: build") for t in texts)
-    assert a3
+    assert len(gateway) == 1 and gateway[0].startswith(f"Use 8443 with TLS — The API gateway listens on port 8443"
+                                                       f" with TLS. [{a3}]")
+    assert "2 corrections" in gateway[0] and "3000" not in gateway[0] and "8080" not in gateway[0]
+    assert any(t.startswith("Deploy Tuesday mornings — Never deploy on Fridays") for t in texts)
+    failure = [t for t in texts if "npm" in t]
+    assert len(texts) == 3 and len(failure) == 1
+    assert failure[0].startswith("Run `npm run compile` instead of `npm run build` (it failed 5 times")
+    assert "missing script" not in failure[0]                     # the error is evidence, not the lesson
 
 
 def test_catch_up_after_sleep_runs_a_due_task_once(mem):
@@ -409,3 +415,43 @@ def test_plain_negation_is_caught_as_a_contradiction_and_a_person_says_which_sta
     order = [i["id"] for i in r["items"]]
     assert order.index(withdrawn) < order.index(deployed)
     assert f"contradicted_by:{withdrawn}" in next(i for i in r["items"] if i["id"] == deployed)["flags"]
+
+
+def test_whole_scope_ranking_agrees_with_pair_scores_and_sees_only_the_scope(mem, monkeypatch):
+    """link-propose ranks a memory's partners over the whole scope held in memory: the ranking must be
+    the one `score` gives pair by pair, and must never offer an archived memory or another scope's."""
+    from tidemind.metabolism import relate
+    from tidemind.store import vectors
+
+    texts = CORPUS + ["PgBouncer pools the staging PostgreSQL connections on port 5433 for the web app.",
+                      "The DEPLOY_ENV secret for GitHub Actions lives in the staging environment settings."]
+    ids = [mem.digest(t, scope="project:a", session="s1")["node_ids"][0] for t in texts]
+    archived = mem.digest("Staging PostgreSQL on port 5433 with PgBouncer, archived note.", scope="project:a")["node_ids"][0]
+    other = mem.digest("Staging PostgreSQL on port 5433 with PgBouncer in another project.", scope="project:b")["node_ids"][0]
+    mem.archive(archived)
+    run_due(mem, only=["embed"], force=True)
+    a = ids[0]
+    query = dict((n, q) for n, _, q in vectors.embedded_after(mem.conn, 0, mem.embedder.name, 100))[a]
+
+    whole = relate.Relatedness(mem.conn, "project:a", mem.embedder).ranked(a, query, 10)
+    assert whole, "the staging memories share rare words with the first"
+    pair = relate.Relatedness(mem.conn, "project:a", mem.embedder)
+    assert [o for _, o in whole] == [o for s, o in sorted(((pair.score(a, o), o) for o in ids if o != a
+                                                             if pair.score(a, o) > 0), reverse=True)][:10]
+    for s, o in whole:
+        assert abs(s - pair.score(a, o)) < 1e-4
+    assert archived not in {o for _, o in whole} and other not in {o for _, o in whole} and a not in {o for _, o in whole}
+
+    # a scope too large to hold searches for candidates instead: the same scores, a subset of the same partners
+    monkeypatch.setattr(relate, "WHOLE_SCOPE", 0)
+    searched = relate.Relatedness(mem.conn, "project:a", mem.embedder).ranked(a, query, 10)
+    assert searched and {o for s, o in searched if s > 0} <= {o for _, o in whole}
+    assert searched[0][1] == whole[0][1]
+
+    # one pass holds whole scopes up to a budget of memories in all; the scopes past it search
+    monkeypatch.setattr(relate, "WHOLE_SCOPE", 5000)
+    monkeypatch.setattr(relate, "HOLD_BUDGET", relate.Relatedness(mem.conn, "project:a", mem.embedder).documents)
+    held = relate.PassScopes(mem.conn, mem.embedder)
+    assert held["project:a"].holds and not held["project:b"].holds
+    assert held["project:a"] is held["project:a"] and held.held == held["project:a"].documents
+    assert [o for _, o in held["project:a"].ranked(a, query, 10)] == [o for _, o in whole]

@@ -135,6 +135,12 @@ def test_the_first_memories_of_a_scope_are_tagged_again_as_it_grows(mem):
     assert retags and "kyoto" in retags[-1]["tags"]
     again = run_due(mem, only=["annotate"], force=True)[0]
     assert again["annotated"] == 0 and again["retagged"] == 0          # settles until the scope doubles again
+    # the scope size annotate keeps to know when to retag is its bookkeeping, not a reading of the memory
+    assert mem.conn.execute("SELECT count(*) FROM derived WHERE node_id = ? AND field = 'vocabulary_size'",
+                            (first,)).fetchone()[0] == 1
+    shown = mem.show(first)
+    assert "vocabulary_size" not in shown["derived"] and "title" in shown["derived"]
+    assert all("vocabulary_size" not in i["derived"] for i in mem.recall("Kyoto trip", scopes=["travel"])["items"])
 
 
 def test_a_fresh_offline_pass_replaces_only_the_old_keyword_guesses(mem):

@@ -606,6 +606,29 @@ def test_a_note_folder_on_several_days_ripens_but_is_not_minted_for_being_a_fold
     assert run_due(mem, only=["fingerprint"], force=True)[0]["autofiled"] == ["kite-repair"]
 
 
+def test_a_folder_of_daily_notes_is_a_journal_not_a_workstream(mem, tmp_path):
+    """Obsidian's daily notes (Daily/2026-02-02.md) and Logseq's journals (journals/2026_02_04.md) sit
+    in one folder every day: a journal, not a piece of work, while a project folder beside them ripens."""
+    from tidemind.importers.engine import sync
+
+    vault = tmp_path / "vault"
+    for folder in ("Daily", "journals", "Diary", "kite-repair"):
+        (vault / folder).mkdir(parents=True)
+    for day in (2, 4, 6):
+        dated = f"---\ndate: 2026-02-{day:02d}\n---\n"
+        (vault / "Daily" / f"2026-02-{day:02d}.md").write_text(f"{dated}Restitched panel {day} of the kite.\n")
+        (vault / "journals" / f"2026_02_{day:02d}.md").write_text(f"{dated}Aquarium water change {day}.\n")
+        (vault / "Diary" / f"Feb {day}th, 2026.md").write_text(f"{dated}Lunch with Sam, day {day}.\n")
+        (vault / "kite-repair" / f"session-{day}.md").write_text(
+            f"---\ndate: 2026-02-{day:02d}\n---\nBought ripstop for panel {day}.\n", encoding="utf-8")
+    sync(mem, "obsidian", vault, S)
+    run_due(mem, only=["fingerprint"], force=True)
+    unknowns = Workstreams(mem).unknowns(scope=S)
+    names = {x["name"] for group in unknowns.values() if isinstance(group, list) for x in group}
+    assert "kite-repair" in names
+    assert not names & {"daily", "journals", "diary"}
+
+
 def test_decode_reports_what_no_workstream_places_instead_of_stretching_the_rest(mem, home):
     ws = Workstreams(mem)
     ws.mint("aquarium", scope=S)

@@ -22,6 +22,7 @@ Medians and p95 over the query set; the machine is shared, so compare ratios, no
 """
 from __future__ import annotations
 
+import datetime as dt
 import os
 import random
 import resource
@@ -34,7 +35,8 @@ from pathlib import Path
 from . import text
 from .memory import Memory
 from .search.recall import COMMON_WINDOW, FTS_CANDIDATES, VEC_CANDIDATES, query_terms
-from .store import captures, fts, immediate, nodes, stream, vectors
+from .store import captures, fts, immediate, links, nodes, stream, vectors
+from .timeutil import from_iso, to_iso
 
 SYLLABLES = ["ka", "lo", "mi", "ra", "te", "su", "no", "vi", "pe", "da", "go", "ri", "shu", "ban", "tor", "el",
              "qua", "zen", "fi", "mor", "lin", "dex", "pol", "ar"]
@@ -83,8 +85,11 @@ def scopes_for(n_scopes: int) -> list[str]:
     return ["personal"] + [f"project:p{i}" for i in range(1, n_scopes)]
 
 
-def bulk_load(m: Memory, corpus: Corpus, n: int, scopes: list[str], batch: int = 2000) -> None:
+def bulk_load(m: Memory, corpus: Corpus, n: int, scopes: list[str], batch: int = 2000, spread_days: int = 0) -> None:
+    """`spread_days`: the memories' facts hold over that many past days, oldest first (daily and
+    weekly digests are keyed on valid time; with 0 every memory is about today)."""
     made = 0
+    start = from_iso(m.now())
     while made < n:
         size = min(batch, n - made)
         now = m.now()
@@ -100,8 +105,9 @@ def bulk_load(m: Memory, corpus: Corpus, n: int, scopes: list[str], batch: int =
                                       stream_file=stream.file_for(now), stream_key=key)
                 nid = nodes.insert(m.conn, capture_id=cid, unit_index=0, content=body,
                                    content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
-                                   source_tool="bench", session=session, recorded_at=now, valid_from=now,
-                                   actor="bench")
+                                   source_tool="bench", session=session, recorded_at=now,
+                                   valid_from=to_iso(start - dt.timedelta(days=spread_days - (made + i) * spread_days // n))
+                                   if spread_days else now, actor="bench")
                 vectors.enqueue(m.conn, nid, now)
                 entries.append((cid, key, body))
             path = m.settings.stream_dir
@@ -228,6 +234,32 @@ def _import_bench(home: str, notes: int, corpus: Corpus) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _seed_syntheses(m: Memory, scopes: list[str], clustered: float = 0.5, corrected: float = 0.01) -> dict:
+    """Work for the synthesis tasks, as a linked and corrected store would give them: `clustered`
+    of each scope's memories in chains of four joined by confirmed links (what link-evaluate leaves
+    on related memories; the synthetic corpus is too random for the linker to find any), and
+    `corrected` of all memories corrected once."""
+    started = time.perf_counter()
+    clusters = 0
+    for scope in scopes:
+        by_day = nodes.ids_by_valid_day(m.conn, scope)
+        ids = [i for day in sorted(by_day) for i in by_day[day]]
+        chained = ids[: int(len(ids) * clustered) // 4 * 4]
+        with immediate(m.conn):
+            for start in range(0, len(chained), 4):
+                group = chained[start:start + 4]
+                for a, b in zip(group, group[1:]):
+                    links.add(m.conn, a, b, status="confirmed", proposed_by="bench", at=m.now())
+                clusters += 1
+    every = max(1, int(1 / corrected)) if corrected else 0
+    fixed = 0
+    if every:
+        for (node_id,) in m.conn.execute("SELECT id FROM nodes WHERE status = 'live' ORDER BY id").fetchall()[::every]:
+            m.correct(node_id, nodes.get_any(m.conn, node_id)["content"] + " Corrected: the second step comes first.")
+            fixed += 1
+    return {"clusters": clusters, "corrections": fixed, "seconds": round(time.perf_counter() - started, 2)}
+
+
 def _metabolism(m: Memory, cap: int) -> dict:
     """The offline metabolism on the loaded store (already embedded): each task runs batch after
     batch until it reports no more work or has handled `cap` nodes; throughput is nodes per
@@ -238,7 +270,7 @@ def _metabolism(m: Memory, cap: int) -> dict:
     out: dict[str, dict] = {}
     total_start = time.perf_counter()
     work_keys = {"embed": "embedded", "annotate": "annotated", "link-propose": "nodes", "dedup": "nodes",
-                 "contradict": "nodes"}
+                 "contradict": "nodes", "crystallize": "crystals", "temporal": "digests", "lessons": "lessons"}
     for task in ordered_tasks():
         if task.needs_llm or task.name == "embed":
             continue
@@ -253,8 +285,13 @@ def _metabolism(m: Memory, cap: int) -> dict:
                 break
         seconds = time.perf_counter() - start
         out[task.name] = {"seconds": round(seconds, 2), "nodes": done,
-                          "nodes_per_s": round(done / seconds, 1) if done and seconds else None}
-    return {"metabolism": out, "metabolism_cap": cap, "metabolism_total_s": round(time.perf_counter() - total_start, 1)}
+                          "nodes_per_s": round(done / seconds, 1) if done and seconds else None,
+                          **({"error": r.get("error") or r.get("why") or r["status"]} if r["status"] != "ok" else {})}
+        if task.name in ("crystallize", "temporal", "lessons"):      # these count syntheses, not nodes
+            out[task.name]["made"] = out[task.name].pop("nodes")
+            out[task.name]["per_s"] = out[task.name].pop("nodes_per_s")
+    return {"metabolism": out, "metabolism_cap": cap, "metabolism_total_s": round(time.perf_counter() - total_start, 1),
+            "metabolism_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
@@ -274,12 +311,16 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         scopes = scopes_for(n_scopes)
         m = Memory.open(home)
         t0 = time.perf_counter()
-        bulk_load(m, corpus, n_nodes, scopes)
+        # the metabolism's digests need days to digest: spread the facts over the last 60 days then
+        bulk_load(m, corpus, n_nodes, scopes, spread_days=60 if metabolism else 0)
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         embedded = m.embed_pending(batch=1000)["embedded"]
         embed_s = time.perf_counter() - t0
-        meta = _metabolism(m, metabolism) if metabolism else {}
+        meta = {}
+        if metabolism:
+            meta["synthesis_seed"] = _seed_syntheses(m, scopes)
+            meta.update(_metabolism(m, metabolism))
         m.conn.execute("PRAGMA optimize")
         m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -385,6 +426,12 @@ def format_table(r: dict) -> str:
         lines.append(f"\n  offline metabolism on the {r['nodes']:,}-node store (up to {r['metabolism_cap']:,} nodes a task):"
                      f" {r['metabolism_total_s']} s in all")
         for name, v in r["metabolism"].items():
-            rate = f"{v['nodes_per_s']} nodes/s" if v["nodes_per_s"] else ""
-            lines.append(f"  {name:<16}{v['seconds']:>8} s  {rate}")
+            if "made" in v:
+                rate = f"{v['made']} made ({v['per_s']}/s)" if v["made"] else ""
+            else:
+                rate = f"{v['nodes_per_s']} nodes/s" if v["nodes_per_s"] else ""
+            lines.append(f"  {name:<16}{v['seconds']:>8} s  {rate}" + (f"  ({v['error']})" if v.get("error") else ""))
+        lines.append(f"  peak RSS after the metabolism {r['metabolism_peak_rss_mb']} MB (the seed for the syntheses:"
+                     f" {r['synthesis_seed']['clusters']:,} linked chains of four,"
+                     f" {r['synthesis_seed']['corrections']:,} corrections)")
     return "\n".join(lines)

@@ -202,16 +202,45 @@ def cmd_stats(args):
         _emit(args, m.stats(args.scope), _fmt_kv)
 
 
+def _fmt_provider(what: str, s: dict) -> str:
+    reach = {True: "reachable", False: f"unreachable ({s.get('error')})", None: "-"}[s["reachable"]]
+    line = f"{what}: {s['configured']} · {reach} · {s['state']}"
+    if s.get("state") == "unreachable":
+        line += f" since {s['last_failure_at']} ({s['failures']} failed attempt(s); next try {s['retry_at']})"
+    elif s.get("last_error"):
+        line += f" (last error {s['last_failure_at']}: {s['last_error']})"
+    return line
+
+
 def cmd_doctor(args):
     with _memory(args) as m:
         if args.prune_orphans:
             _emit(args, m.prune_stream(), lambda r: r["done"])
             return
         r = m.doctor()
-        _emit(args, r, lambda r: "\n".join([f"{k}: {v}" for k, v in r["checks"].items()] + r["notes"]
+        _emit(args, r, lambda r: "\n".join([f"{k}: {v}" for k, v in r["checks"].items()]
+                                            + [_fmt_provider(k, v) for k, v in r["providers"].items()] + r["notes"]
                                             + [("healthy" if r["ok"] else "PROBLEMS FOUND")]))
         if not r["ok"]:
             sys.exit(1)
+
+
+def _fmt_digests(r: dict) -> str:
+    if not r["digests"]:
+        what = r.get("week") or r.get("day") or "any period"
+        return f"no digest of {what} in {', '.join(r['scopes'])} (a period gets one once it is over)"
+    lines = []
+    for d in r["digests"]:
+        lines.append(f"{d['period']} · {d['scope']} · {d['kind']} ({d['status']}; {d['generator']})")
+        if d["title"]:
+            lines.append(f"  {d['title']}")
+        lines += [f"  {line}" for line in d["text"].splitlines()]
+    return "\n".join(lines)
+
+
+def cmd_digests(args):
+    with _memory(args) as m:
+        _emit(args, m.digests(scopes=args.scope, week=args.week, day=args.day, limit=args.limit), _fmt_digests)
 
 
 def cmd_restore(args):
@@ -278,6 +307,18 @@ def cmd_metabolize(args):
             f"{t['task']:<14} {t['status']:<8} " + ", ".join(f"{k}={v}" for k, v in t.items()
                                                             if k not in ("task", "status"))
             for t in r["tasks"]))
+
+
+def cmd_rederive(args):
+    from .llm import choose
+    from .metabolism.rederive import rederive
+
+    with _memory(args) as m:
+        m.actor = "person:cli"
+        r = rederive(m, args.task or (), args.since, llm=choose(m.settings))
+    _emit(args, r, lambda r: "\n".join(
+        [f"with {r['llm'] or 'no model (offline)'}" + (f", since {r['since']}" if r["since"] else "") + ":"]
+        + [f"  {task:<12} " + ", ".join(f"{k}={v}" for k, v in t.items()) for task, t in r["tasks"].items()]))
 
 
 def cmd_daemon(args):
@@ -651,6 +692,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
     s.add_argument("--prune-orphans", action="store_true",
                    help="remove stream entries of digests that never committed (older than 10 minutes)")
+    s = add("digests", cmd_digests, "daily and weekly digests (by the day a memory is about): of --week W,"
+                                    " of --day D, or the newest")
+    s.add_argument("--scope", action="append", help="scope to read (repeatable; default: every scope)")
+    s.add_argument("--week", help="an ISO week (2026-W10), 'week 10', 'this' or 'last'")
+    s.add_argument("--day", help="a day (2026-03-03)")
+    s.add_argument("--limit", type=int, default=50)
     s = add("backup", cmd_backup, "online backup of the database to PATH")
     s.add_argument("path")
     s = add("restore", cmd_restore, "replace the store by a backup (the current one is kept under backups/)")
@@ -677,6 +724,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("metabolize", cmd_metabolize, "run metabolism tasks now (all, or --task NAME ...)")
     s.add_argument("--task", action="append", help="embed, annotate, link-propose, link-evaluate, decay")
     s.add_argument("--batch", type=int, default=None, help="override each task's batch size")
+    s = add("rederive", cmd_rederive, "redo derived fields and syntheses an offline stand-in made, with the model"
+                                      " now that it is back (annotate, crystallize, temporal, lessons)")
+    s.add_argument("--task", action="append", choices=["annotate", "crystallize", "temporal", "lessons"],
+                   help="only this task (repeatable; default all four)")
+    s.add_argument("--since", help="only what was made at or after this time (ISO-8601)")
     s = add("daemon", cmd_daemon, "run due metabolism tasks until stopped (or install a service that does)")
     s.add_argument("action", nargs="?", default="run", choices=["run", "install-service"])
     s.add_argument("--once", action="store_true", help="run everything due, then exit")

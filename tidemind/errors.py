@@ -29,7 +29,15 @@ class StoreBusy(TideMindError):
 
 class ProviderUnavailable(TideMindError):
     """A model service (Ollama, Anthropic) is away or failing: callers that can do without it
-    degrade (recall answers from full-text search and says so) instead of failing."""
+    degrade (recall answers from full-text search and says so) instead of failing, and the
+    metabolism waits for it (the scheduler retries with backoff). `provider` names the service
+    (e.g. "anthropic/claude-haiku-4-5") and `kind` says which seam it sits behind ("llm" or
+    "embedder"), so the scheduler knows whose state to record."""
+
+    def __init__(self, message: str, provider: str | None = None, kind: str | None = None):
+        super().__init__(message)
+        self.provider = provider
+        self.kind = kind
 
 
 class Conflict(TideMindError):

@@ -191,13 +191,67 @@ def detect_lessons(messages: list[tuple[str, str, bool]]) -> list[dict]:
     return found
 
 
+def _tool_calls(path: Path) -> list[dict]:
+    """The tool calls of a Claude Code transcript in order, each with what it was asked (a shell
+    command as written, other inputs as compact JSON) and whether its result was an error:
+    {"tool", "asked", "error", "result"}. Other transcripts give none."""
+    asked: dict[str, tuple[str, str]] = {}
+    calls = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                given = block.get("input")
+                text = given.get("command") if isinstance(given, dict) and isinstance(given.get("command"), str) \
+                    else json.dumps(given, ensure_ascii=False, sort_keys=True)
+                asked[block["id"]] = (str(block.get("name") or "tool"), " ".join(str(text).split())[:200])
+            elif block.get("type") == "tool_result" and block.get("tool_use_id") in asked:
+                body = block.get("content")
+                if isinstance(body, list):
+                    body = " ".join(b.get("text", "") for b in body if isinstance(b, dict))
+                tool, text = asked[block["tool_use_id"]]
+                calls.append({"tool": tool, "asked": text, "error": bool(block.get("is_error")),
+                              "result": " ".join(str(body or "").split())[:200]})
+    return calls
+
+
+def with_fixes(lessons: list[dict], calls: list[dict]) -> list[dict]:
+    """A repeated failure learns what failed (the call whose error it is) and what worked after
+    it (the next call of the same tool that succeeded with the same program, asking something
+    else: `npm run compile` after `npm run build`, not the `cat package.json` looked at in
+    between): the lesson made from it can then say "do X instead" rather than quote the error."""
+    for lesson in lessons:
+        if lesson["kind"] != "repeated_failure":
+            continue
+        failing = [i for i, c in enumerate(calls) if c["error"] and c["result"] == lesson["said"]]
+        if not failing:
+            continue
+        last = calls[failing[-1]]
+        lesson["command"] = last["asked"]
+        program = last["asked"].split(" ", 1)[0]
+        fix = next((c for c in calls[failing[-1] + 1:] if c["tool"] == last["tool"] and not c["error"]
+                    and c["asked"] != last["asked"] and c["asked"].split(" ", 1)[0] == program), None)
+        if fix is not None:
+            lesson["instead"] = fix["asked"]
+    return lessons
+
+
 def stop(home, host: str = DEFAULT_HOST) -> str:
     event = _event()
     transcript = event.get("transcript_path")
     if not transcript or not Path(transcript).is_file():
         return ""
     try:
-        lessons = detect_lessons(_messages(Path(transcript)))
+        lessons = with_fixes(detect_lessons(_messages(Path(transcript))), _tool_calls(Path(transcript)))
     except OSError:
         return ""
     if not lessons:

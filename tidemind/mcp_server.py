@@ -77,6 +77,9 @@ scope narrows the scopes read (never widens them). as_of (ISO) answers as of tha
 `clock` given: "valid" (the facts that held), "recorded" (what memory held then) or "both".
 When nothing matches well enough the answer says abstained: true: then say you do not know
 rather than guessing. The answer lists `grounded_by`: the memories that support it by themselves.
+A question that names a period ("what happened in week 10", "last week", "on 2026-03-09",
+"yesterday") also carries `period`: that week's or day's digests (derived summaries by valid
+time, each citing its member memories by id).
 
 When the memories that answer are about different things (two people called Alex, two staging
 databases), the answer carries `clarify`: one question and the candidate groups. Ask the user

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import re
 import unicodedata
 from dataclasses import replace
 from pathlib import Path
@@ -246,6 +247,7 @@ class Memory:
             nodes.supersede(self.conn, lineage_of, node_id, now)
             vectors.drop_from_index(self.conn, lineage_of)
             self._carry_standing(lineage_of, node_id, now)
+            self._withdraw_syntheses(lineage_of, f"node {lineage_of} was replaced by node {node_id}", now)
         audit.record(self.conn, at=now, actor=self.actor, action=reason if lineage_of is None else f"{reason}_update",
                      node_id=node_id, capture_id=capture_id, content_hash=text.sha256(body), supersedes=lineage_of)
         return node_id, warnings
@@ -260,6 +262,7 @@ class Memory:
         nodes.set_status(self.conn, node_id, "archived" if hidden else "live")
         if hidden:
             vectors.drop(self.conn, node_id)
+            self._withdraw_syntheses(node_id, f"node {node_id} was archived", now)
         else:
             vectors.enqueue(self.conn, node_id, now)
         audit.record(self.conn, at=now, actor=self.actor, action="archive" if hidden else "unarchive", node_id=node_id)
@@ -314,6 +317,7 @@ class Memory:
                                   reason="correct", actor=self.actor, lineage_of=old["id"])
             copied = lifecycle.carriers(self.conn, old["id"])
             nodes.supersede(self.conn, old["id"], new_id, now)
+            self._withdraw_syntheses(old["id"], f"node {old['id']} was corrected by node {new_id}", now)
             clarifications.close_for_node(self.conn, old["id"], now)   # the new words are read afresh
             clarify.read_without_asking(self, rules, node_id=new_id, scope=old["scope"], text=body,
                                         anchor=parse_iso(valid_at) if valid_at else now, now=now, written=valid_at)
@@ -327,6 +331,15 @@ class Memory:
                          superseded_by=new_id)
         return {"node_ids": [new_id], "capture_id": capture_id, "supersedes": old["id"], "warnings": warnings,
                 "done": f"node {old['id']} corrected by node {new_id}; the old version is kept"}
+
+    def _withdraw_syntheses(self, node_id: int, why: str, now: str) -> None:
+        """A member's words stopped being current: every crystal, digest or lesson speaking for it
+        is withdrawn in this same transaction, so nothing serves it again before the metabolism
+        has recomputed it."""
+        withdrawn = syntheses.withdraw_for_member(self.conn, node_id, why, now)
+        if withdrawn:
+            audit.record(self.conn, at=now, actor=self.actor, action="syntheses_withdrawn", node_id=node_id,
+                         syntheses=withdrawn, why=why)
 
     def _carry_standing(self, old_id: int, new_id: int, now: str) -> None:
         """A correction keeps what a person or judge decided: confirmed tags, rejections (so a "no"
@@ -355,6 +368,7 @@ class Memory:
             nodes.set_status(self.conn, row["id"], "archived")
             clarifications.close_for_node(self.conn, row["id"], now)
             vectors.drop(self.conn, row["id"])
+            self._withdraw_syntheses(row["id"], f"node {row['id']} was archived", now)
             lifecycle.withdraw_copies(self, found, now)      # anchors it taught other memories
             audit.record(self.conn, at=now, actor=self.actor, action="archive", node_id=row["id"])
         return {"node_ids": [row["id"]], "done": f"node {row['id']} archived (hidden from every read; unarchive restores)"}
@@ -396,7 +410,7 @@ class Memory:
                 clarify.after_forget(self, dependents, words, now, t["content"])
                 vectors.drop(self.conn, t["id"])
                 review.scrub_node(self.conn, t["id"])
-                syntheses.withdraw_citing(self.conn, t["id"])
+                syntheses.withdraw_citing(self.conn, t["id"], now)
                 tags.forget_node(self.conn, t["id"])
                 _workstream_schema.forget_node(self.conn, t["id"])
                 _import_schema.forget_node(self.conn, t["id"])
@@ -493,6 +507,9 @@ class Memory:
             result = hybrid_recall(self.conn, None, replace(req, use_vectors=False))
             result["degraded"] = unavailable
         result["scopes"] = read
+        period = self._period_digests(query, read)
+        if period is not None:      # "what happened in week 10?": that period's digests, beside the hits
+            result["period"] = period
         if record:
             self._record_hits([i["id"] for i in result["items"]], req.now)
         return result
@@ -546,7 +563,50 @@ class Memory:
 
         read = self.read_scopes(scopes)
         write_scope = self.writable[0] if self.writable else read[0]
-        return prepare_mod.build(self.conn, read, write_scope, hint, budget_chars)
+        return prepare_mod.build(self.conn, read, write_scope, hint, budget_chars, today=self.now())
+
+    # -- digests --------------------------------------------------------------------------------
+    def digests(self, *, scopes: Sequence[str] | None = None, week: str | None = None, day: str | None = None,
+                limit: int = 50) -> dict:
+        """Daily and weekly digests (by valid time) the caller may read: of one ISO week (its weekly
+        digest, then its days), of one day (its digest, then its week's), or the newest ones.
+        Only digests whose every member is visible now are listed. The desktop's digest view and
+        `tidemind digests` call this."""
+        from . import periods
+
+        read = self.read_scopes(scopes, all_scopes=True)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 500:
+            raise InvalidInput("limit must be a whole number between 1 and 500")
+        if week is not None and day is not None:
+            raise InvalidInput("give a week or a day, not both")
+        if week is not None:
+            named = periods.named_period(week if re.search(r"(?i)w|week", week) else f"week {week}", self.now())
+            if named is None or named[0] != "week":
+                raise InvalidInput(f"not a week: {week!r} (use e.g. 2026-W10, 'week 10', 'this week', 'last week')")
+            first, last = periods.bounds(*named)
+            found = syntheses.digests_covering(self.conn, read, first, last, limit)
+            return {"scopes": read, "week": named[1], "digests": found}
+        if day is not None:
+            day = parse_iso(day)[:10]
+            found = syntheses.digests_covering(self.conn, read, day, day, limit)
+            return {"scopes": read, "day": day, "digests": found}
+        return {"scopes": read, "digests": syntheses.listing(self.conn, read, ("daily", "weekly"), limit=limit)}
+
+    def period_digests(self, question: str, scopes: Sequence[str] | None = None, limit: int = 8) -> dict | None:
+        """The digests of the period a question names ("what happened in week 10?", "on
+        2026-03-03", "last week"), or None when it names none: {"kind", "period", "digests"}.
+        Recall attaches the same answer to a question that names a period."""
+        return self._period_digests(limits.check_query(question), self.read_scopes(scopes, all_scopes=True), limit)
+
+    def _period_digests(self, question: str, read: list[str], limit: int = 8) -> dict | None:
+        from . import periods
+
+        named = periods.named_period(question, self.now())
+        if named is None:
+            return None
+        first, last = periods.bounds(*named)
+        return {"kind": named[0], "period": named[1], "scopes": read,
+                "digests": syntheses.digests_covering(self.conn, read, first, last, limit)}
 
     # -- clarification -------------------------------------------------------------------------
     def clarify_questions(self, scopes: Sequence[str] | None = None, state: str | None = "open",
@@ -568,14 +628,19 @@ class Memory:
     def propose_lessons(self, lessons: list[dict], session: str | None = None) -> list[int]:
         """File heuristic findings (corrections, repeated failures) as `proposed_lesson` review items in
         the write scope. They are proposals for a person, never authored memories. Repeats of an
-        open proposal are not filed twice."""
+        open proposal are not filed twice: a repeated failure seen again adds its count to the open
+        item, and what failed and what worked after it, when this session saw them (the lesson
+        made from it says "do X instead" with that)."""
         scope = self._write_scope(None)
         now = self.now()
         filed = []
         with immediate(self.conn):
             for lesson in lessons:
                 digest = text.sha256(lesson["kind"] + "\x00" + lesson["said"])
-                if review.open_with_digest(self.conn, scope, digest):
+                open_item = review.open_with_digest(self.conn, scope, digest)
+                if open_item is not None:
+                    if lesson["kind"] == "repeated_failure":
+                        self._add_to_failure(open_item, lesson, session, now)
                     continue
                 filed.append(review.file(self.conn, "proposed_lesson", node_id=None, other_node_id=None, at=now,
                                          scope=scope, digest=digest, session=session,
@@ -583,6 +648,22 @@ class Memory:
                 audit.record(self.conn, at=now, actor=self.actor, action="propose_lesson", scope=scope,
                              review_item=filed[-1])
         return filed
+
+    def _add_to_failure(self, item_id: int, lesson: dict, session: str | None, now: str) -> None:
+        """Counts per session: a host runs the stop hook after every turn, and each run reads the
+        whole transcript again, so a session's count replaces its earlier one instead of adding."""
+        payload = review.payload_of(self.conn, item_id)
+        sessions = payload.get("sessions") or {payload.get("session") or "?": int(payload.get("times", 1))}
+        key = session or "?"
+        sessions[key] = max(int(sessions.get(key, 0)), int(lesson.get("times", 1)))
+        times = sum(int(n) for n in sessions.values())
+        review.set_payload_key(self.conn, item_id, "sessions", sessions)
+        review.set_payload_key(self.conn, item_id, "times", times)
+        for key in ("command", "instead"):
+            if isinstance(lesson.get(key), str) and lesson[key].strip():
+                review.set_payload_key(self.conn, item_id, key, lesson[key])
+        audit.record(self.conn, at=now, actor=self.actor, action="propose_lesson_again", scope=None,
+                     review_item=item_id, times=times)
 
     # -- a person's decisions (review queue, tags, links): each audited and reversible ----------
     def review_list(self, status: str | None = "open", scopes: Sequence[str] | None = None) -> list[dict]:
@@ -698,6 +779,7 @@ class Memory:
                                f" {target['status']})")
             nodes.supersede(self.conn, older, newer, now)
             vectors.drop_from_index(self.conn, older)
+            self._withdraw_syntheses(older, f"node {older} was merged into node {newer}", now)
             links.add(self.conn, older, newer, relation="merged-into", status="confirmed", proposed_by=self.actor,
                       at=now, reason=f"review item {item['id']}")
             audit.record(self.conn, at=now, actor=self.actor, action="merged", node_id=older, into=newer)
@@ -1062,7 +1144,9 @@ class Memory:
         return {"removed": removed, "done": f"removed {removed} orphan stream entr{'y' if removed == 1 else 'ies'}"}
 
     def doctor(self) -> dict:
-        """Integrity of SQLite, FTS, vectors, authored text and the stream files, read in one snapshot."""
+        """Integrity of SQLite, FTS, vectors, authored text and the stream files, read in one
+        snapshot; and the state of each model service (configured, reachable now, what the
+        metabolism last saw of it). A service away is a note, never a problem."""
         problems: list[str] = []
         checks: dict[str, str] = {}
         notes: list[str] = []
@@ -1107,4 +1191,12 @@ class Memory:
                          " removes them")
         if unembedded:
             notes.append(f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)")
-        return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes}
+        from . import health
+
+        services = health.report(self.settings, self.conn)
+        for what, s in services.items():
+            if s["reachable"] is False or s.get("state") == "unreachable":
+                notes.append(f"{what} {s['configured']} is unreachable ({s.get('error') or s.get('last_error')});"
+                             " the store works without it: recall answers from its words, the metabolism waits"
+                             + (f" (next try {s['retry_at']})" if s.get("retry_at") else ""))
+        return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes, "providers": services}

@@ -6,11 +6,13 @@ cap, and short when there is little to say: sections with nothing in them are le
 """
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Sequence
 
 import apsw
 
+from .periods import week_days, week_of
 from .store import clarifications, nodes, review, syntheses
 from .timeutil import system_clock, to_iso
 
@@ -46,18 +48,35 @@ def _line(node: dict) -> str:
     return f"- [{node['id']}] {first}"
 
 
-def _servable(conn, members: list[int], scopes: Sequence[str]) -> bool:
-    """Every cited node is in the scopes and neither archived nor forgotten (a lesson cites the
-    version its correction replaced, so superseded members are fine), and one is live."""
-    if not members:          # a lesson from repeated tool failures cites review items, not nodes
-        return True
-    rows = [nodes.get_any(conn, m) for m in members]
-    return all(r is not None and r["scope"] in scopes and r["status"] in ("live", "superseded") for r in rows) \
-        and any(r["status"] == "live" for r in rows) and not nodes.held_among(conn, members)
+def _synthesis_line(s: dict) -> str:
+    label = s["kind"] if s["status"] == "approved" else f"{s['kind']}, unreviewed"
+    body = " ".join(re.sub(r"(?m)^- ", "", s["text"]).split())
+    if s.get("title"):
+        body = f"{s['title']}: {body}"
+    return f"- ({label}, derived) {body}"[:LINE_CHARS]
+
+
+def _this_week(conn, scopes: Sequence[str], today: str) -> list[str]:
+    """The digests of this week's complete days, newest first, and last week's digest: what an
+    agent starting a session should know happened lately (the week by valid time)."""
+    monday, _ = week_days(week_of(today))
+    last_monday, last_sunday = week_days(week_of((dt.date.fromisoformat(today) - dt.timedelta(days=7)).isoformat()))
+    found = syntheses.digests_covering(conn, scopes, last_monday, today, limit=30)
+    days = [s for s in found if s["kind"] == "daily" and s["period"] >= monday]
+    weeks = [s for s in found if s["kind"] == "weekly" and s["period"] == week_of(last_sunday)]
+    lines = []
+    for s in sorted(days, key=lambda s: s["period"], reverse=True) + weeks:
+        when = s["period"] if s["kind"] == "daily" else f"last week ({s['period']})"
+        head = f"- {when}" + (f" · {s['scope']}" if len(scopes) > 1 else "")
+        body = " ".join(re.sub(r"(?m)^- ", "", s["text"]).split())
+        status = "" if s["status"] == "approved" else " (digest, unreviewed, derived)"
+        lines.append(f"{head}{status}: {s['title'] + ' — ' if s['title'] else ''}{body}"[:LINE_CHARS])
+    return lines
 
 
 def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: str | None = None,
-          budget_chars: int = 9_000) -> dict:
+          budget_chars: int = 9_000, today: str | None = None) -> dict:
+    """`today`: the caller's date (its clock), for this week's digests."""
     budget = max(200, min(int(budget_chars), HARD_CAP))
     window = nodes.recent(conn, scopes, WINDOW, columns=("id", "content", "scope"))
     used: set[int] = set()
@@ -78,13 +97,13 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
     flagged = review.open_in_scopes(conn, scopes, ("contradiction",))
     approved = [f"- lesson (approved): {' '.join(r['payload'].get('said', '').split())[:LINE_CHARS]}"
                 for r in review.approved_lessons(conn, scopes)]
-    for s in syntheses.served(conn, scopes, ("lesson", "crystal"), 12):
-        if _servable(conn, s["members"], scopes):
-            label = s["kind"] if s["status"] == "approved" else f"{s['kind']}, unreviewed"
-            approved.append(f"- ({label}, derived) {' '.join(s['text'].split())[:LINE_CHARS]}")
+    # only syntheses whose every member the reader can see now (checked in SQL): a crystal citing
+    # a corrected, archived or forgotten memory is withdrawn, and never served while it waits
+    approved += [_synthesis_line(s) for s in syntheses.servable(conn, scopes, ("lesson", "crystal"), 12)]
     # only questions still holding a memory back: once a hold lapses the memory is searchable,
     # and repeating a stale question at every session start would turn notes into an interrogation
     now = to_iso(system_clock())
+    this_week = _this_week(conn, scopes, (today or now)[:10])
     questions = clarifications.listing(conn, scopes, "open", OPEN_QUESTIONS_SHOWN, holding_at=now)
     waiting = [f"- node {q['node_id']} (\"{_excerpt(q['content'])}\"): {' '.join(q['question'].split())[:LINE_CHARS]}"
                for q in questions]
@@ -96,6 +115,7 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
         ("About the person (their own words)", [_line(n) for n in about]),
         ("Lessons, principles and decisions", approved + [_line(n) for n in lessons]),
         (f"Recent memories in {write_scope}", [_line(n) for n in recent]),
+        ("This week (digests by the day a memory is about)", this_week),
         ("Needs attention", [f"- review {r['id']}: node {r['node_id']} repeats a claim that node "
                              f"{r['other_node_id']} corrected; trust node {r['other_node_id']} until a person decides"
                              if r["payload"].get("reason") == "reasserts_corrected_claim" else

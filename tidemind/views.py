@@ -23,7 +23,7 @@ def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int]
     items = []
     for node_id in ids:
         row = found[node_id]
-        der = derived_map[node_id]
+        der = {k: v for k, v in derived_map[node_id].items() if k not in derived.BOOKKEEPING}
         flags = []
         if row["status"] == "superseded" and row["superseded_by"]:
             flags.append(f"superseded_by:{row['superseded_by']}")

@@ -16,7 +16,8 @@ class OllamaEmbedder:
         except ImportError:
             raise ProviderUnavailable("the ollama embedder needs the `ollama` package (pip install ollama)") from None
 
-        self._client = ollama.Client(host=host)
+        self._client = ollama.Client(host=host, timeout=60)     # bounded: a daemon must stop in time
+        self.host = host
         self.model = model
         self.name = f"ollama/{model}"
         self.dim = dim or 0
@@ -25,7 +26,7 @@ class OllamaEmbedder:
         try:
             result = self._client.embed(model=self.model, input=list(texts))
         except Exception as exc:  # the client raises ConnectionError, ResponseError, httpx errors...
-            raise ProviderUnavailable(f"ollama embed failed ({self.model}): {exc}") from None
+            raise ProviderUnavailable(f"ollama embed failed ({self.model}): {exc}", self.name, "embedder") from None
         mat = normalise(np.asarray(result.embeddings, dtype=np.float32))
         self.dim = mat.shape[1]
         return mat

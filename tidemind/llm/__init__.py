@@ -1,10 +1,13 @@
 """LLM providers: a small Protocol, a registry (anthropic | ollama | none), and `ask_json`.
 
 Model output is never trusted: `ask_json` extracts one JSON object, validates it against a
-small schema (types, required keys, enums, lengths), and returns None for anything else. Every
-call — valid, invalid or failed — is a row in `llm_calls` (tokens, time, status). A circuit
-breaker per task stops calling a provider that keeps failing. Prompts live in
-`strategies/*.md`; their version is recorded with every derived row made from them.
+small schema (types, required keys, enums, lengths) and the caller's own check (citations,
+grounding), and returns None for anything else. Every call — valid, invalid or failed — is a
+row in `llm_calls` (tokens, time, status). A circuit breaker per task stops calling a provider
+whose answers keep failing validation. A provider that cannot be reached raises
+`ProviderUnavailable` out of `ask_json`: the task stops, and the scheduler waits for the model
+and retries with backoff (`Watched`) instead of letting an offline stand-in pass for its answers.
+Prompts live in `strategies/*.md`; their version is recorded with every derived row made from them.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from typing import Callable, Protocol
 
 import apsw
 
-from ..errors import InvalidInput, TideMindError
+from ..errors import InvalidInput, ProviderUnavailable, TideMindError
 from ..store import llm_calls
 
 
@@ -160,25 +163,66 @@ class CircuitBreaker:
 BREAKER = CircuitBreaker()
 
 
+class Waiting(ProviderUnavailable):
+    """Raised instead of calling a model the scheduler is waiting for: no call was made."""
+
+
+class Watched:
+    """The configured model as the scheduler hands it to one task run: it notes whether the model
+    answered or could not be reached, and while the scheduler waits out a backoff (`retry_at`) it
+    raises `Waiting` instead of calling, so a task stops at its first model call."""
+
+    def __init__(self, llm: LLM, retry_at: str | None = None, last_error: str | None = None):
+        self.inner, self.name = llm, llm.name
+        self.retry_at, self.last_error = retry_at, last_error
+        self.answered = 0
+        self.outage: ProviderUnavailable | None = None
+
+    def complete(self, system: str, prompt: str, max_tokens: int = 800) -> Completion:
+        if self.retry_at:
+            raise Waiting(f"{self.name} is unreachable; waiting until {self.retry_at} before trying again"
+                          + (f" (last error: {self.last_error})" if self.last_error else ""), self.name, "llm")
+        try:
+            completion = self.inner.complete(system, prompt, max_tokens)
+        except ProviderUnavailable as exc:
+            exc.provider, exc.kind = exc.provider or self.name, exc.kind or "llm"
+            self.outage = exc
+            raise
+        self.answered += 1
+        return completion
+
+
 def ask_json(conn: apsw.Connection, llm: LLM, task: str, strategy: Strategy, schema: Schema, at: str,
-             max_tokens: int = 600, **values) -> dict | None:
-    """Call the model with a strategy, return a validated object or None (never raises for bad output)."""
+             max_tokens: int = 600, check: Callable[[dict], str | None] | None = None, **values) -> dict | None:
+    """Call the model with a strategy, return a validated object or None (never raises for bad
+    output). `check` is the caller's own validation after the schema's (None when the answer
+    fits, else why not). Raises `ProviderUnavailable` when the model cannot be reached."""
     if not BREAKER.allows(task):
         return None
     started = time.perf_counter()
     status, reason, result, completion = "ok", None, None, Completion("")
+    outage = None
     try:
         completion = llm.complete(strategy.system, strategy.render(**values), max_tokens)
         data = _extract_json(completion.text)
         reason = "no JSON object in the answer" if data is None else validate(data, schema)
+        if not reason and check is not None:
+            reason = check(data)
         if reason:
             status = "invalid"
         else:
             result = data
-    except Exception as exc:        # network, auth, rate limits: recorded, the pass goes on
+    except Waiting:
+        raise                       # nothing was asked, nothing to record
+    except ProviderUnavailable as exc:
+        status, reason, outage = "unreachable", str(exc)[:300], exc
+    except Exception as exc:        # a request the service refused on its merits: recorded, the pass goes on
         status, reason = "error", f"{type(exc).__name__}: {exc}"[:300]
-    BREAKER.record(task, status == "ok")
+    if outage is None:              # an outage says nothing about the answers: the scheduler handles it
+        BREAKER.record(task, status == "ok")
     llm_calls.record(conn, at=at, task=task, provider=llm.name, strategy=f"{strategy.name}@{strategy.version}",
                      status=status, reason=reason, input_tokens=completion.input_tokens,
                      output_tokens=completion.output_tokens, ms=int((time.perf_counter() - started) * 1000))
+    if outage is not None:
+        raise outage
     return result

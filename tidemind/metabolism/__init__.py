@@ -21,6 +21,7 @@ class TaskContext:
     batch: int | None = None          # overrides the task's batch size
     last_finished: str | None = None  # when this task last finished (None: never)
     stopping: Callable[[], bool] = lambda: False   # tasks check it between items (daemon shutdown)
+    redo: frozenset = frozenset()     # ids of derived rows to make again now (`tidemind rederive`)
     notes: list[str] = field(default_factory=list)
 
     @property

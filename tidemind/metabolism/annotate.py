@@ -23,7 +23,7 @@ GENERATOR = "annotate/offline-v2"
 # the offline taggers' labels, past and present: a fresh offline pass replaces their proposals
 # (v1 proposed YAKE keyphrases, which are not carried over as the node's vocabulary tags)
 OFFLINE_TAG_SOURCES = ("annotate/offline-v1", GENERATOR, "reconsolidate", "reconsolidate/offline-v2")
-VOCABULARY_FIELD = "vocabulary_size"    # how many memories the scope had when the node was tagged
+VOCABULARY_FIELD = derived.VOCABULARY_SIZE
 REGROW = 2                              # retag once the scope is this many times larger
 REJECTED_IN_SCOPE = 2                   # a name a person rejected on this many memories is not offered there
 SCHEMA = {

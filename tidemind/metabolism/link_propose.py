@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..store import audit, immediate, links, task_runs, vectors
 from . import TaskContext, register
-from .relate import Relatedness
+from .relate import PassScopes
 
 PROPOSE = 20
 MIN_STRENGTH = 0.12
@@ -27,15 +27,15 @@ class LinkProposeTask:
         emb = ctx.memory.embedder
         cursor = task_runs.get_cursor(ctx.conn, self.name)
         todo = vectors.embedded_after(ctx.conn, cursor, emb.name, ctx.batch or self.batch_size)
-        scopes: dict[str, Relatedness] = {}
+        scopes = PassScopes(ctx.conn, emb)
         proposed = done = 0
         last = cursor
         for node_id, scope, query in todo:
             if ctx.stopping():
                 break
             done += 1
-            rel = scopes.setdefault(scope, Relatedness(ctx.conn, scope, emb))
-            scored = rel.score_many(node_id, rel.candidates(node_id, query))
+            rel = scopes[scope]
+            scored = rel.ranked(node_id, query, PROPOSE * 2)
             now = ctx.now()
             with immediate(ctx.conn):
                 # its closest few whatever their score (relative to its own neighbours: a small scope

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..search.scoring import speaker
 from ..store import fts, nodes, vectors, visible
-from ..text import content_words, words
+from ..text import STOPWORDS, content_words, words
 
 # chosen on conversations-dev's multi-hop evidence pairs (see the README's linking figures)
 WORD_WEIGHT, SPEAKER_WEIGHT, COSINE_WEIGHT = 1.0, 0.25, 0.45
@@ -38,8 +38,19 @@ getting make makes made take takes took keep keeps kept goes going come comes ca
 little lot lots much many really still even always never often sometimes thing things way ways
 """.split())
 RARE_WORDS = 25            # the words a memory looks for its partners with
+# a word in more of a large scope than this does not find partners: OR-ing a few "is"/"by" into the
+# search matched two thirds of a 10k-node store and made link-propose its slowest pass
+SEARCH_MAX_SHARE = 0.1
 CANDIDATES = 80            # from each of the two searches
 MIN_WORDS = 4              # fewer content words: chatter, linked to nothing
+# up to this many memories a scope is scored whole, in memory, once a pass: exact, and several times
+# faster than asking FTS5 and sqlite-vec for each memory's candidates (an OR of its rare words matched
+# across every scope of the store, and bm25 ranked them all); a larger scope searches for candidates
+WHOLE_SCOPE = 5000
+# and no more memories than this held at once by one pass, whatever the number of scopes: a held
+# memory costs about 10 KB (its words, postings, row and vector), so a store of many small scopes
+# searches for the rest instead of growing the daemon without bound
+HOLD_BUDGET = 10000
 
 
 class Relatedness:
@@ -48,6 +59,7 @@ class Relatedness:
     def __init__(self, conn: apsw.Connection, scope: str, embedder):
         self.conn, self.scope, self.embedder_name = conn, scope, embedder.name
         self.documents, _ = fts.scope_sizes(conn, [scope])
+        self.holds = self.documents <= WHOLE_SCOPE      # `ranked` scores the scope whole
         # an embedder that learns from the store's own text (the default) knows little of a
         # small scope: in eighteen memories its cosine across topics exceeded the one within
         learning = getattr(embedder, "learns_from_store", False)
@@ -59,6 +71,7 @@ class Relatedness:
         self._floats: dict[int, np.ndarray] = {}
         self._substantive: dict[int, bool] = {}
         self._speaker: dict[int, str | None] = {}
+        self._whole: _Whole | None | bool = None       # False: the scope is too large to hold
 
     def rows(self, node_ids: Sequence[int]) -> dict[int, dict]:
         missing = [i for i in node_ids if i not in self._rows]
@@ -139,6 +152,43 @@ class Relatedness:
         out.sort(reverse=True)
         return out
 
+    def ranked(self, a: int, query: np.ndarray | None, limit: int) -> list[tuple[float, int]]:
+        """The `limit` memories of the scope most related to `a`, strongest first, as `score` rates
+        them: over the whole scope when it is small enough to hold, else over `candidates`."""
+        whole = self._hold_whole()
+        if whole is None:
+            return self.score_many(a, self.candidates(a, query))[:limit]
+        if not self.substantive(a) or not whole.ids:
+            return []
+        total = np.zeros(len(whole.ids), np.float32)
+        for s, x in self.words(a).items():
+            if s in whole.postings:
+                at, weight = whole.postings[s]
+                total[at] += WORD_WEIGHT * x * weight
+        who = self.speaker_of(a)
+        if who is not None:
+            total += SPEAKER_WEIGHT * (whole.speakers == who)
+        mine = query if query is not None else self.vector([a]).get(a)
+        if mine is not None and whole.vectors is not None and whole.vectors.shape[1] == mine.shape[0]:
+            total += self.cosine_weight * np.maximum(whole.vectors @ mine, 0.0)
+        if a in whole.position:
+            total[whole.position[a]] = -1.0
+        top = np.argsort(-total, kind="stable")[:limit]
+        return [(float(total[k]), whole.ids[k]) for k in top if total[k] > 0]
+
+    def _hold_whole(self) -> "_Whole | None":
+        if self._whole is None:
+            self._whole = False
+            if self.holds:
+                self._rows.update(nodes.visible_in_scope(self.conn, self.scope))
+                ids = [i for i in self._rows if self.substantive(i)]
+                whole = _Whole(ids, {i: self.words(i) for i in ids}, self.vector(ids),
+                               [self.speaker_of(i) or "" for i in ids])
+                if whole.vectors is not None:        # one copy of each vector: the matrix's row
+                    self._floats.update({i: whole.vectors[k] for k, i in enumerate(ids) if i in self._floats})
+                self._whole = whole
+        return self._whole or None
+
     def score(self, a: int, b: int) -> float:
         va, vb = self.words(a), self.words(b)
         if len(va) > len(vb):
@@ -158,14 +208,25 @@ class Relatedness:
             self._substantive[node_id] = row is not None and len(content_words(row["content"])) >= MIN_WORDS
         return self._substantive[node_id]
 
+    def _search_floor(self) -> float:
+        """The IDF of a word in SEARCH_MAX_SHARE of the scope (0 for a small scope: every word)."""
+        n = self.documents
+        if n < SMALL_SCOPE:
+            return 0.0
+        d = SEARCH_MAX_SHARE * n
+        return math.log(1 + (n - d + 0.5) / (d + 0.5))
+
     def candidates(self, node_id: int, query: np.ndarray | None) -> list[int]:
         """Memories sharing this one's rarest words, and its nearest vectors, visible in the scope."""
         if not self.substantive(node_id):
             return []
         where, params = visible("n", [self.scope])
         found: dict[int, None] = {}
-        rare = sorted(self.words(node_id).items(), key=lambda kv: -kv[1])[:RARE_WORDS]
-        expression = fts.match_expression([self._surface[node_id][s] for s, _ in rare])
+        surface = self._surface[node_id] if self.words(node_id) else {}
+        floor = self._search_floor()
+        rare = [s for s, _ in sorted(self.words(node_id).items(), key=lambda kv: -kv[1])
+                if self._idf[s] >= floor and surface[s] not in STOPWORDS][:RARE_WORDS]
+        expression = fts.match_expression([surface[s] for s in rare])
         if expression:
             for i, _ in fts.search(self.conn, expression, where, params, CANDIDATES):
                 found[i] = None
@@ -175,3 +236,47 @@ class Relatedness:
                 found[i] = None
         found.pop(node_id, None)
         return [i for i in found if self.substantive(i)]
+
+
+class _Whole:
+    """A scope held for one pass: each word's postings (positions, weights), the vectors as one matrix
+    (zeros where a memory has none) and each memory's speaker."""
+
+    def __init__(self, ids: list[int], word_vectors: dict[int, dict[str, float]], floats: dict[int, np.ndarray],
+                 speakers: list[str]):
+        self.ids = ids
+        self.position = {i: k for k, i in enumerate(ids)}
+        gathered: dict[str, tuple[list[int], list[float]]] = {}
+        for k, i in enumerate(ids):
+            for s, x in word_vectors[i].items():
+                at, weight = gathered.setdefault(s, ([], []))
+                at.append(k)
+                weight.append(x)
+        self.postings = {s: (np.array(at, np.int64), np.array(w, np.float32)) for s, (at, w) in gathered.items()}
+        dims = {v.shape[0] for v in floats.values()}
+        self.vectors = None
+        if len(dims) == 1:
+            self.vectors = np.zeros((len(ids), dims.pop()), np.float32)
+            for k, i in enumerate(ids):
+                if i in floats:
+                    self.vectors[k] = floats[i]
+        self.speakers = np.array(speakers, dtype=object)
+
+
+class PassScopes:
+    """The Relatedness of each scope a pass meets, holding whole scopes up to HOLD_BUDGET memories
+    in all (the first scopes met; later ones search for candidates)."""
+
+    def __init__(self, conn: apsw.Connection, embedder):
+        self.conn, self.embedder = conn, embedder
+        self._by_scope: dict[str, Relatedness] = {}
+        self.held = 0
+
+    def __getitem__(self, scope: str) -> Relatedness:
+        if scope not in self._by_scope:
+            rel = Relatedness(self.conn, scope, self.embedder)
+            if rel.holds and self.held + rel.documents > HOLD_BUDGET:
+                rel.holds = False
+            self.held += rel.documents if rel.holds else 0
+            self._by_scope[scope] = rel
+        return self._by_scope[scope]

@@ -3,6 +3,14 @@
 `run_task` takes the task's lease (BEGIN IMMEDIATE; only when free or expired), runs one
 bounded batch, records status, counts and error, and releases the lease. A second process
 asking for a leased task gets `status: busy` and runs nothing.
+
+Degrade, never fail: when a model service (the LLM, the embedder) cannot be reached, the task
+that called it stops with `status: waiting` (what it finished before stays), the service's state
+is recorded with a time to try again (exponential backoff: 30 s, 1 min, 2 min ... 30 min), and
+until then no task calls it: a task that waits for it is not run, and any other task that asks
+the model stops at its first call (`llm.Watched`). Nothing is written in the model's name while
+it is away, and no offline stand-in passes for its answers. A forced run (`tidemind metabolize`,
+a person asking now) tries the service again at once. `tidemind doctor` shows the state.
 """
 from __future__ import annotations
 
@@ -12,8 +20,10 @@ import socket
 import time
 from typing import Sequence
 
+from ..errors import ProviderUnavailable
+from ..llm import Waiting, Watched
 from ..memory import Memory
-from ..store import task_runs
+from ..store import immediate, provider_state, task_runs
 from ..timeutil import Clock, from_iso, system_clock, to_iso
 from . import Task, TaskContext, load_all
 
@@ -21,6 +31,33 @@ ORDER = ("embed", "annotate", "link-propose", "link-evaluate", "dedup", "contrad
          "lessons", "reconsolidate", "fingerprint", "decay")
 LEASE_SECONDS = 180          # a crashed holder on another machine blocks its task at most this long
 HEARTBEAT_SECONDS = 30       # a running task renews its lease this often (between items)
+BACKOFF_FIRST_S = 30         # the first wait for an unreachable model service; doubled each failure
+BACKOFF_MAX_S = 1800
+
+
+def backoff_seconds(failures: int) -> int:
+    return min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** max(0, failures - 1))
+
+
+def _outage(memory: Memory, exc: ProviderUnavailable, now: str) -> str:
+    """Record a failed attempt on the service; returns when to try it again."""
+    provider, kind = exc.provider or "unknown", exc.kind or "unknown"
+    with immediate(memory.conn):
+        tries = provider_state.failures(memory.conn, provider) + 1
+        retry_at = to_iso(from_iso(now) + dt.timedelta(seconds=backoff_seconds(tries)))
+        provider_state.failed(memory.conn, provider, kind, str(exc), now, retry_at)
+    return retry_at
+
+
+def _heard(memory: Memory, provider: str, kind: str, now: str) -> None:
+    """The service answered: its backoff starts over. Written when the state changes, and to
+    refresh `last_ok_at` at most once a minute (not on every call of a busy pass)."""
+    row = provider_state.get(memory.conn, provider)
+    if row and row["state"] == "ok" and row["last_ok_at"] and \
+            (from_iso(now) - from_iso(row["last_ok_at"])).total_seconds() < 60:
+        return
+    with immediate(memory.conn):
+        provider_state.answered(memory.conn, provider, kind, now)
 
 
 def _pid_namespace() -> str:
@@ -60,7 +97,7 @@ def ordered_tasks() -> list[Task]:
 
 
 def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock, batch: int | None = None,
-             llm=None, stopping=lambda: False) -> dict:
+             llm=None, stopping=lambda: False, redo: frozenset = frozenset()) -> dict:
     now = to_iso(clock())
     until = to_iso(from_iso(now) + dt.timedelta(seconds=LEASE_SECONDS))
     if task.needs_llm and llm is None:
@@ -85,15 +122,28 @@ def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock
         return lost[0]
 
     ctx = TaskContext(memory=memory, now=lambda: to_iso(clock()), llm=llm, batch=batch, last_finished=previous,
-                      stopping=stopping_or_lease_lost)
+                      stopping=stopping_or_lease_lost, redo=redo)
     started = time.perf_counter()
     status, error, report = "ok", None, {}
+    answered_before = llm.answered if isinstance(llm, Watched) else 0
     try:
         report = task.run(ctx)
+    except ProviderUnavailable as exc:     # a model service is away: wait for it, do not stand in for it
+        status, error = "waiting", str(exc)
+        report = {"waiting_for": exc.provider or "unknown", "provider_kind": exc.kind or "unknown"}
+        if isinstance(exc, Waiting):
+            report["retry_at"] = llm.retry_at if isinstance(llm, Watched) else None
+        else:
+            report["retry_at"] = _outage(memory, exc, to_iso(clock()))
     except Exception as exc:        # a failing task is recorded and the others still run
         status, error = "error", f"{type(exc).__name__}: {exc}"
     finally:
-        task_runs.release(memory.conn, task.name, owner, to_iso(clock()), status, report, error)
+        task_runs.release(memory.conn, task.name, owner, to_iso(clock()), status, report, error,
+                          finished=status != "waiting")
+    if isinstance(llm, Watched) and llm.answered > answered_before:
+        _heard(memory, llm.name, "llm", to_iso(clock()))
+    if task.name == "embed" and status == "ok" and report.get("embedded"):
+        _heard(memory, report.get("embedder") or memory.embedder.name, "embedder", to_iso(clock()))
     return {"task": task.name, "status": status, "seconds": round(time.perf_counter() - started, 3),
             **({"error": error} if error else {}), **report}
 
@@ -118,10 +168,39 @@ def run_due(memory: Memory, owner: str | None = None, clock: Clock = system_cloc
         tasks = [t for t in tasks if t.name in only]
     state = task_runs.state(memory.conn)
     now = to_iso(clock())
+    watched = None
+    if llm is not None:
+        known = provider_state.get(memory.conn, llm.name)
+        away = (not force and known is not None and known["state"] == "unreachable" and known["retry_at"]
+                and known["retry_at"] > now)
+        watched = Watched(llm, known["retry_at"] if away else None, known["last_error"] if away else None)
     reports = []
     for task in tasks:
         if stopping():
             break
-        if force or is_due(state, task, now):
-            reports.append(run_task(memory, task, owner, clock, batch, llm, stopping))
+        if not (force or is_due(state, task, now)):
+            continue
+        waited = _still_waiting(memory, state.get(task.name), now) if not force else None
+        if waited is not None:
+            reports.append({"task": task.name, "status": "waiting", **waited})
+            continue
+        reports.append(run_task(memory, task, owner, clock, batch, watched, stopping))
+        if watched is not None and watched.outage is not None and not watched.retry_at:
+            # the model failed during this task: the rest of this round does not call it again
+            known = provider_state.get(memory.conn, watched.name)
+            watched.retry_at = known["retry_at"] if known else now
+            watched.last_error = str(watched.outage)
     return reports
+
+
+def _still_waiting(memory: Memory, run: dict | None, now: str) -> dict | None:
+    """A task that stopped for an unreachable service is not run again before the service's
+    backoff runs out (then it is the retry)."""
+    if not run or run.get("status") != "waiting":
+        return None
+    provider = (run.get("counts") or {}).get("waiting_for")
+    known = provider_state.get(memory.conn, provider) if provider else None
+    if known is None or known["state"] != "unreachable" or not known["retry_at"] or known["retry_at"] <= now:
+        return None
+    return {"waiting_for": provider, "retry_at": known["retry_at"],
+            "why": f"{provider} is unreachable ({known['last_error']}); next try at {known['retry_at']}"}

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 
 from . import (audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, recall_hits, review, syntheses, tags,
-               task_runs, vectors)
+               task_runs, vectors, provider_state)
 from .connection import connect, immediate, rows, scalar
 from .visibility import AsOf, visible
 
@@ -22,6 +22,12 @@ def _mask_quoted_secrets(conn: apsw.Connection) -> None:
         syntheses.rename_digest(conn, syntheses.failure_lesson_digest(scope, before),
                                 syntheses.failure_lesson_digest(scope, after))
     syntheses.remask_texts(conn)
+
+
+def _syntheses_with_subjects(conn: apsw.Connection) -> None:
+    if "subject" not in {r[1] for r in conn.execute("PRAGMA table_info(syntheses)")}:
+        conn.execute(syntheses.READABLE_DDL)
+    syntheses.backfill_subjects(conn)
 
 
 CORE_MIGRATIONS = [
@@ -48,6 +54,8 @@ CORE_MIGRATIONS = [
     ("0021_superseded_valid_to", nodes.SUPERSEDED_VALID_TO),
     ("0022_tag_tombstones", tags.SCOPE_TOMBSTONES_DDL),
     ("0023_vectors_per_embedder", vectors.PER_EMBEDDER_DDL),
+    ("0024_syntheses_with_subjects", _syntheses_with_subjects),
+    ("0025_provider_state", provider_state.DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 
@@ -82,4 +90,4 @@ def open_store(db_path: Path, busy_timeout_ms: int = 10_000) -> apsw.Connection:
 
 __all__ = ["AsOf", "visible", "open_store", "immediate", "rows", "scalar", "backup_to", "connect",
            "audit", "captures", "clarifications", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
-           "vectors"]
+           "vectors", "provider_state"]

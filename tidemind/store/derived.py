@@ -39,6 +39,9 @@ CREATE INDEX derived_history_node ON derived_history(node_id, field);
 """
 
 SEARCHABLE = ("title", "summary", "keyphrases", "anchors")
+# a pass's own bookkeeping, kept beside the node but not a reading of it: never shown as derived
+VOCABULARY_SIZE = "vocabulary_size"       # how many memories the scope had when annotate tagged the node
+BOOKKEEPING = frozenset({VOCABULARY_SIZE})
 
 
 def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: str, at: str) -> None:
@@ -133,3 +136,25 @@ def titles(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
         out.update(conn.execute(f"SELECT node_id, value FROM derived WHERE field = 'title' AND node_id IN ({marks})",
                                 chunk).fetchall())
     return out
+
+
+def fallback_nodes(conn: apsw.Connection, since: str | None) -> list[int]:
+    """Live nodes whose annotation was an offline stand-in for a model that did not answer: annotate
+    labels the dimensions and tags it made so `<model generator>+offline-fallback` (and writes the
+    title under the model's own label, so nothing else tells it apart). Since `since` when given."""
+    return [i for (i,) in conn.execute(
+        "SELECT DISTINCT d.node_id FROM derived d JOIN nodes n ON n.id = d.node_id WHERE n.status = 'live'"
+        " AND d.generator LIKE '%+offline-fallback' AND (? IS NULL OR d.created_at >= ?) ORDER BY d.node_id",
+        (since, since))]
+
+
+def release(conn: apsw.Connection, node_ids: Sequence[int], field: str, at: str) -> int:
+    """Make a derived field due again (`tidemind rederive`): the value moves to derived_history,
+    so the pass that writes it picks the node up; the mirror follows."""
+    for node_id in node_ids:
+        conn.execute("INSERT INTO derived_history(node_id, field, value, generator, created_at, replaced_at)"
+                     " SELECT node_id, field, value, generator, created_at, ? FROM derived WHERE node_id = ? AND field = ?",
+                     (at, node_id, field))
+        conn.execute("DELETE FROM derived WHERE node_id = ? AND field = ?", (node_id, field))
+        _mirror(conn, node_id)
+    return len(node_ids)

@@ -116,6 +116,12 @@ def get_visible(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence
     return {r["id"]: r for r in found}
 
 
+def visible_in_scope(conn: apsw.Connection, scope: str) -> dict[int, dict]:
+    """Every row of `scope` that passes the live-and-in-scope predicate (for passes over a whole scope)."""
+    pred, params = visible("n", [scope])
+    return {r["id"]: r for r in rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE {pred}", params)}
+
+
 def unforgotten_texts(conn: apsw.Connection) -> list[tuple[int, str, str]]:
     """(id, scope, content) of every node that still has its text (a backfill reads them all)."""
     return list(conn.execute("SELECT id, scope, content FROM nodes WHERE status != 'forgotten' ORDER BY id"))
@@ -394,20 +400,33 @@ def live_on_day(conn: apsw.Connection, scope: str, day: str) -> list[int]:
                                        f" AND n.valid_from < ? ORDER BY n.id", [*params, day, day + "\uffff"])]
 
 
-def days_with_held(conn: apsw.Connection, scope: str) -> set[str]:
-    """Days (of recorded_at) on which a live unit of the scope still awaits clarification."""
+def valid_days_with_held(conn: apsw.Connection, scope: str) -> set[str]:
+    """Days (of valid_from) on which a live unit of the scope still awaits clarification: their
+    digests wait for the answer (a digest must not quote words that are not searchable yet)."""
     hold, params = unheld("nodes")
-    return {d for (d,) in conn.execute(f"SELECT DISTINCT substr(recorded_at, 1, 10) FROM nodes WHERE scope = ? AND"
+    return {d for (d,) in conn.execute(f"SELECT DISTINCT substr(valid_from, 1, 10) FROM nodes WHERE scope = ? AND"
                                        f" status = 'live' AND NOT {hold}", (scope, *params))}
 
 
-def live_ids_by_day(conn: apsw.Connection, scope: str) -> dict[str, list[int]]:
+def ids_by_valid_day(conn: apsw.Connection, scope: str) -> dict[str, list[int]]:
+    """{day of valid_from: ids} of the scope's visible nodes, oldest id first: digests are keyed on
+    when a fact held, so a memory digested today about last Tuesday counts for last Tuesday."""
     out: dict[str, list[int]] = {}
-    hold, params = unheld("nodes")
-    for node_id, day in conn.execute("SELECT id, substr(recorded_at, 1, 10) FROM nodes WHERE scope = ? AND"
-                                     f" status = 'live' AND {hold} ORDER BY id", (scope, *params)):
+    pred, params = visible("n", [scope])
+    for node_id, day in conn.execute(f"SELECT n.id, substr(n.valid_from, 1, 10) FROM nodes n WHERE {pred}"
+                                     " ORDER BY n.id", params):
         out.setdefault(day, []).append(node_id)
     return out
+
+
+def live_heads(conn: apsw.Connection, lineage_ids: Sequence[int]) -> dict[int, int]:
+    """{lineage id: its live version's id} for the lineages that have one."""
+    if not lineage_ids:
+        return {}
+    marks = ",".join("?" * len(lineage_ids))
+    return {lin: nid for lin, nid in conn.execute(
+        f"SELECT v.lineage_id, n.id FROM node_versions v JOIN nodes n ON n.id = v.node_id"
+        f" WHERE v.lineage_id IN ({marks}) AND n.status = 'live'", list(lineage_ids))}
 
 
 def corrections(conn: apsw.Connection, limit: int) -> list[tuple[int, int, str]]:
@@ -477,3 +496,22 @@ def get_visible_many(conn: apsw.Connection, node_ids: Sequence[int], scopes: Seq
         for r in rows(conn, f"SELECT {select} FROM nodes n WHERE n.id IN ({marks}) AND {pred}", [*chunk, *params]):
             out[r["id"]] = r
     return out
+
+
+def lineages(conn: apsw.Connection, node_ids: Sequence[int]) -> list[int]:
+    """The sorted lineage ids of these nodes (a node without a version row is its own lineage):
+    what a synthesis is about survives a correction of one of its members."""
+    if not node_ids:
+        return []
+    marks = ",".join("?" * len(node_ids))
+    found = dict(conn.execute(f"SELECT node_id, lineage_id FROM node_versions WHERE node_id IN ({marks})",
+                              list(node_ids)))
+    return sorted({found.get(i, i) for i in node_ids})
+
+
+def superseded_among(conn: apsw.Connection, node_ids: Sequence[int]) -> set[int]:
+    if not node_ids:
+        return set()
+    marks = ",".join("?" * len(node_ids))
+    return {i for (i,) in conn.execute(f"SELECT id FROM nodes WHERE id IN ({marks}) AND status = 'superseded'",
+                                       list(node_ids))}

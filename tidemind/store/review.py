@@ -91,9 +91,16 @@ def scrub_item(conn: apsw.Connection, item_id: int) -> None:
     conn.execute("UPDATE review_items SET payload='{\"forgotten\": true}' WHERE id=?", (item_id,))
 
 
-def open_with_digest(conn: apsw.Connection, scope: str, digest: str) -> bool:
-    return any(conn.execute("SELECT 1 FROM review_items WHERE status='open' AND scope=? AND digest=? LIMIT 1",
-                            (scope, digest)))
+def open_with_digest(conn: apsw.Connection, scope: str, digest: str) -> int | None:
+    """The id of the open item with this digest in the scope, or None."""
+    for (item_id,) in conn.execute("SELECT id FROM review_items WHERE status='open' AND scope=? AND digest=?"
+                                   " ORDER BY id LIMIT 1", (scope, digest)):
+        return item_id
+    return None
+
+
+def payload_of(conn: apsw.Connection, item_id: int) -> dict:
+    return json.loads(conn.execute("SELECT payload FROM review_items WHERE id=?", (item_id,)).fetchone()[0])
 
 
 def proposals(conn: apsw.Connection, scopes: Sequence[str], kind: str, limit: int = 50) -> list[dict]:
@@ -214,19 +221,36 @@ def open_between(conn: apsw.Connection, a: int, b: int) -> bool:
                             " OR (node_id=? AND other_node_id=?)) LIMIT 1", (a, b, b, a)))
 
 
-def repeated_failures(conn: apsw.Connection) -> list[tuple[str, str, int, list[int]]]:
-    """(scope, error text, total times, item ids) for repeated tool failures the stop hook filed
-    and nobody rejected; the same error across sessions adds up."""
-    grouped: dict[tuple[str, str], list] = {}
+def repeated_failures(conn: apsw.Connection) -> list[dict]:
+    """Repeated tool failures the stop hook filed and nobody rejected, one per scope and error
+    text (the same error across sessions adds up): {"scope", "said", "times", "items", "command",
+    "instead"}, where `command` is what failed and `instead` what worked after it, as the newest
+    item that saw them says (None when no item did)."""
+    grouped: dict[tuple[str, str], dict] = {}
     for item_id, scope, payload in conn.execute(
-            "SELECT id, scope, payload FROM review_items WHERE kind='proposed_lesson' AND status != 'rejected'"):
+            "SELECT id, scope, payload FROM review_items WHERE kind='proposed_lesson' AND status != 'rejected'"
+            " ORDER BY id"):
         data = json.loads(payload)
         if data.get("finding") != "repeated_failure":
             continue
-        entry = grouped.setdefault((scope, data.get("said", "")), [0, []])
-        entry[0] += int(data.get("times", 1))
-        entry[1].append(item_id)
-    return [(scope, said, n, ids) for (scope, said), (n, ids) in sorted(grouped.items())]
+        said = data.get("said", "")
+        entry = grouped.setdefault((scope, said), {"scope": scope, "said": said, "times": 0, "items": [],
+                                                   "command": None, "instead": None})
+        entry["times"] += int(data.get("times", 1))
+        entry["items"].append(item_id)
+        for key in ("command", "instead"):
+            if isinstance(data.get(key), str) and data[key].strip():
+                entry[key] = data[key].strip()
+    return [grouped[k] for k in sorted(grouped)]
+
+
+def open_for_synthesis(conn: apsw.Connection, synthesis_id: int) -> int | None:
+    """The open review item that asks a person about this synthesis, if any."""
+    for (item_id,) in conn.execute("SELECT id FROM review_items WHERE status='open' AND kind IN ('crystal','lesson')"
+                                   " AND json_extract(payload, '$.synthesis') = ? ORDER BY id LIMIT 1",
+                                   (synthesis_id,)):
+        return item_id
+    return None
 
 
 def page(conn: apsw.Connection, scopes: Sequence[str], status: str | None, kind: str | None, offset: int,

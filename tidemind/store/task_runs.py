@@ -16,7 +16,7 @@ CREATE TABLE task_runs(
   task TEXT PRIMARY KEY,
   last_started TEXT,
   last_finished TEXT,
-  status TEXT,                         -- 'ok' | 'error' | 'skipped'
+  status TEXT,                         -- 'ok' | 'error' | 'skipped' | 'waiting' (for a model service)
   counts TEXT NOT NULL DEFAULT '{}',
   error TEXT,
   cursor INTEGER NOT NULL DEFAULT 0,   -- highest node id a cursor-driven task has processed
@@ -61,11 +61,14 @@ def renew(conn: apsw.Connection, task: str, owner: str, until: str) -> bool:
 
 
 def release(conn: apsw.Connection, task: str, owner: str, now: str, status: str, counts: dict,
-            error: str | None) -> None:
+            error: str | None, finished: bool = True) -> None:
+    """`finished=False` (a task waiting for a model service): its last finish stays, so it is due
+    again as soon as the service's backoff allows, not an interval later."""
     with immediate(conn):
-        conn.execute("UPDATE task_runs SET lease_owner=NULL, lease_until=NULL, last_finished=?, status=?, counts=?,"
+        conn.execute("UPDATE task_runs SET lease_owner=NULL, lease_until=NULL,"
+                     " last_finished=CASE WHEN ? THEN ? ELSE last_finished END, status=?, counts=?,"
                      " error=? WHERE task=? AND lease_owner=?",
-                     (now, status, json.dumps(counts, sort_keys=True), error, task, owner))
+                     (finished, now, status, json.dumps(counts, sort_keys=True), error, task, owner))
 
 
 def state(conn: apsw.Connection) -> dict[str, dict]:

@@ -34,6 +34,11 @@ CANDIDATE_DAYS = 2                    # an offline unknown recurs on at least th
 MARKER_TAGS = frozenset({"project-note"})   # tags that say something about a memory, not which work it is
 _SLUG = re.compile(r"[^a-z0-9]+")
 _SLUG_OK = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+# a note named by its date is a journal page (Obsidian's daily notes, 2026-03-02; Logseq's journals,
+# 2026_03_02; "Mar 2nd, 2026"): its folder holds days, not a piece of work, so it is never an unknown
+_DATED = re.compile(r"^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{4}"
+                    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*-\d{1,2}(?:st|nd|rd|th)?-\d{4}"
+                    r"|\d{4}-w\d{1,2})(?:-.*)?$")
 
 
 def slugify(name: str) -> str:
@@ -84,7 +89,7 @@ def offline_unknowns(conn, scope: str, names: dict[str, str] | None = None) -> d
             placed.add(node_id)
             continue
         folder = parts[-2] if len(parts) > 1 else ""        # the deepest folder: the most specific
-        if _SLUG_OK.match(folder):
+        if _SLUG_OK.match(folder) and not _DATED.match(parts[-1]):
             found.setdefault(node_id, {}).setdefault(folder, "folder")
             days.setdefault(folder, set()).add(day)
     recurring = {n for n, d in days.items() if len(d) >= CANDIDATE_DAYS}

@@ -1,0 +1,253 @@
+"""Crystals, digests and lessons worth reading, offline: extractive summaries citing their members,
+digests keyed on valid time, and no synthesis served once a member's words stopped being current."""
+import datetime as dt
+import json
+import re
+
+import anyio
+
+from tidemind.metabolism.scheduler import run_due
+from tidemind.store import immediate, links, syntheses
+
+from .conftest import cli_json
+from .test_mcp import call, session_for
+
+TOPICS = {
+    "pg": ["The staging database runs PostgreSQL 16 on port 5433 behind PgBouncer.",
+           "Nightly backups of the staging PostgreSQL database go to the S3 bucket tm-backups.",
+           "PgBouncer on staging pools at most 40 connections; raise it before load tests.",
+           "The staging database was restored from the Sunday backup after the failed migration.",
+           "Migrations on the staging database run with alembic upgrade head from the deploy box.",
+           "Staging PostgreSQL logs slow queries over 200 ms to the pg_slow table."],
+    "bread": ["My sourdough starter lives in the fridge and gets fed every Sunday.",
+              "The sourdough loaf needs 75% hydration and a 4 hour bulk ferment at 24 C.",
+              "Feed the sourdough starter twice before baking so it doubles within 6 hours.",
+              "Bake the sourdough at 250 C in the Dutch oven, lid on for 20 minutes.",
+              "Rye flour in the starter makes the sourdough more sour.",
+              "Cold retard the shaped sourdough overnight in the fridge for a better crust."],
+    "fish": ["The aquarium is a 120 litre planted tank with neon tetras.",
+             "Change 25% of the aquarium water every week and treat it with dechlorinator.",
+             "The aquarium filter is an Eheim 2213; clean its sponges monthly in tank water.",
+             "Neon tetras in the aquarium prefer soft water around pH 6.5.",
+             "The aquarium light runs 8 hours a day on a timer to keep algae down.",
+             "Feed the tetras small pinches of flakes once a day; skip one day a week."],
+}
+CITED = re.compile(r"^- (.+) \[(\d+)\]$")
+
+
+def _three_topics(mem, scope="personal"):
+    """18 memories on three topics, each topic a chain of confirmed links (as a judge leaves them)."""
+    ids = {k: [mem.digest(t, scope=scope, session=k)["node_ids"][0] for t in texts] for k, texts in TOPICS.items()}
+    with immediate(mem.conn):
+        for chain in ids.values():
+            for a, b in zip(chain, chain[1:]):
+                links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now())
+    return ids
+
+
+def _current(mem, kind):
+    return [r for r in syntheses.current_of_kind(mem.conn, kind)]
+
+
+def test_offline_crystals_quote_their_most_central_sentences_and_are_titled_by_shared_names(mem):
+    ids = _three_topics(mem)
+    report = run_due(mem, only=["crystallize"], force=True)[0]
+    assert report["crystals"] == 3
+    crystals = _current(mem, "crystal")
+    texts = {i: mem.show(i)["content"] for chain in ids.values() for i in chain}
+    for crystal in crystals:
+        topic = next(k for k, chain in ids.items() if set(crystal["members"]) == set(chain))
+        lines = crystal["text"].splitlines()
+        assert 2 <= len(lines) <= 5 and "connected memories" not in crystal["text"]
+        for line in lines:
+            sentence, cited = CITED.match(line).groups()
+            assert int(cited) in ids[topic]                      # each sentence cites a member of its cluster
+            assert sentence.rstrip("…") in texts[int(cited)]     # and quotes it word for word
+        names = crystal["title"].split(" · ")
+        assert names and crystal["title"] != ""
+        for name in names:                                       # every name of the title is shared
+            assert sum(name.casefold() in texts[i].casefold() for i in ids[topic]) >= 2, (name, topic)
+        assert crystal["generator"] == "crystallize/offline-v2" and crystal["status"] == "unreviewed"
+    titles = " ".join(c["title"].casefold() for c in crystals)
+    assert "staging database" in titles and "sourdough" in titles and "aquarium" in titles
+    assert {i["kind"] for i in mem.review_list()} == {"crystal"} and len(mem.review_list()) == 3
+
+
+def test_a_crystal_citing_a_corrected_memory_is_withdrawn_at_once_and_recomputed(home, mem):
+    ids = _three_topics(mem)
+    run_due(mem, only=["crystallize"], force=True)
+    pg = next(c for c in _current(mem, "crystal") if ids["pg"][0] in c["members"])
+    assert "PgBouncer" in pg["text"]
+    old = ids["pg"][0]
+    mem.close()
+
+    async def over_mcp():
+        async with session_for(home, "personal") as s:
+            before = await call(s, "brain_prepare")
+            assert "5433 behind PgBouncer" in before
+            fixed = await call(s, "brain_digest", intent="correct", target_node=old,
+                               content="The staging database runs PostgreSQL 17 on port 6432 behind PgBouncer.")
+            after = await call(s, "brain_prepare")
+            return fixed["node_ids"][0], after
+
+    new, after = anyio.run(over_mcp)
+    # before any pass ran again: the crystal quoting the corrected words is not served
+    assert "5433" not in after and "Staging database" not in after
+    from tidemind.memory import Memory
+    from .conftest import StepClock
+    with Memory.open(home, clock=StepClock(dt.datetime(2026, 3, 2, tzinfo=dt.timezone.utc))) as m:
+        row = syntheses.get(m.conn, pg["id"])
+        assert row["status"] == "withdrawn" and "corrected" in row["withdrawn_why"]
+        run_due(m, only=["crystallize"], force=True)
+        again = next(c for c in syntheses.current_of_kind(m.conn, "crystal") if new in c["members"])
+        assert old not in again["members"] and "6432" in again["text"] and "5433" not in again["text"]
+        assert syntheses.get(m.conn, pg["id"])["replaced_by"] == again["id"]
+        open_items = [i for i in m.review_list() if i["kind"] == "crystal"]
+        assert len(open_items) == 3                        # the cluster's item asks about the new crystal
+        assert any(i["payload"]["synthesis"] == again["id"] for i in open_items)
+        assert "6432" in m.prepare()["text"]
+
+
+def test_archive_withdraws_and_unarchive_brings_back_the_persons_decision(mem):
+    ids = _three_topics(mem)
+    run_due(mem, only=["crystallize"], force=True)
+    fish = next(c for c in _current(mem, "crystal") if ids["fish"][0] in c["members"])
+    item = next(i for i in mem.review_list() if i["payload"]["synthesis"] == fish["id"])
+    mem.review_decide(item["id"], "approved")
+    assert "(crystal, derived) Aquarium" in mem.prepare()["text"]
+    quoted = int(CITED.match(fish["text"].splitlines()[1]).group(2))
+    mem.archive(quoted)
+    assert syntheses.get(mem.conn, fish["id"])["status"] == "withdrawn"
+    assert "(crystal, derived) Aquarium" not in mem.prepare()["text"]
+    run_due(mem, only=["crystallize"], force=True)
+    # the rest of the chain is two clusters now, neither a crystal of the archived memory
+    assert all(quoted not in c["members"] for c in _current(mem, "crystal"))
+    mem.unarchive(quoted)
+    run_due(mem, only=["crystallize"], force=True)
+    back = syntheses.get(mem.conn, fish["id"])
+    assert back["status"] == "approved" and back["members"] == sorted(ids["fish"])   # revived with its approval
+    assert "(crystal, derived) Aquarium" in mem.prepare()["text"]
+    assert sum(c["members"] == sorted(ids["fish"]) for c in _current(mem, "crystal")) == 1
+    actions = [a for (a,) in mem.conn.execute("SELECT action FROM audit_log WHERE action LIKE 'syntheses%'")]
+    assert actions == ["syntheses_withdrawn"]
+
+
+def test_digests_are_keyed_on_valid_time_and_recomputed_when_a_backdated_memory_arrives(home, mem):
+    mem.clock.now = dt.datetime(2026, 3, 11, 9, tzinfo=dt.timezone.utc)      # a Wednesday of week 11
+    a = mem.digest("The release train leaves on Tuesdays after the QA sign-off.", valid_at="2026-03-03")["node_ids"][0]
+    b = mem.digest("QA signed off the 4.2 release train after the flaky checkout test was fixed.",
+                   valid_at="2026-03-03T15:00:00Z")["node_ids"][0]
+    today = mem.digest("Today we started on the 4.3 release train.")["node_ids"][0]
+    mem.digest("Monday: the checkout test passed in QA twice.", valid_at="2026-03-09")
+    run_due(mem, only=["temporal"], force=True, clock=mem.clock)
+    daily = {r["period"]: r for r in _current(mem, "daily")}
+    weekly = {r["period"]: r for r in _current(mem, "weekly")}
+    assert set(daily) == {"2026-03-03", "2026-03-09"}          # by the day each fact held; today is not over
+    assert set(weekly) == {"2026-W10"}                         # week 11 is not over either
+    assert daily["2026-03-03"]["members"] == [a, b] and today not in weekly["2026-W10"]["members"]
+    late = mem.digest("The 4.2 release train was delayed an hour by a flaky checkout test.",
+                      valid_at="2026-03-03T18:00:00Z")["node_ids"][0]
+    run_due(mem, only=["temporal"], force=True, clock=mem.clock)
+    again = next(r for r in _current(mem, "daily") if r["period"] == "2026-03-03")
+    assert again["members"] == [a, b, late]
+    assert syntheses.get(mem.conn, daily["2026-03-03"]["id"])["replaced_by"] == again["id"]
+    # reachable: the CLI by week, prepare for this week, the Memory method the desktop calls
+    mem.close()
+    listed = cli_json(home, "digests", "--week", "2026-W10")["digests"]
+    assert [d["period"] for d in listed] == ["2026-W10", "2026-03-03"]
+    assert all(d["status"] == "unreviewed" and d["generator"].startswith("temporal/") for d in listed)
+    assert cli_json(home, "digests", "--week", "2026-W11")["digests"][0]["period"] == "2026-03-09"
+    from tidemind.memory import Memory
+    from .conftest import StepClock
+    with Memory.open(home, clock=StepClock(dt.datetime(2026, 3, 11, 10, tzinfo=dt.timezone.utc))) as m:
+        text = m.prepare()["text"]
+        week = text.split("## This week", 1)[1]
+        assert "2026-03-09" in week and "last week (2026-W10)" in week
+        found = m.digests(week="2026-W10")
+        assert [d["period"] for d in found["digests"]] == ["2026-W10", "2026-03-03"]
+        assert m.digests(day="2026-03-03")["digests"][0]["members"] == [a, b, late]
+        # what recall calls for "what happened in week X / on DATE" (None: the question names no period)
+        asked = m.period_digests("what happened in week 10?")
+        assert (asked["kind"], asked["period"]) == ("week", "2026-W10")
+        assert [d["period"] for d in asked["digests"]] == ["2026-W10", "2026-03-03"]
+        assert m.period_digests("what happened last week?")["period"] == "2026-W10"
+        # week 11 is not over, so a day of it has only its own digest
+        assert [d["period"] for d in m.period_digests("anything on 2026-03-09?")["digests"]] == ["2026-03-09"]
+        assert m.period_digests("which port does staging use?") is None
+
+
+def test_a_held_memory_is_never_quoted_and_its_day_waits_for_the_answer(mem):
+    # a hold lapses by the real clock, so this store lives in the real present
+    mem.clock.now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    day1, day2 = ((mem.clock.now - dt.timedelta(days=n)).date().isoformat() for n in (3, 2))
+    mem.digest("Alex Chen owns billing.", valid_at=day1)
+    mem.digest("Alex Rivera owns design.", valid_at=day1)
+    held = mem.digest("Alex approved the Zephyrine invoice layout.", valid_at=day2)
+    assert held["questions"]
+    mem.digest("The invoice layout review is on Thursday.", valid_at=day2)
+    run_due(mem, only=["temporal"], force=True, clock=mem.clock)
+    periods = {r["period"] for r in _current(mem, "daily") + _current(mem, "weekly")}
+    assert day1 in periods and day2 not in periods
+    assert all("Zephyrine" not in t for (t,) in mem.conn.execute("SELECT text FROM syntheses"))
+    mem.clarify_skip(held["questions"][0]["question_id"])
+    run_due(mem, only=["temporal"], force=True, clock=mem.clock)
+    assert day2 in {r["period"] for r in _current(mem, "daily")}
+
+
+def test_forget_erases_a_synthesis_citing_the_memory_as_member_or_as_replaced_version(mem):
+    a = mem.digest("The cache TTL is 60 seconds.")["node_ids"][0]
+    b = mem.correct(a, "The cache TTL is 300 seconds.")["node_ids"][0]
+    run_due(mem, only=["lessons"], force=True)
+    lesson = _current(mem, "lesson")[0]
+    assert lesson["members"] == [b] and lesson["history"] == [a] and "300 seconds" in lesson["text"]
+    mem.forget(b)
+    row = syntheses.get(mem.conn, lesson["id"])
+    assert row["status"] == "withdrawn" and "300" not in row["text"] and row["title"] == ""
+    assert json.dumps(mem.prepare()).count("300") == 0
+
+
+def test_shared_names_join_two_chosen_words_into_the_phrase_the_group_writes():
+    from tidemind.metabolism.extract import shared_names
+    # "lin" is inside "linmor": the phrase is found by its words, not by cutting text
+    group = [(1, "linmor lin runs the dex daily"), (2, "the linmor lin dex runs again"), (3, "linmor lin and dex")]
+    names = shared_names(group, {}, k=3)
+    assert "linmor lin" in names and "dex" in names and "lin" not in names
+
+
+def test_named_periods_read_weeks_and_days_as_people_write_them():
+    from tidemind.periods import named_period, weeks_between
+    today = "2026-03-11"                                   # a Wednesday of ISO week 11
+    assert named_period("what happened in 2026-W10", today) == ("week", "2026-W10")
+    assert named_period("week 10 of 2026", today) == ("week", "2026-W10")
+    assert named_period("in week 50", today) == ("week", "2025-W50")      # not begun this year: last year's
+    assert named_period("the week of 2026-03-04", today) == ("week", "2026-W10")
+    assert named_period("this week", today) == ("week", "2026-W11")
+    assert named_period("yesterday", today) == ("day", "2026-03-10")
+    assert named_period("on 2026-02-30", today) is None and named_period("week 54 of 2026", today) is None
+    assert weeks_between("2026-03-01", "2026-03-10") == ["2026-W09", "2026-W10", "2026-W11"]
+
+
+def test_recall_answers_a_question_about_a_period_with_its_digests(home, mem):
+    """'What happened in week 10?' reaches that week's digests through recall and brain_recall; a
+    question naming no period carries none, and another scope's digest never comes with it."""
+    mem.clock.now = dt.datetime(2026, 3, 11, 9, tzinfo=dt.timezone.utc)
+    a = mem.digest("QA signed off the 4.2 release train after the flaky checkout test was fixed.",
+                   valid_at="2026-03-03")["node_ids"][0]
+    mem.digest("The secret project kickoff happened with the design agency.", scope="project:hidden",
+               valid_at="2026-03-04")
+    run_due(mem, only=["temporal"], force=True, clock=mem.clock)
+    r = mem.recall("what happened in week 10?", scopes=["personal"])
+    assert (r["period"]["kind"], r["period"]["period"]) == ("week", "2026-W10")
+    assert [d["period"] for d in r["period"]["digests"]] == ["2026-W10", "2026-03-03"]
+    assert all(d["members"] == [a] and d["scope"] == "personal" for d in r["period"]["digests"])
+    assert "period" not in mem.recall("who signed off the release train?", scopes=["personal"])
+    mem.close()
+
+    async def go():
+        async with session_for(home, "personal") as s:
+            return await call(s, "brain_recall", query="anything in week 10 of 2026?", mode="index")
+
+    served = anyio.run(go)
+    assert served["period"]["period"] == "2026-W10"
+    assert [d["members"] for d in served["period"]["digests"]] == [[a], [a]]
+    assert "design agency" not in json.dumps(served)

@@ -769,7 +769,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("desktop", cmd_desktop, "open the desktop app (or render it to a PNG with --screenshot)")
     s.add_argument("--screenshot", help="render offscreen to this PNG and exit")
     s.add_argument("--view", choices=["search", "node", "graph", "local-graph", "review", "contradiction", "questions",
-                                      "tags", "browse", "import", "switcher", "dark"], default="search")
+                                      "tags", "browse", "digests", "import", "switcher", "dark"], default="search")
     s.add_argument("--size", default="1180x760", help="window size for --screenshot, WIDTHxHEIGHT")
     s.add_argument("--node", type=int, help="open this memory")
     s.add_argument("--query", help="run this search first")

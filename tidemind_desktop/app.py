@@ -7,7 +7,7 @@ import sys
 from tidemind.memory import Memory
 
 VIEWS = ("search", "node", "graph", "local-graph", "review", "contradiction", "questions", "tags", "browse",
-         "import", "switcher", "dark")
+         "digests", "import", "switcher", "dark")
 
 
 def dark_palette():
@@ -119,6 +119,13 @@ def shoot(window, view: str, node: int | None, query: str | None) -> None:
         if tags:
             window.browse({"view": "tag", "tag": tags[0][0]})
             window.sidebar.tags_item.setExpanded(True)
+    elif view == "digests":
+        window.show_digests()
+        window.wait_idle()
+        weekly = [i for i in range(window.digests_view.list.count())
+                  if window.digests_view.list.item(i).text().startswith("Week ")]
+        if weekly:                                                # a week reads best: its days follow it
+            window.digests_view.list.setCurrentRow(weekly[0])
     elif view == "import":
         window.tabs.setCurrentWidget(window.import_panel)
     elif view == "switcher":

@@ -1,6 +1,6 @@
 """The main window: search (the agents' hybrid recall and abstention), a sidebar to browse
-without a query, the memory view, the graph browser, the review inbox, import and metabolism,
-a quick switcher (Ctrl+K) and a status bar.
+without a query, the memory view, the graph browser, the daily and weekly digests, the review
+inbox, import and metabolism, a quick switcher (Ctrl+K) and a status bar.
 
 The UI thread never touches the database: every read and every decision runs on the window's
 worker thread (its own connection, in order) and long jobs (an import, its rollback, a
@@ -26,6 +26,7 @@ from tidemind.memory import Memory
 from tidemind.metabolism import scheduler
 from tidemind.views import title_of
 
+from .digests_view import NEWEST, DigestsView
 from .graph_view import GraphView
 from .node_view import NodeView
 from .panels import ImportPanel, MetabolismPanel
@@ -39,6 +40,9 @@ from .worker import Background, Worker
 ALL = "all scopes"
 LIGHT = ("status", "sidebar", "review", "questions", "runs")       # cheap to read again after any change
 UNDO_DEPTH = 50
+# what a digest listing may follow: a synthesis written or withdrawn, a member hidden, revived or
+# replaced, a new title for a memory it cites
+DIGEST_FOLLOWS = ("archive", "unarchive", "forget", "correct", "superseded", "merge", "annotat", "title")
 GRAPH_LIMIT = 2000          # memories in a whole graph: the best linked beyond that (it says so; a scope or tag narrows)
 
 
@@ -84,12 +88,14 @@ class MainWindow(QMainWindow):
         self.tabs.setMinimumWidth(440)
         self.node_view = NodeView()
         self.graph_view = GraphView()
+        self.digests_view = DigestsView()
         self.review_view = ReviewView()
         self.tags_queue = TagsQueue()
         self.review_view.set_tags_page(self.tags_queue)
         self.import_panel = ImportPanel()
         self.metabolism_panel = MetabolismPanel()
-        for widget, label in ((self.node_view, "Memory"), (self.graph_view, "Graph"), (self.review_view, "Review"),
+        for widget, label in ((self.node_view, "Memory"), (self.graph_view, "Graph"), (self.digests_view, "Digests"),
+                              (self.review_view, "Review"),
                               (self.import_panel, "Import"), (self.metabolism_panel, "Metabolism")):
             self.tabs.addTab(widget, label)
         split = QSplitter()
@@ -122,6 +128,7 @@ class MainWindow(QMainWindow):
         self._refreshing = False
         self.graph_pending = False
         self.graph_stale = False
+        self.digests_stale = False
         self.task_pending = False
         self.last_task_report: dict | None = None
         self.last_import: dict | None = None
@@ -158,6 +165,8 @@ class MainWindow(QMainWindow):
         self.graph_view.wanted.connect(self.load_graph)
         self.graph_view.node_opened.connect(self.open_node)
         self.graph_view.node_selected.connect(self._graph_selected)
+        self.digests_view.wanted.connect(self.load_digests)
+        self.digests_view.node_opened.connect(self.open_node)
         self.show_rejected = self.graph_view.status_actions["rejected"]
         self.import_panel.requested.connect(self.import_folder)
         self.import_panel.cancel_requested.connect(self.cancel_import)
@@ -261,6 +270,9 @@ class MainWindow(QMainWindow):
     def browse(self, request: dict, offset: int = 0):
         """A list without a query (recent, all, a scope, a tag, archived, flagged), a page at a time."""
         request = dict(request)
+        if request.get("view") == "digests":          # not a list of memories: the Digests tab
+            self.show_digests()
+            return
         self.list_request = request
         scope = request.get("scope")
         scopes = [scope] if scope else self.scopes()
@@ -293,6 +305,8 @@ class MainWindow(QMainWindow):
             self.search()
         elif self.list_request:
             self.browse(self.list_request)
+        if self.digests_view.loaded:
+            self.load_digests(self.digests_view.request())
 
     def _result_chosen(self, item, focus: bool = False):
         node_id, row = item.data(ID), item.data(ROW) or {}
@@ -376,6 +390,37 @@ class MainWindow(QMainWindow):
         if item is not None:
             self.message.setText(f"#{node_id} {item.title} · double-click to open")
 
+    # -- digests ---------------------------------------------------------------------------------------
+    def show_digests(self):
+        """The Digests tab (the sidebar's entry, or the switcher's), loaded if it never was."""
+        self.sidebar.select_request({"view": "digests"})
+        if not self.digests_view.loaded or self.digests_stale:
+            self.load_digests(self.digests_view.request())
+        self.tabs.setCurrentWidget(self.digests_view)
+
+    def load_digests(self, period: str = ""):
+        """The digests of the chosen scope (the newest, or of the period named) and the titles of
+        the memories they cite, read on the worker."""
+        scopes = self.scopes()
+
+        def job(reader):
+            if period:
+                r = reader.period_digests(period, scopes=scopes, limit=100)
+                if r is None:
+                    return {"error": f"{period!r} names no week or day (try 2026-W10, last week, 2026-03-09,"
+                                     " yesterday)"}
+            else:
+                r = reader.digests(scopes=scopes, limit=NEWEST)
+            cited = sorted({i for d in r["digests"] for i in d["members"]})
+            return {**r, "titles": reader.titles(cited)}
+
+        def shown(r):
+            self.digests_stale = False
+            self.digests_view.load(r)
+
+        self.digests_view.info.setText("reading the digests…")
+        self._submit(job, shown, key="digests")
+
     def _tab_changed(self, index: int):
         widget = self.tabs.widget(index)
         if widget is self.graph_view and (self.graph_view.graph is None or self.graph_stale):
@@ -383,6 +428,8 @@ class MainWindow(QMainWindow):
                 self.graph_view.show_local(self.node_view.node_id)
             else:
                 self.load_graph(self.graph_view.current_request(), switch=False)
+        if widget is self.digests_view and (not self.digests_view.loaded or self.digests_stale):
+            self.load_digests(self.digests_view.request())
         if widget is self.metabolism_panel:
             self.refresh(("runs",))
 
@@ -402,6 +449,7 @@ class MainWindow(QMainWindow):
                         self.undo_stack = (self.undo_stack + [offer])[-UNDO_DEPTH:]
                 if after is not None:
                     after(r)
+                self._digests_changed()
             self._show_undo()
             self.refresh(parts, node=node)
         self._submit(do, done)
@@ -477,6 +525,7 @@ class MainWindow(QMainWindow):
         if gone & self.graph_view.node_ids:
             self.graph_view.clear_graph()
             self.graph_stale = True
+        self.digests_view.drop(gone)                      # a digest quotes its memories' words
 
     def archive_node(self, node_id: int):
         self._drop_rows([node_id])
@@ -661,6 +710,7 @@ class MainWindow(QMainWindow):
         self.import_panel.finished(done + skipped, r["batch"])
         self.refresh(LIGHT)
         self.graph_stale = True
+        self._digests_changed()
 
     def ask_undo_import(self, batch: int):
         box = QMessageBox(QMessageBox.Warning, f"Undo import batch {batch}?",
@@ -682,6 +732,7 @@ class MainWindow(QMainWindow):
             self.import_panel.finished(r.get("error") or r["done"], None if "error" not in r else batch)
             self.refresh(LIGHT)
             self.graph_stale = True
+            self._digests_changed()
 
         self.background.start(lambda memory, _report: import_engine.rollback(memory, batch), done)
 
@@ -698,6 +749,7 @@ class MainWindow(QMainWindow):
 
     def _task_done(self, report: dict):
         self.task_pending = False
+        self._digests_changed()
         self.last_task_report = report
         self.message.setText(f"{report.get('task', '?')}: {report.get('status', 'error')} " + ", ".join(
             f"{k}={v}" for k, v in report.items() if k not in ("task", "status")))
@@ -708,7 +760,8 @@ class MainWindow(QMainWindow):
         places = [(label, request) for label, request in (("Recent", {"view": "recent"}),
                                                           ("All memories", {"view": "all"}),
                                                           ("Flagged", {"view": "flagged"}),
-                                                          ("Archived", {"view": "archived"}))]
+                                                          ("Archived", {"view": "archived"}),
+                                                          ("Digests", {"view": "digests"}))]
         places += [(f"scope {s}", {"view": "recent", "scope": s}) for s in self._sidebar.get("scopes", {})]
         places += [(f"#{t}", {"view": "tag", "tag": t}) for t, _ in self._sidebar.get("tags", [])]
         self.switcher.open_with(places)
@@ -812,12 +865,24 @@ class MainWindow(QMainWindow):
         self._refreshing = False
         self._applied(data, keep_scroll=True)
         changes = data.get("changes") or {}
+        if not changes.get("complete", True) or any("synthes" in a or a.startswith(DIGEST_FOLLOWS)
+                                                    for a in changes.get("actions", [])):
+            self._digests_changed()
         if set(changes.get("nodes", [])) & self.graph_view.node_ids or any(
                 a.startswith(("link", "digest", "import", "archive", "unarchive", "forget", "correct"))
                 for a in changes.get("actions", [])):
             self.graph_stale = True
             if self.tabs.currentWidget() is self.graph_view and self.graph_view.graph is not None:
                 self.load_graph(self.graph_view.request, switch=False)      # kept positions: only newcomers move
+
+    def _digests_changed(self):
+        """Something was written that a digest may follow: read them again if they are in view
+        (in place: the selected digest stays selected), else when the tab is next shown."""
+        if not self.digests_view.loaded:
+            return
+        self.digests_stale = True
+        if self.tabs.currentWidget() is self.digests_view:
+            self.load_digests(self.digests_view.request())
 
     def _applied(self, data: dict, keep_scroll: bool = False):
         if "error" in data:

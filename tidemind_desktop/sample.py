@@ -96,7 +96,7 @@ def _metabolise(m: Memory, say) -> None:
     """The offline passes, each until it has nothing left to do."""
     from tidemind.metabolism.scheduler import run_due
 
-    for task in ("embed", "annotate", "link-propose", "dedup", "contradict"):
+    for task in ("embed", "annotate", "link-propose", "dedup", "contradict", "temporal"):
         for _ in range(1000):                       # each run is one bounded batch
             report = run_due(m, only=[task], force=True)[0]
             if not any(v for k, v in report.items() if isinstance(v, int)):

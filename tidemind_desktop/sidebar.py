@@ -1,4 +1,5 @@
-"""Browse without a query: recent, all, flagged, archived, and each scope and tag with its count.
+"""Browse without a query: recent, all, flagged, archived, each scope and tag with its count, and
+the digests (each day and week of the chosen scope, in the Digests tab).
 Counts are updated in place (the tree is not rebuilt), so a refresh never moves the selection."""
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ class Sidebar(QTreeWidget):
     chosen = Signal(dict)               # a browse request: {"view": ..., "scope"?: ..., "tag"?: ...}
 
     TOP = (("Recent", {"view": "recent"}), ("All memories", {"view": "all"}),
-           ("Flagged", {"view": "flagged"}), ("Archived", {"view": "archived"}))
+           ("Flagged", {"view": "flagged"}), ("Archived", {"view": "archived"}),
+           ("Digests", {"view": "digests"}))        # each day and week summarised: opens the Digests tab
 
     def __init__(self, parent=None):
         super().__init__(parent)

@@ -141,6 +141,17 @@ def run(home: Path, import_notes: int = 1000) -> dict:
     _drive(window, app, probe, "graph: zoom a step (labels appear)", wheel, lambda: True, 10, out)
     _drive(window, app, probe, "graph: local graph, depth 2", lambda r: window.show_graph(rng.choice(ids)),
            settled, 5, out)
+    digests = window.digests_view
+    _drive(window, app, probe, "digests: the newest listed", lambda r: (digests.newest.click() if r else
+                                                                      window.show_digests()), idle, 3, out)
+    _drive(window, app, probe, "digests: select one (text and citations)",
+           lambda r: digests.list.setCurrentRow(r % max(1, digests.list.count())), idle, 10, out)
+    weeks = sorted({d["period"] for d in digests.digests.values() if d["kind"] == "weekly"}) or ["last week"]
+
+    def week(r):
+        digests.period.setText(weeks[r % len(weeks)])
+        digests.show_button.click()
+    _drive(window, app, probe, "digests: a week and its days", week, idle, 5, out)
     window.open_switcher()
 
     def switch(r):

@@ -8,8 +8,9 @@ are highlighted while the rest fades. Click selects, double-click opens, drag mo
 the wheel zooms, dragging the background pans, Fit shows everything.
 
 The layout runs on a thread of its own and is drawn as it settles; positions are kept per graph
-(the whole graph of a scope, the local graph of a memory), so coming back or a refresh after a
-change starts from where things were and only the newcomers move in.
+(the whole graph of a scope, the local graph of a memory): coming back, or a refresh that brought
+no newcomer, draws everything where it was with no layout at all; a newcomer starts beside its
+neighbours and a short, cool layout moves it in.
 """
 from __future__ import annotations
 
@@ -434,6 +435,8 @@ class GraphView(QWidget):
             unit, known = layout_mod.initial(ids, [(a, b) for a, b, _ in edges],
                                              {i: (x / UNIT, y / UNIT) for i, (x, y) in start.items()}, 7)
             first = {i: (float(unit[k, 0]) * UNIT, float(unit[k, 1]) * UNIT) for k, i in enumerate(ids)}
+            if ids and known >= 1.0:
+                pos = first                 # every memory has its place: a return or a refresh moves nothing
         else:
             first, known = pos, 1.0
         degree = Counter(x for a, b, _ in edges for x in (a, b))

@@ -106,7 +106,7 @@ def initial(ids: list[int], edges: list[tuple[int, int]], start: dict | None, se
         if i in index:
             pos[index[i]] = xy
             known[index[i]] = True
-    if known.any():
+    if known.any() and not known.all():                # (all known: a return, nothing to place)
         neighbours: dict[int, list[int]] = {}
         for x, y in edges:
             if x in index and y in index:

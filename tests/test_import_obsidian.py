@@ -570,6 +570,30 @@ def test_an_interrupted_import_keeps_whole_chunks_and_is_completed_or_rolled_bac
     clean.close()
 
 
+def test_a_cancelled_import_stops_between_chunks_and_its_batch_can_be_undone(mem, vault):
+    """The desktop's Cancel: `cancelled()` is asked before each chunk; the report says so, the
+    batch is closed as interrupted at once (nothing waits for a next sync) and rolls back exactly."""
+    for i in range(40):
+        (vault / f"Many {i}.md").write_text(f"Note {i} about lanterns.\n")
+    asked = []
+
+    def cancelled():
+        asked.append(1)
+        return len(asked) > 6                    # after six chunks of one unit each
+
+    before = dump(mem)
+    r = sync(mem, "obsidian", vault, SCOPE, budget_s=0, cancelled=cancelled)
+    assert r["cancelled"] and r["created"] == 6 and r["writes"] == 7    # six chunks, then the batch closed
+    status = mem.conn.execute("SELECT status FROM import_batches WHERE id=?", (r["batch"],)).fetchone()[0]
+    assert status == "interrupted" and mem.doctor()["ok"]
+    rollback(mem, r["batch"])
+    assert dump(mem) == before
+    at_once = sync(mem, "obsidian", vault, SCOPE, cancelled=lambda: True)
+    assert at_once["cancelled"] and at_once["batch"] is None and dump(mem) == before       # nothing written
+    done = sync(mem, "obsidian", vault, SCOPE)
+    assert not done.get("cancelled") and done["created"] > 40
+
+
 def test_one_import_of_a_folder_at_a_time(home, vault):
     from tidemind.errors import StoreBusy
     from tidemind.importers.engine import _folder_lock

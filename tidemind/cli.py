@@ -607,7 +607,10 @@ def cmd_import(args):
 def cmd_desktop(args):
     from tidemind_desktop.app import run
 
-    sys.exit(run(args.home, args.screenshot, args.view, args.node, args.query))
+    parts = args.size.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise SystemExit(f"tidemind desktop: --size {args.size!r} is not WIDTHxHEIGHT (e.g. 1180x760)")
+    sys.exit(run(args.home, args.screenshot, args.view, args.node, args.query, (int(parts[0]), int(parts[1]))))
 
 
 def cmd_eval(args):
@@ -770,7 +773,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not embed the new units now (the daemon or `tidemind embed` does it later)")
     s = add("desktop", cmd_desktop, "open the desktop app (or render it to a PNG with --screenshot)")
     s.add_argument("--screenshot", help="render offscreen to this PNG and exit")
-    s.add_argument("--view", choices=["search", "node", "graph", "review"], default="search")
+    s.add_argument("--view", choices=["search", "node", "graph", "local-graph", "review", "contradiction", "questions",
+                                      "tags", "browse", "digests", "import", "switcher", "dark"], default="search")
+    s.add_argument("--size", default="1180x760", help="window size for --screenshot, WIDTHxHEIGHT")
     s.add_argument("--node", type=int, help="open this memory")
     s.add_argument("--query", help="run this search first")
     s = add("eval", cmd_eval, "retrieval evaluation on JSONL memories and queries (DESIGN.md section 4); tagging"

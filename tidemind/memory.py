@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 from .embed import schema as _embed_schema  # noqa: F401  (registers the default embedder's tables)
 from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
-from . import clarify, lifecycle, limits, secrets, text, units
+from . import browse, clarify, lifecycle, limits, secrets, text, units
 from .config import Settings, load_settings
 from .errors import Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StoreBusy, check_id
 from .scopes import check_scope
@@ -704,35 +704,55 @@ class Memory:
             raise InvalidInput("decision must be approved, rejected or open")
         now = self.now()
         with immediate(self.conn):
-            item = review.get(self.conn, check_id(item_id, "review item"), self.read_scopes(None, all_scopes=True))
-            if item is None:
-                raise NotFound(f"no review item {item_id}")
-            stands = self._standing(item, decision, stands)
-            if decision == "approved" and item["payload"].get("synthesis"):
-                made = syntheses.get(self.conn, item["payload"]["synthesis"])
-                if made is not None and made["status"] == "withdrawn":
-                    raise Conflict(f"review item {item['id']}: its {made['kind']} was withdrawn"
-                                   f" ({made['withdrawn_why'] or 'its members changed'}); nothing to approve"
-                                   " until the metabolism makes it again")
-            review.decide(self.conn, item["id"], decision, now, self.actor)
-            audit.record(self.conn, at=now, actor=self.actor, action=f"review_{decision}", node_id=item["node_id"],
-                         review_item=item["id"], kind=item["kind"], previous=item["status"],
-                         **({"stands": stands} if stands else {}))
-            if item["kind"] == "merge":
-                self._apply_merge(item, decision, now)
-            if item["kind"] == "workstream":
-                from .workstreams import Workstreams
+            r = self._decide_item(item_id, decision, stands, now)
+        return r
 
-                Workstreams(self).apply_review(item, decision)
-            if item["payload"].get("synthesis"):
-                syntheses.set_status(self.conn, item["payload"]["synthesis"],
-                                     {"approved": "approved", "rejected": "rejected", "open": "unreviewed"}[decision])
+    def review_decide_many(self, item_ids: Sequence[int], decision: str) -> dict:
+        """The same decision on many items in one transaction (all or none), each audited as if
+        decided alone; each result keeps what the item was (`previous`, `previous_stands`) so
+        the caller can put every one back exactly."""
+        if decision not in ("approved", "rejected", "open"):
+            raise InvalidInput("decision must be approved, rejected or open")
+        ids = [check_id(i, "review item") for i in item_ids]
+        if not ids or len(ids) > 5000:
+            raise InvalidInput("give between 1 and 5000 review items")
+        now = self.now()
+        with immediate(self.conn):
+            results = [self._decide_item(i, decision, None, now) for i in dict.fromkeys(ids)]
+        return {"items": results, "status": decision, "done": f"{len(results)} review item(s) {decision}"}
+
+    def _decide_item(self, item_id: int, decision: str, stands: int | None, now: str) -> dict:
+        """One decision inside the caller's transaction."""
+        item = review.get(self.conn, check_id(item_id, "review item"), self.read_scopes(None, all_scopes=True))
+        if item is None:
+            raise NotFound(f"no review item {item_id}")
+        previous_stands = item["payload"].get("stands")
+        stands = self._standing(item, decision, stands)
+        if decision == "approved" and item["payload"].get("synthesis"):
+            made = syntheses.get(self.conn, item["payload"]["synthesis"])
+            if made is not None and made["status"] == "withdrawn":
+                raise Conflict(f"review item {item['id']}: its {made['kind']} was withdrawn"
+                               f" ({made['withdrawn_why'] or 'its members changed'}); nothing to approve"
+                               " until the metabolism makes it again")
+        review.decide(self.conn, item["id"], decision, now, self.actor)
+        audit.record(self.conn, at=now, actor=self.actor, action=f"review_{decision}", node_id=item["node_id"],
+                     review_item=item["id"], kind=item["kind"], previous=item["status"],
+                     **({"stands": stands} if stands else {}))
+        if item["kind"] == "merge":
+            self._apply_merge(item, decision, now)
+        if item["kind"] == "workstream":
+            from .workstreams import Workstreams
+
+            Workstreams(self).apply_review(item, decision)
+        if item["payload"].get("synthesis"):
+            syntheses.set_status(self.conn, item["payload"]["synthesis"],
+                                 {"approved": "approved", "rejected": "rejected", "open": "unreviewed"}[decision])
         done = f"review item {item['id']} {decision} (was {item['status']})"
         if stands:
             other = item["other_node_id"] if stands == item["node_id"] else item["node_id"]
             done += f"; node {stands} stands, node {other} is served after it, flagged"
-        return {"review_item": item["id"], "status": decision, "previous": item["status"], "stands": stands,
-                "done": done}
+        return {"review_item": item["id"], "kind": item["kind"], "status": decision, "previous": item["status"],
+                "stands": stands, "previous_stands": previous_stands, "done": done}
 
     def _standing(self, item: dict, decision: str, stands: int | None) -> int | None:
         """Which memory of an approved contradiction stands, noted on the item (None otherwise)."""
@@ -800,10 +820,29 @@ class Memory:
         now = self.now()
         with immediate(self.conn):
             row = self._live_node(node_id, "tag")
+            previous = tags.assignment(self.conn, row["id"], name)
             tags.unreject(self.conn, row["id"], name)          # adding it yourself lifts your own earlier no
             tags.assign(self.conn, row["id"], name, status="confirmed", source=f"person:{self.actor}", at=now)
             audit.record(self.conn, at=now, actor=self.actor, action="tag_add", node_id=row["id"], tag=name)
-        return {"node_ids": [row["id"]], "tag": name, "done": f"tag {name!r} added to node {row['id']}"}
+        return {"node_ids": [row["id"]], "tag": name, "previous": previous,
+                "done": f"tag {name!r} added to node {row['id']}"}
+
+    def tag_restore(self, node_id: int, name: str, previous: dict | None) -> dict:
+        """Undo `tag_add`: the assignment becomes exactly what `tag_add` returned as `previous`
+        (a proposal again, a rejection again with what it replaced, or nothing)."""
+        name = (name or "").strip().lstrip("#")
+        if not name:
+            raise InvalidInput("tag name is empty")
+        if previous is not None and (not isinstance(previous, dict) or previous.get("status") not in
+                                     ("proposed", "confirmed", "rejected_by_user")):
+            raise InvalidInput("previous must be what tag_add returned as previous")
+        now = self.now()
+        with immediate(self.conn):
+            row = self._live_node(node_id, "tag")
+            tags.put_back(self.conn, row["id"], name, previous)
+            audit.record(self.conn, at=now, actor=self.actor, action="tag_restore", node_id=row["id"], tag=name,
+                         status=previous["status"] if previous else None)
+        return {"node_ids": [row["id"]], "tag": name, "done": f"tag {name!r} on node {row['id']} is as it was before"}
 
     def tag_reject_everywhere(self, name: str, scope: str) -> dict:
         """"Never this tag here": no pass proposes the name in the scope again, and its proposals
@@ -859,6 +898,28 @@ class Memory:
         return {"link": link["id"], "status": status, "previous": link["status"],
                 "done": f"link {link['id']} {status} (was {link['status']})"}
 
+    def link_decide_many(self, link_ids: Sequence[int], status: str) -> dict:
+        """`link_decide` on many links in one transaction (all or none), each audited alone."""
+        if status not in ("confirmed", "rejected_by_user", "pending"):
+            raise InvalidInput("a link can be confirmed, rejected or reopened")
+        ids = [check_id(i, "link") for i in link_ids]
+        if not ids or len(ids) > 5000:
+            raise InvalidInput("give between 1 and 5000 links")
+        now = self.now()
+        read = self.read_scopes(None, all_scopes=True)
+        results = []
+        with immediate(self.conn):
+            for link_id in dict.fromkeys(ids):
+                link = links.get(self.conn, link_id)
+                ends = [link["source_id"], link["target_id"]] if link else []
+                if link is None or len(nodes.get_visible(self.conn, ends, read)) != 2:
+                    raise NotFound(f"no link {link_id} between memories visible here; nothing was decided")
+                links.set_status(self.conn, link["id"], status, now, f"set by {self.actor}")
+                audit.record(self.conn, at=now, actor=self.actor, action=f"link_{status}", node_id=link["source_id"],
+                             link=link["id"], previous=link["status"])
+                results.append({"link": link["id"], "status": status, "previous": link["status"]})
+        return {"links": results, "status": status, "done": f"{len(results)} link(s) {status}"}
+
     def graph(self, node_id: int, *, depth: int = 2, limit: int = 500, include_rejected: bool = False,
               scopes: Sequence[str] | None = None) -> dict:
         """The neighbourhood of a node for drawing: every node passes the visibility predicate;
@@ -881,9 +942,42 @@ class Memory:
         described = views.describe(self.conn, found, sorted(found), read)
         return {"center": start["id"],
                 "nodes": [{"id": n["id"], "title": views.title_of(n), "heat": found[n["id"]]["heat"],
-                           "scope": n["scope"], "kind": n["derived"].get("kind", {}).get("value", "memory")}
+                           "scope": n["scope"], "kind": n["derived"].get("kind", {}).get("value", "memory"),
+                           "tags": [t["name"] for t in n["tags"]]}
                           for n in described],
                 "edges": links.among(self.conn, sorted(found), statuses)}
+
+    # -- browsing without a query (the desktop's sidebar, inbox and graph): tidemind.browse ----
+    def titles(self, node_ids: Sequence[int], scopes: Sequence[str] | None = None) -> dict[int, str]:
+        """Titles of the visible nodes among `node_ids` (others are absent): links name their ends."""
+        return browse.titles(self.conn, [check_id(i) for i in node_ids], self.read_scopes(scopes, all_scopes=True))
+
+    def browse(self, view: str = "recent", *, tag: str | None = None, scopes: Sequence[str] | None = None,
+               offset: int = 0, limit: int = 50) -> dict:
+        """A page of memories without a query: recent, all (by title), tag, archived, flagged."""
+        return browse.listing(self.conn, self.read_scopes(scopes, all_scopes=True), view, tag, offset, limit)
+
+    def sidebar(self, scopes: Sequence[str] | None = None) -> dict:
+        return browse.sidebar(self.conn, self.read_scopes(scopes, all_scopes=True))
+
+    def review_page(self, status: str | None = "open", kind: str | None = None, *, offset: int = 0, limit: int = 50,
+                    scopes: Sequence[str] | None = None) -> dict:
+        """A page of the review inbox with counts per kind and titles (pending links: kind `link`)."""
+        return browse.review_page(self.conn, self.read_scopes(scopes, all_scopes=True), status, kind, offset, limit)
+
+    def graph_overview(self, *, scopes: Sequence[str] | None = None, tag: str | None = None,
+                       link_statuses: Sequence[str] = ("confirmed", "pending"), orphans: bool = True,
+                       limit: int = 3000, flagged: bool = False) -> dict:
+        """The whole graph of the scopes (or of one tag, or of the flagged memories), for drawing."""
+        return browse.graph(self.conn, self.read_scopes(scopes, all_scopes=True), tag, link_statuses, orphans, limit,
+                            flagged)
+
+    def changes_since(self, audit_id: int) -> dict:
+        """What changed since audit row `audit_id`: the actions and the nodes they touched (a
+        window refreshes only those)."""
+        found = audit.after(self.conn, check_id(audit_id, "audit row") if audit_id else 0)
+        return {"actions": sorted({a for a, _ in found}), "nodes": sorted({n for _, n in found if n}),
+                "complete": len(found) < 5000}
 
     def pending_links(self, limit: int = 200, scopes: Sequence[str] | None = None) -> list[dict]:
         """Links waiting for a judge or a person, both ends visible here."""

@@ -1,24 +1,22 @@
 """One memory: authored text as written, the derived layer labelled with its generator, tags as
-chips that show their status (reject / undo), links with status, provenance, both clocks,
-and the version history."""
+chips that show their status (confirm / reject / undo; the name opens the tag's list), links
+and backlinks by title (click to open), provenance, both clocks, and the version history."""
 from __future__ import annotations
 
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea,
+                               QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
-CHIP_STYLE = {
-    "confirmed": "background:#2f6f4e; color:white; border-radius:9px; padding:2px 8px;",
-    "proposed": "background:#f3f0e0; color:#5c5020; border:1px dashed #b0a060; border-radius:9px; padding:2px 8px;",
-    "rejected_by_user": "background:#eee; color:#999; text-decoration:line-through; border-radius:9px;"
-                        " padding:2px 8px;",
-}
+from tidemind.views import title_of
+
+from . import theme
 
 
 def version_diff(old: str, new: str) -> str:
-    """A word-level diff as HTML: removed words struck through in red, added ones in green."""
+    """A word-level diff as HTML: removed words struck through, added ones bold, in colours
+    chosen for the palette's background."""
     import difflib
 
     a, b = old.split(), new.split()
@@ -27,31 +25,48 @@ def version_diff(old: str, new: str) -> str:
         if op == "equal":
             out.append(html.escape(" ".join(a[i1:i2])))
         if op in ("delete", "replace"):
-            out.append(f"<span style='color:#b00;text-decoration:line-through'>{html.escape(' '.join(a[i1:i2]))}</span>")
+            out.append(f"<span style='color:{theme.colour('removed')};text-decoration:line-through'>"
+                       f"{html.escape(' '.join(a[i1:i2]))}</span>")
         if op in ("insert", "replace"):
-            out.append(f"<span style='color:#070;font-weight:bold'>{html.escape(' '.join(b[j1:j2]))}</span>")
+            out.append(f"<span style='color:{theme.colour('added')};font-weight:bold'>"
+                       f"{html.escape(' '.join(b[j1:j2]))}</span>")
     return " ".join(out)
+
+
+def _label(text: str, rich: bool = True) -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.RichText if rich else Qt.PlainText)
+    label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)     # wraps instead of widening the view
+    return label
 
 
 class TagChip(QWidget):
     toggled = Signal(str, bool)          # name, reject?
     confirmed = Signal(str)
+    opened = Signal(str)                 # the name was clicked: open the tag's list
 
     def __init__(self, name: str, status: str, parent=None):
         super().__init__(parent)
         self.name, self.status = name, status
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 6, 0)
-        self.label = QLabel(f"{name} · {status.replace('_by_user', '')}")
-        self.label.setStyleSheet(CHIP_STYLE.get(status, ""))
+        self.label = QPushButton(f"#{name} · {status.replace('_by_user', '')}")
+        self.label.setFlat(True)
+        self.label.setCursor(Qt.PointingHandCursor)
+        self.label.setToolTip(f"Show every memory tagged {name}")
+        self.label.setStyleSheet(theme.CHIP.get(status, ""))
+        self.label.clicked.connect(lambda: self.opened.emit(name))
         row.addWidget(self.label)
         if status == "proposed":
-            self.confirm_button = QPushButton("confirm")
-            self.confirm_button.setFlat(True)
+            self.confirm_button = QToolButton()           # compact: chips sit two to a row in a narrow window
+            self.confirm_button.setText("confirm")
+            self.confirm_button.setAutoRaise(True)
             self.confirm_button.clicked.connect(lambda: self.confirmed.emit(name))
             row.addWidget(self.confirm_button)
-        self.button = QPushButton("undo" if status == "rejected_by_user" else "reject")
-        self.button.setFlat(True)
+        self.button = QToolButton()
+        self.button.setText("undo" if status == "rejected_by_user" else "reject")
+        self.button.setAutoRaise(True)
         self.button.clicked.connect(lambda: self.toggled.emit(name, status != "rejected_by_user"))
         row.addWidget(self.button)
 
@@ -59,18 +74,22 @@ class TagChip(QWidget):
 class NodeView(QScrollArea):
     tag_toggled = Signal(int, str, bool)   # node id, tag, reject?
     tag_confirmed = Signal(int, str)
+    tag_opened = Signal(str)
+    node_opened = Signal(int)              # a link or backlink was clicked
     action = Signal(str, int)              # 'edit' | 'archive' | 'restore' | 'forget' | 'tag' | 'graph', node id
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)          # everything wraps
         self.node_id: int | None = None
+        self.node: dict | None = None
         self.inner = QWidget()
         self.layout_ = QVBoxLayout(self.inner)
         self.layout_.setAlignment(Qt.AlignTop)
         self.setWidget(self.inner)
         self.chips: dict[str, TagChip] = {}
-        self.show_message("Select a memory to see it here.")
+        self.show_message("Select a memory to see it here: search above, browse on the left, or press Ctrl+K.")
 
     def _clear(self):
         while self.layout_.count():
@@ -81,77 +100,104 @@ class NodeView(QScrollArea):
 
     def show_message(self, text: str):
         self._clear()
-        self.node_id = None
-        label = QLabel(text)
-        label.setWordWrap(True)
-        self.layout_.addWidget(label)
+        self.node_id, self.node = None, None
+        self.layout_.addWidget(_label(text, rich=False))
 
-    def show_node(self, node: dict, all_tags: list[dict]):
-        self._clear()
-        self.node_id = node["id"]
-        head = QLabel(f"<b>Memory {node['id']}</b> · {node['status']} · scope <code>{html.escape(node['scope'])}</code>")
-        self.layout_.addWidget(head)
+    def _actions(self, verbs) -> QWidget:
         actions = QWidget()
-        row = QHBoxLayout(actions)
+        row = QGridLayout(actions)                  # two rows at most: fits a narrow window
         row.setContentsMargins(0, 0, 0, 0)
         row.setAlignment(Qt.AlignLeft)
-        for verb, label in (("edit", "Edit…"), ("tag", "Add tag…"), ("graph", "Graph"), ("archive", "Archive"),
-                            ("forget", "Forget…")):
+        for i, (verb, label) in enumerate(verbs):
             button = QPushButton(label)
             button.setObjectName(f"node-{verb}")
             button.clicked.connect(lambda _=False, v=verb: self.action.emit(v, self.node_id))
-            row.addWidget(button)
-        self.layout_.addWidget(actions)
+            row.addWidget(button, i // 4, i % 4)
+        return actions
+
+    def show_archived(self, row: dict):
+        """An archived memory (hidden from every read): its words and the way back."""
+        self._clear()
+        self.node_id, self.node = row["id"], {**row, "archived": True}
+        self.layout_.addWidget(_label(f"<h3>{html.escape(row.get('title') or '')}</h3>"
+                                      f"Memory {row['id']} · <b>archived</b> (hidden from search and agents)"
+                                      f" · scope <code>{html.escape(row['scope'])}</code>"))
+        self.layout_.addWidget(self._actions((("restore", "Restore"), ("forget", "Forget…"))))
+        self.layout_.addWidget(_label(row.get("content") or "", rich=False))
+
+    def _links(self, node: dict, titles: dict[int, str]) -> str:
+        def line(link: dict) -> str:
+            target = link["target"]
+            name = titles.get(target)
+            shown = (f"<a href='node:{target}'>{html.escape(name[:90])}</a> {theme.muted(f'#{target}')}" if name
+                     else theme.muted(f"#{target} (not visible here)"))
+            return f"{shown} {theme.muted('· ' + html.escape(link['relation']) + ' · ' + html.escape(link['status']))}"
+        out = [line(x) for x in node["links"] if x.get("direction", "out") == "out"]
+        back = [line(x) for x in node["links"] if x.get("direction") == "in"]
+        return (f"<b>Links</b> ({len(out)})<br>" + ("<br>".join(out) or theme.muted("none"))
+                + f"<br><b>Backlinks</b> ({len(back)})<br>" + ("<br>".join(back) or theme.muted("none")))
+
+    def show_node(self, node: dict, all_tags: list[dict], titles: dict[int, str] | None = None):
+        self._clear()
+        self.node_id, self.node = node["id"], node
+        titles = titles or {}
+        self.layout_.addWidget(_label(f"<h3>{html.escape(title_of(node))}</h3>Memory {node['id']} · {node['status']}"
+                                      f" · scope <code>{html.escape(node['scope'])}</code>"))
+        self.layout_.addWidget(self._actions((("edit", "Edit…"), ("tag", "Add tag…"), ("graph", "Local graph"),
+                                              ("archive", "Archive"), ("forget", "Forget…"))))
         authored = QPlainTextEdit(node["content"])
         authored.setReadOnly(True)
         authored.setObjectName("authored")
-        authored.setMinimumHeight(90)
-        lines = node["content"].count("\n") + 1
-        authored.setMaximumHeight(min(320, 40 + 18 * max(lines, 3)))
-        self.layout_.addWidget(QLabel("<b>Authored</b> (as written; only a correction makes a new version)"))
+        authored.setMinimumHeight(70)
+        authored.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        lines = node["content"].count("\n") + 1 + len(node["content"]) // 90
+        authored.setMaximumHeight(min(320, 40 + 18 * max(lines, 2)))
+        self.layout_.addWidget(_label("<b>Authored</b> (as written; only a correction makes a new version)"))
         self.layout_.addWidget(authored)
         if node["derived"]:
             lines = "<br>".join(f"{html.escape(k)}: {html.escape(v['value'])} "
-                                f"<span style='color:#888'>— derived by {html.escape(v['generator'])}</span>"
+                                + theme.muted(f"— derived by {html.escape(v['generator'])}")
                                 for k, v in sorted(node["derived"].items()))
-            box = QLabel(f"<b>Derived</b> (regenerable, not authored)<br>{lines}")
-            box.setWordWrap(True)
-            box.setStyleSheet("background:#f6f7fb; border-left:3px solid #8899cc; padding:6px;")
+            box = _label(f"<b>Derived</b> (regenerable, not authored)<br>{lines}")
+            box.setObjectName("derived")
+            box.setStyleSheet(theme.DERIVED_BOX)
             self.layout_.addWidget(box)
-        self.layout_.addWidget(QLabel("<b>Tags</b>"))
+        for c in node.get("clarified", []):
+            self.layout_.addWidget(_label(f"<b>Clarified</b> {html.escape(c['term'])}: {html.escape(c['answer'])} "
+                                          + theme.muted(f"— answered by {html.escape(str(c['by']))}")))
+        self.layout_.addWidget(_label("<b>Tags</b>"))
         chips = QWidget()
         grid = QGridLayout(chips)                  # chips wrap in rows of two instead of running off
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setAlignment(Qt.AlignLeft)
+        grid.setColumnStretch(2, 1)
         for i, tag in enumerate(all_tags):
             chip = TagChip(tag["name"], tag["status"])
             chip.toggled.connect(lambda name, reject: self.tag_toggled.emit(self.node_id, name, reject))
             chip.confirmed.connect(lambda name: self.tag_confirmed.emit(self.node_id, name))
+            chip.opened.connect(self.tag_opened)
             self.chips[tag["name"]] = chip
             grid.addWidget(chip, i // 2, i % 2)
         if not all_tags:
-            grid.addWidget(QLabel("<i>none</i>"), 0, 0)
+            grid.addWidget(_label(theme.muted("none")), 0, 0)
         self.layout_.addWidget(chips)
-        link_text = "<br>".join((f"{html.escape(l['relation'])} → {l['target']}" if l.get("direction", "out") == "out"
-                                 else f"{l['target']} {html.escape(l['relation'])} → this")
-                                + f" <i>({html.escape(l['status'])})</i>" for l in node["links"]) or "<i>none</i>"
-        self.layout_.addWidget(QLabel(f"<b>Links</b><br>{link_text}"))
+        links = _label(self._links(node, titles))
+        links.setObjectName("links")
+        links.setTextInteractionFlags(Qt.LinksAccessibleByMouse | Qt.LinksAccessibleByKeyboard)
+        links.linkActivated.connect(lambda href: self.node_opened.emit(int(href.split(":", 1)[1])))
+        self.layout_.addWidget(links)
         src = node["source"]
-        provenance = QLabel(
-            f"<b>Provenance</b> tool {html.escape(str(src['tool']))} · session {html.escape(str(src['session']))}"
+        self.layout_.addWidget(_label(
+            f"<b>Provenance</b> tool {html.escape(str(src['tool'] or '—'))} · session {html.escape(str(src['session'] or '—'))}"
             f" · capture {src['capture']}" + (f" · file {html.escape(node['import_file'])}" if node.get("import_file") else "")
             + f"<br><b>Valid</b> {node['valid_from']} → {node['valid_to'] or 'now'}"
-            f" · <b>recorded</b> {node['recorded_at']}")
-        provenance.setWordWrap(True)
-        self.layout_.addWidget(provenance)
+            f" · <b>recorded</b> {node['recorded_at']}"))
         if len(node.get("versions", [])) > 1:
             rows = "<br>".join(f"v{v['version']} · node {v['id']} · {v['status']} · {v['reason']}: "
                                f"{html.escape((v['content'] or '(text not shown)')[:140])}" for v in node["versions"])
             shown = [v for v in node["versions"] if v["content"]]
             diff = version_diff(shown[-2]["content"], shown[-1]["content"]) if len(shown) >= 2 else ""
-            versions = QLabel(f"<b>Versions</b><br>{rows}" + (f"<br><b>Last change</b><br>{diff}" if diff else ""))
-            versions.setWordWrap(True)
-            self.layout_.addWidget(versions)
+            self.layout_.addWidget(_label(f"<b>Versions</b><br>{rows}" + (f"<br><b>Last change</b><br>{diff}" if diff else "")))
         line = QFrame()
         line.setFrameShape(QFrame.HLine)
         self.layout_.addWidget(line)

@@ -45,6 +45,10 @@ BUDGET_S = 0.25          # how long one write transaction may go on before it co
 _END = object()
 
 
+class Cancelled(Exception):
+    """The caller asked a sync to stop (`cancelled()` turned true); raised between chunks."""
+
+
 def unit_hash(unit: Unit) -> str:
     """Text plus what the source says about it (tags, valid time, properties): a changed
     frontmatter is a change of the unit."""
@@ -113,14 +117,17 @@ class _Writer:
     `budget_s` has passed (after the item that crossed it), each all or nothing, its stream
     entries written together before it commits. Records how many and how long the longest was."""
 
-    def __init__(self, memory: Memory, budget_s: float):
+    def __init__(self, memory: Memory, budget_s: float, cancelled=None):
         self.memory, self.budget_s = memory, budget_s
+        self.cancelled = cancelled or (lambda: False)
         self.count, self.longest = 0, 0.0
 
-    def each(self, items, apply) -> None:
+    def each(self, items, apply, may_stop: bool = True) -> None:
         items = iter(items)
         item = next(items, _END)
         while item is not _END:
+            if may_stop and self.cancelled():
+                raise Cancelled()                 # between chunks: every chunk is whole or absent
             with immediate(self.memory.conn), self.memory.stream_batch():
                 start = time.monotonic()
                 while item is not _END:
@@ -132,7 +139,7 @@ class _Writer:
             self.longest = max(self.longest, time.monotonic() - start)
 
     def once(self, apply) -> None:
-        self.each([None], lambda _: apply())
+        self.each([None], lambda _: apply(), may_stop=False)
 
 
 @contextlib.contextmanager
@@ -182,25 +189,27 @@ def _recover(memory: Memory, source: str, root: str, writer: _Writer) -> list[di
 
 
 def sync(memory: Memory, source: str, root: str | Path, scope: str | None = None, options: dict | None = None,
-         progress=None, only=None, budget_s: float = BUDGET_S) -> dict:
+         progress=None, only=None, budget_s: float = BUDGET_S, cancelled=None) -> dict:
     """Bring the store in line with the folder. `progress(done, total)` is called now and then
     while units are written (a CLI bar); `only` (paths relative to the folder, from a watch's
     file events) limits the reading to those files, the rest being as the last sync left them;
-    `budget_s` bounds each write transaction."""
+    `budget_s` bounds each write transaction. When `cancelled()` turns true (a person's Cancel)
+    the sync stops before its next chunk: the report says `cancelled`, its batch (if anything was
+    written) is marked interrupted, and `rollback(batch)` undoes what it wrote."""
     folder = Path(root).expanduser()
     if not folder.is_dir():
         raise InvalidInput(f"{folder} is not a folder (was the vault moved or unmounted?)")
     parser = get_parser(source)
     if only is not None and not all(parser.is_note(p, options or {}) for p in only):
         only = None                 # a folder, an attachment or a config file (Logseq's journal format): all
-    return _Sync(memory, parser, folder.resolve(), scope, options or {}, progress, budget_s).run(only)
+    return _Sync(memory, parser, folder.resolve(), scope, options or {}, progress, budget_s, cancelled).run(only)
 
 
 class _Sync:
     def __init__(self, memory: Memory, parser: Parser, folder: Path, scope: str | None, options: dict, progress,
-                 budget_s: float):
+                 budget_s: float, cancelled=None):
         self.memory, self.conn, self.parser, self.folder = memory, memory.conn, parser, folder
-        self.writer = _Writer(memory, budget_s)
+        self.writer = _Writer(memory, budget_s, cancelled)
         self.source, self.root = parser.source, str(folder)
         self.options, self.progress = options, progress
         self.actor_source = f"person:{parser.source}"
@@ -287,18 +296,28 @@ class _Sync:
             units = [u for note in changed.values() for u in note.units]
             steps, vanished, left_hidden = match(units, [unit_hash(u) for u in units], known, hidden_rows)
             contexts = _contexts(steps, {p: n.meta for p, n in changed.items()}, hidden_rows)
-            touched, refreshed, intact = self._apply(steps, contexts, hidden_rows, changed, hashes, batch, now)
-            vanished = {k: r for k, r in vanished.items() if r["status"] == "live"}
-            self._archive(vanished, batch, now)
-            writer.each([*(("hidden", k) for k in sorted(left_hidden)), *(("gone", p) for p in sorted(gone))],
-                        lambda item: (store.drop_unit if item[0] == "hidden" else store.drop_note)(
-                            conn, self.source, self.root, item[1]))
-            if touched or vanished or changed or gone:
-                self._links(steps, touched, refreshed, vanished, changed, gone, batch, now)
-            # a note's hash is recorded last: a sync stopped before this point reads the note again
-            # (its units then match as unchanged, and their links are read again)
-            writer.each([p for p in changed if intact[p]], lambda path: store.put_note(
-                conn, self.source, self.root, path, hashes[path], changed[path].names))
+            try:
+                touched, refreshed, intact = self._apply(steps, contexts, hidden_rows, changed, hashes, batch, now)
+                vanished = {k: r for k, r in vanished.items() if r["status"] == "live"}
+                self._archive(vanished, batch, now)
+                writer.each([*(("hidden", k) for k in sorted(left_hidden)), *(("gone", p) for p in sorted(gone))],
+                            lambda item: (store.drop_unit if item[0] == "hidden" else store.drop_note)(
+                                conn, self.source, self.root, item[1]))
+                if touched or vanished or changed or gone:
+                    self._links(steps, touched, refreshed, vanished, changed, gone, batch, now)
+                # a note's hash is recorded last: a sync stopped before this point reads the note again
+                # (its units then match as unchanged, and their links are read again)
+                writer.each([p for p in changed if intact[p]], lambda path: store.put_note(
+                    conn, self.source, self.root, path, hashes[path], changed[path].names))
+            except Cancelled:
+                # stopped between chunks: what was written is whole and recorded in the batch; the
+                # batch is closed as interrupted at once (the lock is ours), so it can be rolled back
+                if batch.made:
+                    writer.once(lambda: store.set_batch_status(conn, batch.id, "interrupted"))
+                return {"batch": batch.id if batch.made else None, "cancelled": True, **self.counts,
+                        "skipped": self.skipped, "warnings": self.warnings, "scope": self.scope,
+                        "read": len(hashes), "parsed": len(changed), "writes": writer.count,
+                        "longest_write_s": round(writer.longest, 3)}
             report = {"batch": batch.id if batch.made else None, **self.counts, "skipped": self.skipped,
                       "warnings": self.warnings, "scope": self.scope, "read": len(hashes), "parsed": len(changed)}
             if self.scope_note:

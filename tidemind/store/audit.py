@@ -79,3 +79,9 @@ def nodes_touched_between(conn: apsw.Connection, after_id: int, upto_id: int,
 
 def for_node(conn: apsw.Connection, node_id: int) -> list[dict]:
     return rows(conn, "SELECT at, actor, action, details FROM audit_log WHERE node_id=? ORDER BY id", (node_id,))
+
+
+def after(conn: apsw.Connection, after_id: int, limit: int = 5000) -> list[tuple[str, int | None]]:
+    """(action, node id) of the mutations since `after_id`, oldest first: what a window refreshes."""
+    return [tuple(r) for r in conn.execute("SELECT action, node_id FROM audit_log WHERE id > ? ORDER BY id LIMIT ?",
+                                           (after_id, limit))]

@@ -121,6 +121,23 @@ def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str
         ORDER BY n.id LIMIT ?""", (*params, field, *gens, limit))
 
 
+def title_sql(alias: str) -> str:
+    """SQL expression: the node's derived title, else its text (a listing sorted by title)."""
+    return f"coalesce((SELECT d.value FROM derived d WHERE d.node_id = {alias}.id AND d.field = 'title'), {alias}.content)"
+
+
+def titles(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    """The derived title of each node that has one (lists show thousands: title only, chunked)."""
+    out: dict[int, str] = {}
+    ids = list(node_ids)
+    for start in range(0, len(ids), 900):
+        chunk = ids[start:start + 900]
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT node_id, value FROM derived WHERE field = 'title' AND node_id IN ({marks})",
+                                chunk).fetchall())
+    return out
+
+
 def fallback_nodes(conn: apsw.Connection, since: str | None) -> list[int]:
     """Live nodes whose annotation was an offline stand-in for a model that did not answer: annotate
     labels the title, dimensions and tags it made so `<model generator>+offline-fallback`. Since

@@ -314,3 +314,35 @@ def linked_with(conn: apsw.Connection, node_ids: Sequence[int], proposed_by: str
                                  [*chunk, *chunk, proposed_by]):
             out |= {a, b}
     return out - set(ids)
+
+
+def count_pending(conn: apsw.Connection, scopes: Sequence[str]) -> int:
+    """How many pending links have both ends visible in the scopes (the inbox's count)."""
+    pred_a, pa = visible("a", scopes)
+    pred_b, pb = visible("b", scopes)
+    return conn.execute(f"SELECT count(*) FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON"
+                        f" b.id = l.target_id WHERE l.status = 'pending' AND {pred_a} AND {pred_b}",
+                        [*pa, *pb]).fetchone()[0]
+
+
+def pending_page(conn: apsw.Connection, scopes: Sequence[str], offset: int, limit: int) -> list[dict]:
+    """A page of the pending links with both ends visible, oldest first."""
+    pred_a, pa = visible("a", scopes)
+    pred_b, pb = visible("b", scopes)
+    return rows(conn, f"""
+        SELECT l.id, l.source_id, l.target_id, l.relation, l.strength, l.created_at, l.proposed_by, l.reason
+        FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
+        WHERE l.status = 'pending' AND {pred_a} AND {pred_b} ORDER BY l.id LIMIT ? OFFSET ?""",
+                [*pa, *pb, int(limit), int(offset)])
+
+
+def between_visible(conn: apsw.Connection, scopes: Sequence[str], statuses: Sequence[str]) -> list[tuple]:
+    """(id, source, target, status) of every link in these statuses whose two ends are visible
+    in the scopes: a whole-scope graph in one statement."""
+    pred_a, pa = visible("a", scopes)
+    pred_b, pb = visible("b", scopes)
+    s_marks = ",".join("?" * len(statuses))
+    return [tuple(r) for r in conn.execute(
+        f"SELECT l.id, l.source_id, l.target_id, l.status FROM links l JOIN nodes a ON a.id = l.source_id"
+        f" JOIN nodes b ON b.id = l.target_id WHERE l.status IN ({s_marks}) AND {pred_a} AND {pred_b}",
+        [*statuses, *pa, *pb])]

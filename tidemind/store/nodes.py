@@ -457,6 +457,47 @@ def none_forgotten(conn: apsw.Connection, node_ids: Sequence[int]) -> bool:
                                 list(node_ids)))
 
 
+LISTED = ("id", "scope", "status", "recorded_at", "valid_from", "content", "heat")
+
+
+def listing(conn: apsw.Connection, pred: str, params: Sequence, order_sql: str, offset: int,
+            limit: int) -> tuple[list[dict], int]:
+    """One page of the nodes matching `pred` (a fragment built by `visibility` and the modules
+    that own any further filter) in `order_sql`, and how many match in all."""
+    total = scalar(conn, f"SELECT count(*) FROM nodes n WHERE {pred}", list(params))
+    found = rows(conn, f"SELECT {', '.join('n.' + c for c in LISTED)} FROM nodes n WHERE {pred}"
+                       f" ORDER BY {order_sql} LIMIT ? OFFSET ?", [*params, int(limit), int(offset)])
+    return found, total
+
+
+def count_by_scope(conn: apsw.Connection, pred: str, params: Sequence) -> dict[str, int]:
+    return dict(conn.execute(f"SELECT n.scope, count(*) FROM nodes n WHERE {pred} GROUP BY n.scope ORDER BY n.scope",
+                             list(params)).fetchall())
+
+
+def visible_ids(conn: apsw.Connection, scopes: Sequence[str], filters: Sequence[tuple[str, list]] = ()) -> list[int]:
+    """Ids of every visible node of the scopes (a whole-scope graph), narrowed by `filters`."""
+    pred, params = visible("n", scopes)
+    for sql, more in filters:
+        pred, params = f"{pred} AND {sql}", [*params, *more]
+    return [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE {pred} ORDER BY n.id", params)]
+
+
+def get_visible_many(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
+                     columns: Sequence[str] = LISTED) -> dict[int, dict]:
+    """`get_visible` for thousands of ids (chunked under SQLite's variable limit), fewer columns."""
+    pred, params = visible("n", scopes)
+    select = ", ".join(f"n.{c}" for c in columns if c in COLUMNS)
+    out: dict[int, dict] = {}
+    ids = list(node_ids)
+    for start in range(0, len(ids), 900):
+        chunk = ids[start:start + 900]
+        marks = ",".join("?" * len(chunk))
+        for r in rows(conn, f"SELECT {select} FROM nodes n WHERE n.id IN ({marks}) AND {pred}", [*chunk, *params]):
+            out[r["id"]] = r
+    return out
+
+
 def lineages(conn: apsw.Connection, node_ids: Sequence[int]) -> list[int]:
     """The sorted lineage ids of these nodes (a node without a version row is its own lineage):
     what a synthesis is about survives a correction of one of its members."""

@@ -258,3 +258,36 @@ def open_for_synthesis(conn: apsw.Connection, synthesis_id: int) -> int | None:
                                    (synthesis_id,)):
         return item_id
     return None
+
+
+def page(conn: apsw.Connection, scopes: Sequence[str], status: str | None, kind: str | None, offset: int,
+         limit: int) -> tuple[list[dict], int]:
+    """One page of the items (newest first) and how many there are in all: the inbox never
+    stops silently at a fixed number."""
+    where, params = _in_scopes_sql(scopes)
+    if status:
+        where, params = where + " AND r.status = ?", [*params, status]
+    if kind:
+        where, params = where + " AND r.kind = ?", [*params, kind]
+    total = conn.execute(f"SELECT count(*) FROM review_items r WHERE {where}", params).fetchone()[0]
+    found = rows(conn, f"SELECT r.* FROM review_items r WHERE {where} ORDER BY r.id DESC LIMIT ? OFFSET ?",
+                 [*params, int(limit), int(offset)])
+    for r in found:
+        r["payload"] = json.loads(r["payload"])
+    return found, total
+
+
+def counts_by_kind(conn: apsw.Connection, scopes: Sequence[str], status: str | None = "open") -> dict[str, int]:
+    where, params = _in_scopes_sql(scopes)
+    if status:
+        where, params = where + " AND r.status = ?", [*params, status]
+    return dict(conn.execute(f"SELECT r.kind, count(*) FROM review_items r WHERE {where} GROUP BY r.kind"
+                             f" ORDER BY r.kind", params).fetchall())
+
+
+def flagged_sql(alias: str) -> tuple[str, list]:
+    """SQL fragment: the node is one side of an open contradiction (what recall flags)."""
+    # an IN over one materialised list: other_node_id has no index, and a correlated EXISTS
+    # would scan the items once per node
+    return (f"{alias}.id IN (SELECT node_id FROM review_items WHERE status = 'open' AND kind = 'contradiction'"
+            f" UNION SELECT other_node_id FROM review_items WHERE status = 'open' AND kind = 'contradiction')", [])

@@ -286,3 +286,56 @@ def restore_assignment(conn: apsw.Connection, node_id: int, name: str, status: s
     else:
         conn.execute("UPDATE node_tags SET status=? WHERE node_id=? AND tag_id=(SELECT id FROM tags WHERE name=?)",
                      (status, node_id, name))
+
+
+def counts(conn: apsw.Connection, pred: str, params: Sequence, limit: int = 200) -> list[tuple[str, int]]:
+    """(name, nodes carrying it) over the nodes `pred` selects (alias n), served statuses only,
+    most used first: the tags a person browses by."""
+    return [tuple(r) for r in conn.execute(
+        f"SELECT t.name, count(*) AS c FROM node_tags nt JOIN tags t ON t.id = nt.tag_id JOIN nodes n ON n.id = nt.node_id"
+        f" WHERE nt.status IN ('proposed','confirmed') AND {pred} GROUP BY t.id ORDER BY c DESC, t.name LIMIT ?",
+        [*params, int(limit)])]
+
+
+def served_names(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[str]]:
+    """Each node's served tag names (confirmed first), for thousands of ids (a graph colours by them)."""
+    out: dict[int, list[str]] = {}
+    ids = list(node_ids)
+    for start in range(0, len(ids), 900):
+        chunk = ids[start:start + 900]
+        marks = ",".join("?" * len(chunk))
+        for node_id, name in conn.execute(
+                f"SELECT nt.node_id, t.name FROM node_tags nt JOIN tags t ON t.id = nt.tag_id WHERE nt.node_id IN ({marks})"
+                f" AND nt.status IN ('proposed','confirmed') ORDER BY nt.node_id, nt.status = 'proposed', t.name", chunk):
+            out.setdefault(node_id, []).append(name)
+    return out
+
+
+def assignment(conn: apsw.Connection, node_id: int, name: str) -> dict | None:
+    """The node's assignment of `name` as it is (None: it has none), to be put back by `put_back`."""
+    found = rows(conn, "SELECT nt.status, nt.source, nt.confidence, nt.created_at, nt.decided_at, nt.prior_status,"
+                       " nt.prior_source, nt.prior_confidence FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
+                       " WHERE nt.node_id = ? AND t.name = ?", (node_id, name))
+    return found[0] if found else None
+
+
+def put_back(conn: apsw.Connection, node_id: int, name: str, row: dict | None) -> None:
+    """Make the assignment exactly `row` again (from `assignment`), or remove it when there was none."""
+    tid = tag_id(conn, name)
+    if row is None:
+        conn.execute("DELETE FROM node_tags WHERE node_id=? AND tag_id=?", (node_id, tid))
+        return
+    if row["status"] == "proposed" and conn.execute(
+            "SELECT 1 FROM tag_tombstones t JOIN nodes n ON n.scope = t.scope WHERE n.id=? AND t.tag_id=?",
+            (node_id, tid)).fetchone():
+        # "never this tag here" was said since: the proposal comes back withdrawn, remembered as
+        # reject_everywhere remembers the ones it withdrew (lifting the tombstone brings it back)
+        row = {**row, "status": "rejected_by_user", "source": EVERYWHERE, "confidence": None,
+               "prior_status": "proposed", "prior_source": row["source"], "prior_confidence": row["confidence"]}
+    conn.execute("INSERT INTO node_tags(node_id, tag_id, status, source, confidence, created_at, decided_at, prior_status,"
+                 " prior_source, prior_confidence) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(node_id, tag_id) DO UPDATE SET"
+                 " status=excluded.status, source=excluded.source, confidence=excluded.confidence,"
+                 " created_at=excluded.created_at, decided_at=excluded.decided_at, prior_status=excluded.prior_status,"
+                 " prior_source=excluded.prior_source, prior_confidence=excluded.prior_confidence",
+                 (node_id, tid, row["status"], row["source"], row["confidence"], row["created_at"], row["decided_at"],
+                  row["prior_status"], row["prior_source"], row["prior_confidence"]))

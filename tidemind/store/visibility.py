@@ -77,3 +77,11 @@ def visible(alias: str, scopes: Sequence[str], as_of: AsOf | None = None, now: s
         clauses.append(f"NOT {hold}" if held == "only" else hold)
         params += hold_params
     return " AND ".join(clauses), params
+
+
+def archived(alias: str, scopes: Sequence[str]) -> tuple[str, list]:
+    """SQL fragment for what a person archived in these scopes. Never served to an agent or a
+    search: only a person's list of what they hid (to find it again and restore it) reads it."""
+    if not scopes:
+        raise ScopeDenied("no readable scope given")
+    return f"{alias}.scope IN ({','.join('?' * len(scopes))}) AND {alias}.status = 'archived'", list(scopes)

@@ -1,0 +1,448 @@
+"""The desktop's views driven as a person would: the sidebar, links and backlinks, the quick
+switcher and the keyboard, the review inbox, the graph browser, the background import, dark
+mode and a small window. The real window on a real store, offscreen."""
+import re
+
+import pytest
+
+pytest.importorskip("PySide6")
+from PySide6.QtCore import QPoint, Qt  # noqa: E402
+from PySide6.QtGui import QColor, QImage  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLabel  # noqa: E402
+
+from tidemind.memory import Memory  # noqa: E402
+from tidemind.store import audit, immediate, links  # noqa: E402
+
+from .desktop_helpers import click, opened, settle, window  # noqa: E402,F401
+from .test_browse import _contradictions  # noqa: E402
+
+
+def _link(mem, a, b, status="confirmed"):
+    with immediate(mem.conn):
+        made = links.add(mem.conn, a, b, status=status, proposed_by="t", at=mem.now())
+        audit.record(mem.conn, at=mem.now(), actor="daemon:test", action="link_proposed", node_id=a, link=made)
+    return made
+
+
+def test_the_sidebar_browses_without_a_query(window, mem, qtbot):
+    kept = [mem.digest(f"Deploy note number {i} about the harbour crane", scope="project:port")["node_ids"][0]
+            for i in range(60)]
+    other = mem.digest("A personal note about bread", scope="personal")["node_ids"][0]
+    mem.tag_add(kept[0], "cranes")
+    mem.archive(kept[1])
+    window.refresh_all()
+    settle(window, qtbot)
+    bar = window.sidebar
+    assert bar.items["recent"].text(1) == "60" and bar.items["archived"].text(1) == "1"
+    assert {bar.scopes_item.child(i).text(0): bar.scopes_item.child(i).text(1)
+            for i in range(bar.scopes_item.childCount())} == {"personal": "1", "project:port": "59"}
+    bar.itemClicked.emit(bar.items["recent"], 0)
+    settle(window, qtbot)
+    assert window.results.count() == 50 and window.results.total == 60 - 1 + 1
+    window.results.scrollToBottom()                          # the next page comes when the end is reached
+    settle(window, qtbot)
+    assert window.results.count() == 60
+    bar.itemClicked.emit(bar.scopes_item.child(0), 0)        # personal
+    settle(window, qtbot)
+    assert [window.results.item(i).data(256) for i in range(window.results.count())] == [other]
+    bar.itemClicked.emit(bar.items["archived"], 0)
+    settle(window, qtbot)
+    assert [window.results.item(i).data(256) for i in range(window.results.count())] == [kept[1]]
+    window.results.setCurrentRow(0)
+    assert window.node_view.node.get("archived")             # shown from its row, with the way back
+    click(window.node_view, "node-restore")
+    settle(window, qtbot)
+    assert mem.show(kept[1])["status"] == "live" and window.results.count() == 0
+
+
+def test_links_and_backlinks_show_titles_and_open(window, mem, qtbot):
+    a = mem.digest("The harbour crane runbook")["node_ids"][0]
+    b = mem.digest("Crane maintenance schedule")["node_ids"][0]
+    c = mem.digest("Incident: the crane stopped at noon")["node_ids"][0]
+    _link(mem, a, b)
+    _link(mem, c, a, "pending")
+    opened(window, qtbot, a)
+    label = window.node_view.findChild(QLabel, "links")
+    text = label.text()
+    links_part, back_part = text.split("Backlinks")
+    assert "Crane maintenance schedule" in links_part and f"node:{b}" in links_part
+    assert "Incident: the crane stopped at noon" in back_part and "pending" in back_part
+    label.linkActivated.emit(f"node:{c}")
+    settle(window, qtbot)
+    assert window.node_view.node_id == c
+
+
+def test_a_tag_chip_opens_the_tag_view(window, mem, qtbot):
+    a, b, _ = (mem.digest(t)["node_ids"][0] for t in ("Crane one", "Crane two", "Bread"))
+    mem.tag_add(a, "cranes")
+    mem.tag_add(b, "cranes")
+    opened(window, qtbot, a)
+    window.node_view.chips["cranes"].label.click()
+    settle(window, qtbot)
+    assert {window.results.item(i).data(256) for i in range(window.results.count())} == {a, b}
+    assert window.results.source == {"view": "tag", "tag": "cranes"}
+
+
+def test_keyboard_search_into_results_and_the_quick_switcher(window, mem, qtbot):
+    target = mem.digest("The lighthouse keeper logs the fog horn every night.")["node_ids"][0]
+    mem.digest("Bread rises best overnight in a cool kitchen.")
+    mem.embed_pending()
+    QTest.keyClick(window, Qt.Key_F, Qt.ControlModifier)
+    assert window.query.hasFocus() or QApplication.focusWidget() is window.query
+    QTest.keyClicks(window.query, "lighthouse fog horn")
+    QTest.keyClick(window.query, Qt.Key_Return)
+    settle(window, qtbot)
+    QTest.keyClick(window.query, Qt.Key_Down)                 # arrows go into the results
+    settle(window, qtbot)
+    assert window.results.currentRow() == 0 and window.node_view.node_id == target
+    window.node_view.show_message("")
+    QTest.keyClick(window, Qt.Key_K, Qt.ControlModifier)
+    assert window.switcher.isVisible()
+    QTest.keyClicks(window.switcher.text, "lighthouse")
+    qtbot.waitUntil(lambda: window.switcher.list.count() >= 1, timeout=3000)
+    QTest.keyClick(window.switcher.text, Qt.Key_Return)
+    settle(window, qtbot)
+    assert not window.switcher.isVisible() and window.node_view.node_id == target
+    assert window.tabs.currentWidget() is window.node_view
+
+
+def test_the_review_inbox_pages_counts_titles_advances_and_undoes(window, mem, qtbot):
+    items = _contradictions(mem, 60)
+    window.refresh_all()
+    window.tabs.setCurrentWidget(window.review_view)
+    settle(window, qtbot)
+    view = window.review_view
+    tabs = [view.kinds.tabText(i) for i in range(view.kinds.count())]
+    assert "Contradictions 60" in tabs and "All 60" in tabs
+    assert view.items.count() == 50 and view.page_label.text() == "1–50 of 60"
+    assert "cache TTL" in view.items.item(0).text()                              # rows have titles
+    view.next_page.click()
+    settle(window, qtbot)
+    assert view.items.count() == 10 and view.page_label.text() == "51–60 of 60"
+    view.prev_page.click()
+    settle(window, qtbot)
+    view.items.setCurrentRow(0)
+    view.items.setFocus()
+    first, second, third = (view.items.item(i).data(256) for i in range(3))
+    QTest.keyClick(view.items, Qt.Key_A)                     # approve: the next one comes up by itself
+    assert view.items.currentItem().data(256) == second
+    settle(window, qtbot)
+    assert mem.review_show(first)["status"] == "approved"
+    QTest.keyClick(view.items, Qt.Key_J)                     # pass
+    assert view.items.currentItem().data(256) == third
+    QTest.keyClick(view.items, Qt.Key_K)                     # back
+    assert view.items.currentItem().data(256) == second
+    QTest.keyClick(view.items, Qt.Key_R)
+    settle(window, qtbot)
+    assert mem.review_show(second)["status"] == "rejected"
+    QTest.keyClick(view.items, Qt.Key_U)                     # undo, one decision at a time
+    settle(window, qtbot)
+    assert mem.review_show(second)["status"] == "open"
+    window.undo()
+    settle(window, qtbot)
+    assert mem.review_show(first)["status"] == "open" and mem.review_show(first)["payload"].get("stands") is None
+    assert sorted(r["id"] for r in mem.review_page(limit=100)["items"]) == sorted(items)       # all open again
+
+
+def test_a_contradiction_is_approved_by_saying_which_memory_stands(window, mem, qtbot):
+    item = _contradictions(mem, 1)[0]
+    row = mem.review_show(item)
+    window.refresh_all()
+    window.tabs.setCurrentWidget(window.review_view)
+    settle(window, qtbot)
+    view = window.review_view
+    view.items.setCurrentRow(0)
+    settle(window, qtbot)
+    detail = view.detail.toHtml()
+    marked = re.findall(r"<span style=\"[^\"]*background-color:[^\"]*\"[^>]*>([^<]+)</span>", detail)
+    assert sorted(marked) == ["300", "60"]                   # what disagrees is marked, nothing else
+    a, b = view.stands_buttons
+    assert a.isVisible() and b.isVisible() and f"#{row['node_id']}" in a.text() + b.text()
+    chosen = next(x for x in (a, b) if x.property("node") == row["other_node_id"])
+    chosen.click()
+    settle(window, qtbot)
+    decided = mem.review_show(item)
+    assert decided["status"] == "approved" and decided["payload"]["stands"] == row["other_node_id"]
+    window.undo()
+    settle(window, qtbot)
+    back = mem.review_show(item)
+    assert back["status"] == "open" and back["payload"].get("stands") is None
+
+
+def _graph_store(mem):
+    hubs = []
+    for s, scope in enumerate(("project:port", "project:bakery")):
+        hub = mem.digest(f"Hub of {scope}", scope=scope)["node_ids"][0]
+        mem.tag_add(hub, "hub")
+        hubs.append(hub)
+        for i in range(12):
+            spoke = mem.digest(f"Spoke {i} of {scope}", scope=scope)["node_ids"][0]
+            mem.tag_add(spoke, "even" if i % 2 == 0 else "odd")
+            _link(mem, hub, spoke, "confirmed" if i % 3 else "pending")
+    return hubs
+
+
+def _viewport_point(panel, node_id) -> QPoint:
+    return panel.view.mapFromScene(panel.items[node_id].scenePos())
+
+
+def test_the_whole_graph_filters_colours_and_answers_the_pointer(window, mem, qtbot):
+    hubs = _graph_store(mem)
+    window.refresh_all()
+    window.tabs.setCurrentWidget(window.graph_view)
+    settle(window, qtbot)
+    panel = window.graph_view
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    assert len(panel.items) == 26 and len(panel.edge_layer.edges) == 24
+    assert "project:port (13)" in panel.legend.text() and "project:bakery (13)" in panel.legend.text()
+    panel.scope.setCurrentText("project:port")
+    settle(window, qtbot)
+    assert {i for i in panel.items} == {hubs[0], *range(hubs[0] + 1, hubs[0] + 13)}
+    panel.status_actions["pending"].setChecked(False)        # link status filter
+    settle(window, qtbot)
+    assert {s for _, _, s in panel.edge_layer.edges} == {"confirmed"}
+    panel.colour_by.setCurrentIndex(1)
+    assert "even (6)" in panel.legend.text() and "odd (6)" in panel.legend.text()
+    colours = {panel.items[i].colour.name() for i in panel.items}
+    assert len(colours) == 3                                 # hub, even, odd
+    panel.flagged.setChecked(True)                           # the memory-status filter: nothing is flagged here
+    settle(window, qtbot)
+    assert panel.items == {} and "0 memories" in panel.info.text()
+    panel.flagged.setChecked(False)
+    panel.status_actions["pending"].setChecked(True)
+    settle(window, qtbot)
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    panel.view.resetTransform()
+    panel.view.centerOn(panel.items[hubs[0]])
+    QApplication.processEvents()
+    QTest.mouseMove(panel.view.viewport(), _viewport_point(panel, hubs[0]))
+    qtbot.waitUntil(lambda: panel.focus is not None, timeout=2000)
+    assert panel.focus == set(panel.items)                   # the hub and all its neighbours stand out
+    assert all(panel.items[i].label.isVisible() for i in panel.focus)
+    spoke = next(i for i in panel.items if i != hubs[0])
+    QTest.mouseClick(panel.view.viewport(), Qt.LeftButton, Qt.NoModifier, _viewport_point(panel, spoke))
+    assert panel.selected == spoke and f"#{spoke}" in window.message.text()
+    before = panel.items[spoke].pos()
+    start = _viewport_point(panel, spoke)
+    QTest.mousePress(panel.view.viewport(), Qt.LeftButton, Qt.NoModifier, start)
+    QTest.mouseMove(panel.view.viewport(), start + QPoint(60, 40))
+    QTest.mouseRelease(panel.view.viewport(), Qt.LeftButton, Qt.NoModifier, start + QPoint(60, 40))
+    qtbot.waitUntil(lambda: panel.items[spoke].pos() != before, timeout=2000)
+    assert spoke in panel.pinned
+    QTest.mouseDClick(panel.view.viewport(), Qt.LeftButton, Qt.NoModifier, _viewport_point(panel, spoke))
+    settle(window, qtbot)
+    assert window.node_view.node_id == spoke and window.tabs.currentWidget() is window.node_view
+
+
+def test_graph_positions_are_kept_per_scope_and_a_newcomer_moves_in(window, mem, qtbot):
+    hubs = _graph_store(mem)
+    window.refresh_all()
+    window.tabs.setCurrentWidget(window.graph_view)
+    settle(window, qtbot)
+    panel = window.graph_view
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    kept = {i: (it.pos().x(), it.pos().y()) for i, it in panel.items.items()}
+    panel.scope.setCurrentText("project:port")
+    settle(window, qtbot)
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    panel.scope.setCurrentIndex(0)                           # back to every scope: drawn where it was
+    settle(window, qtbot)
+    assert {i: (it.pos().x(), it.pos().y()) for i, it in panel.items.items()} == kept
+    with Memory(mem.settings) as agent:                      # another process's connection, as the daemon's
+        new = agent.digest("A newcomer linked to the port hub", scope="project:port")["node_ids"][0]
+        _link(agent, hubs[0], new)
+    qtbot.waitUntil(lambda: new in panel.items and (hubs[0], new, "confirmed") in panel.edge_layer.edges,
+                    timeout=5000)                            # the poll noticed, the graph reloaded
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    hub = panel.items[hubs[0]].pos()
+    assert (panel.items[new].pos() - hub).manhattanLength() < (panel.scene_rect().width() + panel.scene_rect().height()) / 2
+    moved = [abs(panel.items[i].pos().x() - x) + abs(panel.items[i].pos().y() - y) for i, (x, y) in kept.items()]
+    assert sorted(moved)[len(moved) // 2] < 46 * 1.5           # most stay about where they were (a link length)
+
+
+def test_the_local_graph_follows_its_depth(window, mem, qtbot):
+    a, b, c, d = (mem.digest(f"chain link {n}")["node_ids"][0] for n in "abcd")
+    _link(mem, a, b)
+    _link(mem, b, c)
+    _link(mem, c, d)
+    window.show_graph(a)
+    settle(window, qtbot)
+    panel = window.graph_view
+    assert panel.mode.currentIndex() == 1 and set(panel.items) == {a, b, c}          # depth 2 by default
+    panel.depth.setValue(1)
+    settle(window, qtbot)
+    assert set(panel.items) == {a, b}
+    panel.depth.setValue(3)
+    settle(window, qtbot)
+    assert set(panel.items) == {a, b, c, d} and panel.center == a
+
+
+def test_import_runs_in_the_background_with_progress_cancel_and_undo(window, mem, qtbot, tmp_path):
+    from tidemind_desktop.probe import LatencyProbe
+
+    vault = tmp_path / "Harbour"
+    vault.mkdir()
+    for i in range(300):
+        (vault / f"Note {i}.md").write_text(f"# Note {i}\nThe harbour crane {i} was serviced.\n\n"
+                                            f"## Follow-up\nCheck crane {i} again next month. #cranes\n")
+    panel = window.import_panel
+    window.tabs.setCurrentWidget(panel)
+    seen = []
+    panel.bar.valueChanged.connect(lambda v: seen.append((v, panel.bar.maximum())))
+    probe = LatencyProbe().start()
+    assert window.import_folder("obsidian", str(vault))
+    assert panel.bar.isVisible() and panel.cancel.isEnabled() and not panel.go.isEnabled()
+    settle(window, qtbot, timeout=60000)
+    probe.stop()
+    r = window.last_import
+    assert r["created"] == 600 and r["batch"] is not None and not panel.bar.isVisible()
+    assert seen and seen[-1] == (600, 600)                   # the bar was drawn as it went
+    assert probe.stats()["n"] > 20 and probe.stats()["p95_ms"] < 100       # the window kept answering
+    assert panel.undo.isEnabled()
+    scope = r["scope"]
+    window.undo_import(r["batch"])
+    settle(window, qtbot, timeout=60000)
+    assert mem.stats(scopes=[scope])["nodes"]["live"] == 0 and "rolled back" in panel.report.text()
+    assert window.import_folder("obsidian", str(vault))
+    panel.cancel.click()                                      # at once: stopped before the first chunk
+    settle(window, qtbot, timeout=60000)
+    assert window.last_import["cancelled"] and mem.stats(scopes=[scope])["nodes"]["live"] < 600
+
+
+def _declared_colours(html: str) -> list[tuple[str, str | None]]:
+    """(text colour, its own background or None) of every styled span in rich text."""
+    out = []
+    for style in re.findall(r"style=[\"']([^\"']*)[\"']", html):
+        fg = re.search(r"(?<![-\w])color:\s*(#[0-9a-fA-F]{6})", style)
+        bg = re.search(r"background-color:\s*(#[0-9a-fA-F]{6})", style)
+        if fg:
+            out.append((fg.group(1), bg.group(1) if bg else None))
+    return out
+
+
+def _text_contrast(widget) -> float:
+    """The best contrast between the widget's most common colour (its background) and any of
+    its pixels: text a person can read reaches well above 4.5 somewhere in its glyphs."""
+    image = widget.grab().toImage().convertToFormat(QImage.Format_RGB32)
+    counts = {}
+    for y in range(0, image.height(), 2):
+        for x in range(0, image.width(), 2):
+            p = image.pixel(x, y)
+            counts[p] = counts.get(p, 0) + 1
+    background = QColor(max(counts, key=counts.get))
+    from tidemind_desktop.theme import contrast
+
+    return max(contrast(background, QColor(p)) for p in counts)
+
+
+@pytest.mark.parametrize("dark", [True, False])
+def test_every_view_is_legible_in_the_palette(window, mem, qtbot, dark):
+    """A dark palette made the derived box white on near-white: text is drawn in the palette's
+    colours (and rich text in colours chosen for its background)."""
+    from tidemind.metabolism.scheduler import run_due
+    from tidemind_desktop.app import dark_palette
+    from tidemind_desktop.theme import contrast
+
+    app = QApplication.instance()
+    before = app.palette()
+    if dark:
+        app.setPalette(dark_palette())
+    try:
+        node = mem.digest("The staging database runs PostgreSQL 16 on port 5433.")["node_ids"][0]
+        newer = mem.correct(node, "The staging database runs PostgreSQL 16 on port 6432.")["node_ids"][0]
+        _contradictions(mem, 1)
+        run_due(mem, only=["embed", "annotate"], force=True)
+        mem.tag_add(newer, "databases")
+        window.refresh_all()
+        opened(window, qtbot, newer)
+        window.review_view.items.setCurrentRow(0)
+        settle(window, qtbot)
+        base = QColor(app.palette().color(app.palette().ColorRole.Base))
+        window_bg = QColor(app.palette().color(app.palette().ColorRole.Window))
+        checked = 0
+        for tab in (window.node_view, window.review_view):
+            window.tabs.setCurrentWidget(tab)
+            QApplication.processEvents()
+            for label in tab.findChildren(QLabel):
+                if not label.isVisible() or not label.text().strip() or label.width() < 20:
+                    continue
+                assert _text_contrast(label) >= 4.5, (label.objectName(), label.text()[:80])
+                for fg, bg in _declared_colours(label.text()):
+                    assert contrast(QColor(fg), QColor(bg) if bg else window_bg) >= 3.0, (fg, bg, label.text()[:80])
+                checked += 1
+        derived = window.node_view.findChild(QLabel, "derived")
+        assert derived is not None and _text_contrast(derived) >= 4.5
+        marks = _declared_colours(window.review_view.detail.toHtml())
+        assert any(bg for _, bg in marks)                    # the differing values are marked...
+        for fg, bg in marks:                                 # ...legibly, like every other coloured word
+            assert contrast(QColor(fg), QColor(bg) if bg else base) >= 3.0, (fg, bg)
+        assert checked >= 6
+    finally:
+        app.setPalette(before)
+
+
+def test_the_window_fits_800_by_500_without_sideways_scrolling(window, mem, qtbot):
+    for i in range(5):
+        mem.digest(f"A rather long memory number {i} " + "with many words that must wrap instead of scrolling " * 6)
+    _contradictions(mem, 2)
+    window.refresh_all()
+    window.query.setText("memory words wrap")
+    window.search()
+    settle(window, qtbot)
+    window.resize(800, 500)
+    QApplication.processEvents()
+    assert (window.width(), window.height()) == (800, 500)
+    window.results.setCurrentRow(0)
+    settle(window, qtbot)
+    for index in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(index)
+        settle(window, qtbot)
+        QApplication.processEvents()
+        for area in window.findChildren(QAbstractScrollArea):
+            if area.isVisible() and area.window() is window and area is not window.graph_view.view:
+                assert not area.horizontalScrollBar().isVisible(), (window.tabs.tabText(index), type(area).__name__,
+                                                                     area.objectName())
+    assert (window.width(), window.height()) == (800, 500)
+
+
+def test_the_proposed_tags_queue_rejects_a_useless_name_everywhere_and_undoes_it(window, mem, qtbot):
+    """One decision for a name the passes put on many memories, in every scope it was proposed."""
+    from tidemind.metabolism.scheduler import run_due
+    from tidemind.store import tags as tag_store
+
+    ids = [mem.digest(f"Runbook step {i}: restart the {w} worker and watch the queue drain.", scope=scope)["node_ids"][0]
+           for i, (w, scope) in enumerate((("billing", "project:a"), ("search", "project:b"), ("mail", "project:a")))]
+    run_due(mem, only=["embed", "annotate"], force=True)
+    mine = ids[0]
+    with immediate(mem.conn):                                # one memory's own proposal, for a name it keeps
+        tag_store.assign(mem.conn, ids[1], "useless", status="proposed", source="t", at=mem.now())
+        tag_store.assign(mem.conn, ids[2], "useless", status="proposed", source="t", at=mem.now())
+        tag_store.assign(mem.conn, mine, "useless", status="proposed", source="t", at=mem.now())
+    mem.tag_add(mine, "useless")                             # a person's own tag of that name stays
+    before = {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids}
+    window.tabs.setCurrentWidget(window.review_view)
+    window.review_view.select_kind("tags")
+    settle(window, qtbot)
+    queue = window.tags_queue
+    rows = {queue.list.item(i).data(256): queue.list.item(i).text() for i in range(queue.list.count())}
+    assert "useless" in rows and "2 proposal(s)" in rows["useless"] and "project:a" in rows["useless"] \
+        and "project:b" in rows["useless"]
+    assert any(t.startswith("Tags ") for t in (window.review_view.kinds.tabText(i)
+                                                for i in range(window.review_view.kinds.count())))
+    queue.list.setCurrentRow(list(rows).index("useless"))
+    queue.list.setFocus()
+    QTest.keyClick(queue.list, Qt.Key_R)
+    settle(window, qtbot)
+    after = {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids}
+    assert after[ids[1]]["useless"] == after[ids[2]]["useless"] == "rejected_by_user"
+    assert after[mine]["useless"] == "confirmed"
+    assert "useless" not in [queue.list.item(i).data(256) for i in range(queue.list.count())]
+    assert "#useless in project:a" in queue.rejected.text() and "#useless in project:b" in queue.rejected.text()
+    fresh = mem.digest("Runbook step 9: a new memory in the same scope.", scope="project:b")["node_ids"][0]
+    with immediate(mem.conn):                                # no pass proposes it there again
+        assert not tag_store.assign(mem.conn, fresh, "useless", status="proposed", source="t", at=mem.now())
+    window.undo()
+    settle(window, qtbot)
+    assert {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids} == before
+    assert "useless" in [queue.list.item(i).data(256) for i in range(queue.list.count())]

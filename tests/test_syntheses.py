@@ -288,3 +288,18 @@ def test_a_withdrawn_crystal_leaves_the_queue_and_its_item_no_longer_quotes_the_
     run_due(mem, only=["crystallize"], force=True)                # the cluster is whole again
     assert item["id"] in {i["id"] for i in mem.review_list()}
     assert "hidden" not in mem.review_show(item["id"])["synthesis"]
+
+
+def test_a_title_or_an_initial_does_not_end_a_sentence():
+    """Digests quoted "Dentist appointment with Dr." and titles were cut there: a full stop after a
+    title, an abbreviation or an initial is not the end of a sentence; one at a sentence's end is."""
+    from tidemind.metabolism.annotate import title_for
+    from tidemind.metabolism.extract import sentences
+
+    assert sentences("Dentist appointment with Dr. Patel on Friday. Bring the forms.") == [
+        "Dentist appointment with Dr. Patel on Friday.", "Bring the forms."]
+    assert sentences("Met J. R. Smith in St. Louis. It rained.") == ["Met J. R. Smith in St. Louis.", "It rained."]
+    assert sentences("Use a cache, e.g. Redis. Or not.") == ["Use a cache, e.g. Redis.", "Or not."]
+    assert sentences("Standup at 9 a.m. Then the review.") == ["Standup at 9 a.m.", "Then the review."]
+    assert sentences("Call Dr.\n- then the pharmacy") == ["Call Dr.", "then the pharmacy"]     # a line ends it
+    assert title_for("Dentist appointment with Dr. Patel. Bring the forms.") == "Dentist appointment with Dr. Patel."

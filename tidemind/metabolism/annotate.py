@@ -34,12 +34,14 @@ SCHEMA = {
     "actuality": {"type": "float", "min": 0.0, "max_value": 1.0},
     "kind": {"type": "str", "enum": ["fact", "decision", "preference", "lesson", "event", "note"]},
 }
-_SENTENCE = re.compile(r"(?<=[.!?])\s|\n")
 MAX_TAGS = vocabulary.MAX_TAGS
 
 
 def title_for(text: str) -> str:
-    first = _SENTENCE.split(text.strip(), maxsplit=1)[0].strip(" -*#>\t")
+    """The first sentence, at most 80 characters (a title, not a cut at "Dr.")."""
+    from .extract import sentences
+
+    first = next(iter(sentences(text)), "").strip(" -*#>\t")
     if len(first) <= 80:
         return first
     cut = first[:79].rsplit(" ", 1)[0]

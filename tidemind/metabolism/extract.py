@@ -66,12 +66,28 @@ class Reading:
         return self.names[nid]
 
 
+# a full stop after these is not the end of a sentence ("Dentist appointment with Dr. Patel")
+_ABBREVIATION = re.compile(r"(?:^|\s|\()(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr|St|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Rev|Hon|Inc|Ltd|Co"
+                           r"|Corp|No|Nos|Vol|Fig|approx|vs|cf|ca|e\.g|i\.e|[A-Z])\.$")
+_LINE = re.compile(r"\n+")
+
+
 def sentences(text: str) -> list[str]:
-    out = []
-    for piece in _SENTENCE_END.split(text or ""):
-        piece = _BULLET.sub("", " ".join(piece.split())).strip()
-        if piece:
-            out.append(piece)
+    """The sentences of a text: each line is cut after . ! ? before a capital or a digit, except
+    after a title or an abbreviation (Dr., St., e.g.) or an initial (J. Smith)."""
+    out: list[str] = []
+    for line in _LINE.split(text or ""):
+        line = _BULLET.sub("", " ".join(line.split())).strip()
+        glued = False
+        for piece in _SENTENCE_END.split(line):
+            piece = piece.strip()
+            if not piece:
+                continue
+            if glued:
+                out[-1] = f"{out[-1]} {piece}"
+            else:
+                out.append(piece)
+            glued = bool(_ABBREVIATION.search(out[-1]))
     return out
 
 

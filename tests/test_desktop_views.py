@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLabel  # noqa: E402
 
 from tidemind.memory import Memory  # noqa: E402
-from tidemind.store import audit, immediate, links  # noqa: E402
+from tidemind.store import audit, immediate, links, tags  # noqa: E402
 
 from .desktop_helpers import click, opened, settle, window  # noqa: E402,F401
 from .test_browse import _contradictions  # noqa: E402
@@ -384,7 +384,11 @@ def test_every_view_is_legible_in_the_palette(window, mem, qtbot, dark):
 
 def test_the_window_fits_800_by_500_without_sideways_scrolling(window, mem, qtbot):
     for i in range(5):
-        mem.digest(f"A rather long memory number {i} " + "with many words that must wrap instead of scrolling " * 6)
+        nid = mem.digest(f"A rather long memory number {i} " + "with many words that must wrap instead of scrolling "
+                         * 6)["node_ids"][0]
+        with immediate(mem.conn):        # proposed tags: chips with confirm and reject, the widest there are
+            for name in ("reporting-queue-retention", "sqlite-message-store"):
+                tags.assign(mem.conn, nid, name, status="proposed", source="annotate/offline-v3", at=mem.now())
     _contradictions(mem, 2)
     window.refresh_all()
     window.query.setText("memory words wrap")
@@ -403,6 +407,11 @@ def test_the_window_fits_800_by_500_without_sideways_scrolling(window, mem, qtbo
             if area.isVisible() and area.window() is window and area is not window.graph_view.view:
                 assert not area.horizontalScrollBar().isVisible(), (window.tabs.tabText(index), type(area).__name__,
                                                                      area.objectName())
+                inner = area.widget() if hasattr(area, "widget") else None
+                if inner is not None and area.horizontalScrollBarPolicy() == Qt.ScrollBarAlwaysOff:
+                    # no bar to see, but nothing may be cut at the right edge either
+                    assert inner.width() <= area.viewport().width(), (window.tabs.tabText(index),
+                                                                              type(area).__name__)
     assert (window.width(), window.height()) == (800, 500)
 
 

@@ -41,6 +41,9 @@ def _label(text: str, rich: bool = True) -> QLabel:
     return label
 
 
+CHIP_WIDTH = 300          # about what a proposed chip with confirm and reject takes
+
+
 class TagChip(QWidget):
     toggled = Signal(str, bool)          # name, reject?
     confirmed = Signal(str)
@@ -167,17 +170,20 @@ class NodeView(QScrollArea):
                                           + theme.muted(f"— answered by {html.escape(str(c['by']))}")))
         self.layout_.addWidget(_label("<b>Tags</b>"))
         chips = QWidget()
-        grid = QGridLayout(chips)                  # chips wrap in rows of two instead of running off
+        grid = QGridLayout(chips)                  # chips wrap in rows instead of running off
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setAlignment(Qt.AlignLeft)
-        grid.setColumnStretch(2, 1)
+        # two to a row where two fit (a chip with its buttons is ~290 px): one in a narrow window, else
+        # the row set the page's width and the title and derived lines were cut at the right edge
+        per_row = 2 if self.viewport().width() >= CHIP_WIDTH * 2 else 1
+        grid.setColumnStretch(per_row, 1)
         for i, tag in enumerate(all_tags):
             chip = TagChip(tag["name"], tag["status"])
             chip.toggled.connect(lambda name, reject: self.tag_toggled.emit(self.node_id, name, reject))
             chip.confirmed.connect(lambda name: self.tag_confirmed.emit(self.node_id, name))
             chip.opened.connect(self.tag_opened)
             self.chips[tag["name"]] = chip
-            grid.addWidget(chip, i // 2, i % 2)
+            grid.addWidget(chip, i // per_row, i % per_row)
         if not all_tags:
             grid.addWidget(_label(theme.muted("none")), 0, 0)
         self.layout_.addWidget(chips)

@@ -93,10 +93,10 @@ def make_vault(folder: Path, notes: int, rng: random.Random) -> None:
 
 
 def _metabolise(m: Memory, say) -> None:
-    """The offline passes, each until it has nothing left to do."""
+    """The offline passes a daemon runs (the judge and the crystals too), each until it has nothing left to do."""
     from tidemind.metabolism.scheduler import run_due
 
-    for task in ("embed", "annotate", "link-propose", "dedup", "contradict", "temporal"):
+    for task in ("embed", "annotate", "link-propose", "link-evaluate", "dedup", "contradict", "crystallize", "temporal"):
         for _ in range(1000):                       # each run is one bounded batch
             report = run_due(m, only=[task], force=True)[0]
             if not any(v for k, v in report.items() if isinstance(v, int)):

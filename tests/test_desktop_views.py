@@ -413,6 +413,16 @@ def test_the_window_fits_800_by_500_without_sideways_scrolling(window, mem, qtbo
                     assert inner.width() <= area.viewport().width(), (window.tabs.tabText(index),
                                                                               type(area).__name__)
     assert (window.width(), window.height()) == (800, 500)
+    # a memory opened wide, then the window narrowed: its chips follow, nothing is cut
+    window.resize(1200, 760)
+    window.tabs.setCurrentIndex(0)
+    window.results.setCurrentRow(1)
+    settle(window, qtbot)
+    assert window.node_view.chips_per_row == 2 and len(window.node_view.chips) == 2
+    window.resize(800, 500)
+    settle(window, qtbot)
+    QApplication.processEvents()
+    assert window.node_view.widget().width() <= window.node_view.viewport().width()
 
 
 def test_the_proposed_tags_queue_rejects_a_useless_name_everywhere_and_undoes_it(window, mem, qtbot):

@@ -232,6 +232,7 @@ def test_reconsolidation_refreshes_derived_only(mem):
                             (a, b, a, b)).fetchone()[0] == "pending"
     again = run_due(mem, only=["reconsolidate"], force=True)[0]
     assert again["refreshed"] == 0                      # nothing new since
+    assert "reconsolidated_at" not in mem.show(a)["derived"]        # the pass's bookkeeping, not a reading
 
 
 def test_repeated_passes_settle(mem):
@@ -393,8 +394,9 @@ def test_co_recall_proposes_only_pairs_that_recur_and_a_few_per_node(mem):
            for n in range(8)]
     mem.embed_pending()
     with immediate(mem.conn):
-        for _ in range(3):                           # one question asked three times: one answer, repeated
-            recall_hits.record(mem.conn, ids[:3], mem.now())
+        for minute in (58, 59, 61):                  # one question asked three times across a clock hour
+            recall_hits.record(mem.conn, ids[:3], f"2026-03-01T09:{minute % 60:02d}:00.000000Z"
+                               if minute < 60 else "2026-03-01T10:01:00.000000Z")
     assert run_due(mem, only=["reconsolidate"], force=True)[0]["links_proposed"] == 0
     with immediate(mem.conn):
         for k in range(3):                           # the first node recalled with the others in three answers

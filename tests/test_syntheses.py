@@ -243,6 +243,10 @@ def test_recall_answers_a_question_about_a_period_with_its_digests(home, mem):
     assert [d["period"] for d in r["period"]["digests"]] == ["2026-W10", "2026-03-03"]
     assert all(d["members"] == [a] and d["scope"] == "personal" for d in r["period"]["digests"])
     assert "period" not in mem.recall("who signed off the release train?", scopes=["personal"])
+    # as of a moment before the memory was recorded, nothing of it may come back, digests included
+    before = mem.recall("what happened in week 10 of 2026?", scopes=["personal"], as_of="2026-03-01T00:00:00Z",
+                        clock="recorded")
+    assert "period" not in before and "QA signed off" not in json.dumps(before)
     mem.close()
     from .conftest import run_cli
     said = run_cli(home, "recall", "what happened in week 10 of 2026?", "--scope", "personal").stdout.decode()
@@ -256,6 +260,7 @@ def test_recall_answers_a_question_about_a_period_with_its_digests(home, mem):
     served = anyio.run(go)
     assert served["period"]["period"] == "2026-W10"
     assert [d["members"] for d in served["period"]["digests"]] == [[a], [a]]
+    assert all("text" not in d for d in served["period"]["digests"])          # index mode stays cheap
     assert "design agency" not in json.dumps(served)
 
 
@@ -275,6 +280,7 @@ def test_a_withdrawn_crystal_leaves_the_queue_and_its_item_no_longer_quotes_the_
     run_due(mem, only=["crystallize"], force=True)
     assert syntheses.get(mem.conn, fish["id"])["status"] == "withdrawn"
     assert item["id"] not in {i["id"] for i in mem.review_list()}
+    assert mem.stats()["review"]["open"] == len(mem.review_list())            # counted as the queue has it
     shown = mem.review_show(item["id"])
     assert shown["synthesis"]["hidden"].startswith("withdrawn") and shown["synthesis"]["title"] == ""
     assert not any(w in json.dumps(shown) for w, q in zip(words, quoted) if q in archived)
@@ -303,3 +309,13 @@ def test_a_title_or_an_initial_does_not_end_a_sentence():
     assert sentences("Standup at 9 a.m. Then the review.") == ["Standup at 9 a.m.", "Then the review."]
     assert sentences("Call Dr.\n- then the pharmacy") == ["Call Dr.", "then the pharmacy"]     # a line ends it
     assert title_for("Dentist appointment with Dr. Patel. Bring the forms.") == "Dentist appointment with Dr. Patel."
+
+
+def test_a_title_name_in_every_memory_of_the_scope_weighs_nothing_in_the_plural_too():
+    """Names are matched singular ("user"); their rarity is the scope's for the words as written
+    ("users", in every memory here): a word the whole scope uses never titles a group."""
+    from tidemind.metabolism.extract import shared_names
+
+    group = [(1, "The Kestrel export failed for users in Berlin."), (2, "Kestrel export retried for users overnight."),
+             (3, "The Kestrel export now skips inactive users.")]
+    assert shared_names(group, {"users": 0.0, "kestrel": 3.0, "export": 2.0, "berlin": 5.0}) == ["Kestrel export"]

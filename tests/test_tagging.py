@@ -319,3 +319,11 @@ def test_undoing_a_rejection_restores_the_whole_row_it_replaced(mem):
     assert row(proposed, "island")[0] == "rejected_by_user"
     mem.tag_unreject_everywhere("island", "personal")
     assert (row(own, "ferries"), row(proposed, "island")) == before
+    # a person's tag added over a rejection, then taken back (the desktop's undo), keeps it too
+    mem.tag_add(proposed, "island")
+    decided = row(proposed, "island")
+    mem.tag_decide(proposed, "island", reject=True)
+    added = mem.tag_add(proposed, "island")
+    mem.tag_restore(proposed, "island", added["previous"])
+    mem.tag_decide(proposed, "island", reject=False)
+    assert row(proposed, "island") == decided

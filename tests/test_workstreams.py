@@ -612,7 +612,7 @@ def test_a_folder_of_daily_notes_is_a_journal_not_a_workstream(mem, tmp_path):
     from tidemind.importers.engine import sync
 
     vault = tmp_path / "vault"
-    for folder in ("Daily", "journals", "Diary", "kite-repair"):
+    for folder in ("Daily", "journals", "Diary", "kite-repair", "shed-build"):
         (vault / folder).mkdir(parents=True)
     for day in (2, 4, 6):
         dated = f"---\ndate: 2026-02-{day:02d}\n---\n"
@@ -621,11 +621,14 @@ def test_a_folder_of_daily_notes_is_a_journal_not_a_workstream(mem, tmp_path):
         (vault / "Diary" / f"Feb {day}th, 2026.md").write_text(f"{dated}Lunch with Sam, day {day}.\n")
         (vault / "kite-repair" / f"session-{day}.md").write_text(
             f"---\ndate: 2026-02-{day:02d}\n---\nBought ripstop for panel {day}.\n", encoding="utf-8")
+        # notes named by their day *and* their subject are about something: their folder is work
+        (vault / "shed-build" / f"2026-02-{day:02d} roof panels.md").write_text(
+            f"{dated}Fitted roof panel {day} on the shed.\n", encoding="utf-8")
     sync(mem, "obsidian", vault, S)
     run_due(mem, only=["fingerprint"], force=True)
     unknowns = Workstreams(mem).unknowns(scope=S)
     names = {x["name"] for group in unknowns.values() if isinstance(group, list) for x in group}
-    assert "kite-repair" in names
+    assert {"kite-repair", "shed-build"} <= names
     assert not names & {"daily", "journals", "diary"}
 
 

@@ -79,7 +79,8 @@ When nothing matches well enough the answer says abstained: true: then say you d
 rather than guessing. The answer lists `grounded_by`: the memories that support it by themselves.
 A question that names a period ("what happened in week 10", "last week", "on 2026-03-09",
 "yesterday") also carries `period`: that week's or day's digests (derived summaries by valid
-time, each citing its member memories by id).
+time, each citing its member memories by id; in mode "index" only their ids, periods and titles;
+none with as_of).
 
 When the memories that answer are about different things (two people called Alex, two staging
 databases), the answer carries `clarify`: one question and the candidate groups. Ask the user
@@ -230,6 +231,10 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
                     "grounded_by": r["grounded_by"], "message": r["message"]}
         if mode == "index":
             r["items"] = [_index(i) for i in r["items"]]
+            if r.get("period"):          # cheap: which digests there are, fetched in full without index
+                r["period"] = {**r["period"], "digests": [
+                    {k: d.get(k) for k in ("id", "kind", "scope", "period", "title", "members")}
+                    for d in r["period"]["digests"]]}
         return r
 
     @server.tool(description=PREPARE_DOC, annotations=ToolAnnotations(

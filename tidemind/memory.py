@@ -507,8 +507,10 @@ class Memory:
             result = hybrid_recall(self.conn, None, replace(req, use_vectors=False))
             result["degraded"] = unavailable
         result["scopes"] = read
-        period = self._period_digests(query, read)
-        if period is not None:      # "what happened in week 10?": that period's digests, beside the hits
+        # "what happened in week 10?": that period's digests, beside the hits. Not as of another
+        # moment: a digest is written from what memory holds now, and would quote later memories
+        period = self._period_digests(query, read) if moment is None else None
+        if period is not None:
             result["period"] = period
         if record:
             self._record_hits([i["id"] for i in result["items"]], req.now)

@@ -42,6 +42,7 @@ def _label(text: str, rich: bool = True) -> QLabel:
 
 
 CHIP_WIDTH = 300          # about what a proposed chip with confirm and reject takes
+CHIP_NAME = 28            # characters of a tag's name on its chip (the tooltip has it whole)
 
 
 class TagChip(QWidget):
@@ -54,10 +55,11 @@ class TagChip(QWidget):
         self.name, self.status = name, status
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 6, 0)
-        self.label = QPushButton(f"#{name} · {status.replace('_by_user', '')}")
+        shown = name if len(name) <= CHIP_NAME else name[:CHIP_NAME - 1] + "…"     # a chip never outgrows the view
+        self.label = QPushButton(f"#{shown} · {status.replace('_by_user', '')}")
         self.label.setFlat(True)
         self.label.setCursor(Qt.PointingHandCursor)
-        self.label.setToolTip(f"Show every memory tagged {name}")
+        self.label.setToolTip(f"Show every memory tagged {name}")      # the whole name, however long
         self.label.setStyleSheet(theme.CHIP.get(status, ""))
         self.label.clicked.connect(lambda: self.opened.emit(name))
         row.addWidget(self.label)
@@ -92,7 +94,31 @@ class NodeView(QScrollArea):
         self.layout_.setAlignment(Qt.AlignTop)
         self.setWidget(self.inner)
         self.chips: dict[str, TagChip] = {}
+        self.chip_grid: QGridLayout | None = None
+        self.chips_per_row: int | None = None
         self.show_message("Select a memory to see it here: search above, browse on the left, or press Ctrl+K.")
+
+    def _chips_per_row(self) -> int:
+        # two to a row where two fit: in a narrow window two proposed chips set the page's width, and
+        # the title and derived lines were cut at the right edge (there is no sideways bar to show it)
+        return 2 if self.viewport().width() >= CHIP_WIDTH * 2 else 1
+
+    def _place_chips(self) -> None:
+        grid, per_row = self.chip_grid, self._chips_per_row()
+        self.chips_per_row = per_row
+        for chip in self.chips.values():
+            grid.removeWidget(chip)
+        for column in range(3):
+            grid.setColumnStretch(column, 0)
+        for i, chip in enumerate(self.chips.values()):
+            grid.addWidget(chip, i // per_row, i % per_row)
+        grid.setColumnStretch(per_row, 1)
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        if self.chips and self.chips_per_row != self._chips_per_row():
+            self._place_chips()          # narrowed or widened across the line: chips follow
+            self.inner.updateGeometry()
 
     def _clear(self):
         while self.layout_.count():
@@ -173,17 +199,14 @@ class NodeView(QScrollArea):
         grid = QGridLayout(chips)                  # chips wrap in rows instead of running off
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setAlignment(Qt.AlignLeft)
-        # two to a row where two fit (a chip with its buttons is ~290 px): one in a narrow window, else
-        # the row set the page's width and the title and derived lines were cut at the right edge
-        per_row = 2 if self.viewport().width() >= CHIP_WIDTH * 2 else 1
-        grid.setColumnStretch(per_row, 1)
+        self.chip_grid = grid
         for i, tag in enumerate(all_tags):
             chip = TagChip(tag["name"], tag["status"])
             chip.toggled.connect(lambda name, reject: self.tag_toggled.emit(self.node_id, name, reject))
             chip.confirmed.connect(lambda name: self.tag_confirmed.emit(self.node_id, name))
             chip.opened.connect(self.tag_opened)
             self.chips[tag["name"]] = chip
-            grid.addWidget(chip, i // per_row, i % per_row)
+        self._place_chips()
         if not all_tags:
             grid.addWidget(_label(theme.muted("none")), 0, 0)
         self.layout_.addWidget(chips)

@@ -78,16 +78,17 @@ def sentences(text: str) -> list[str]:
     out: list[str] = []
     for line in _LINE.split(text or ""):
         line = _BULLET.sub("", " ".join(line.split())).strip()
-        glued = False
+        held: list[str] = []           # pieces of one sentence: joined once (linear in the line)
         for piece in _SENTENCE_END.split(line):
             piece = piece.strip()
             if not piece:
                 continue
-            if glued:
-                out[-1] = f"{out[-1]} {piece}"
-            else:
-                out.append(piece)
-            glued = bool(_ABBREVIATION.search(out[-1]))
+            held.append(piece)
+            if not _ABBREVIATION.search(piece[-12:]):     # only its end can be "Dr." or "e.g."
+                out.append(" ".join(held))
+                held = []
+        if held:
+            out.append(" ".join(held))
     return out
 
 
@@ -181,15 +182,21 @@ def shared_names(members: Sequence[Member], idf: dict[str, float], k: int = 3,
     reading = reading or Reading()
     seen: Counter = Counter()
     named: set[str] = set()             # a phrase, a name, or a word the group uses as a noun somewhere
+    surface: dict[str, str] = {}        # key -> as first written: the idf is of words as written
     for nid, text in members:
         names = reading.names_of(nid, text)
         seen.update(names.keys())
         named.update(key for key, (_, flags) in names.items() if flags & (CAP | MULTI | NOUN))
+        for key, (written, _) in names.items():
+            surface.setdefault(key, written)
     need = 2 if len(members) > 1 else 1
 
     def weight(folded: str) -> float:
-        parts = folded.split()
-        rarity = sum(idf.get(p, 1.0) for p in parts) / len(parts)
+        parts = folded.split()           # singular ("user"), where the idf knows "users"
+        words = surface[folded].casefold().split()
+        if len(words) != len(parts):
+            words = parts
+        rarity = sum(idf.get(w, idf.get(p, 1.0)) for w, p in zip(words, parts)) / len(parts)
         return seen[folded] * rarity * (1.15 if len(parts) > 1 else 1.0)
 
     weights = {f: weight(f) for f, n in seen.items() if n >= need and f in named}

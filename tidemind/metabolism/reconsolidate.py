@@ -68,7 +68,7 @@ class ReconsolidateTask:
                                      reason=f"recalled together {times} times", rejected_before=lapsed):
                         proposed += 1
                         room -= 1
-                derived.put(ctx.conn, node_id, "reconsolidated_at", now, self.name, now)
+                derived.put(ctx.conn, node_id, derived.RECONSOLIDATED_AT, now, self.name, now)
                 audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action="reconsolidate", node_id=node_id,
                              hits=entry["hits"], company=company, tags=[s for s, _ in slugs],
                              **({"withdrawn": withdrawn} if withdrawn else {}))

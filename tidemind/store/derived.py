@@ -41,7 +41,8 @@ CREATE INDEX derived_history_node ON derived_history(node_id, field);
 SEARCHABLE = ("title", "summary", "keyphrases", "anchors")
 # a pass's own bookkeeping, kept beside the node but not a reading of it: never shown as derived
 VOCABULARY_SIZE = "vocabulary_size"       # how many memories the scope had when annotate tagged the node
-BOOKKEEPING = frozenset({VOCABULARY_SIZE})
+RECONSOLIDATED_AT = "reconsolidated_at"   # when reconsolidate last refreshed the node (its hits count after it)
+BOOKKEEPING = frozenset({VOCABULARY_SIZE, RECONSOLIDATED_AT})
 
 
 def put(conn: apsw.Connection, node_id: int, field: str, value: str, generator: str, at: str) -> None:

@@ -28,21 +28,31 @@ def record(conn: apsw.Connection, node_ids: Sequence[int], at: str) -> None:
                      [(i, at, json.dumps([o for o in node_ids if o != i])) for i in node_ids])
 
 
+OCCASION_S = 3600     # the same answer again within this long is the same occasion
+
+
 def hot_since(conn: apsw.Connection, min_hits: int, limit: int) -> list[dict]:
     """Live nodes recalled at least `min_hits` times since they were last reconsolidated, with
     `company`: for each node recalled beside it, on how many occasions, an occasion being one
-    answer within one hour (a question asked three times in a row is one occasion; the pair
-    recalled in other company, or in another hour, is another)."""
+    answer (a question asked three times in a row is one occasion; the same answer an hour or
+    more after the last one counted, or the pair recalled in other company, is another)."""
+    import datetime as dt
+
     found = rows(conn, """
-        SELECT h.node_id, count(*) AS hits, json_group_array(json_array(substr(h.at, 1, 13), h.company)) AS answers
+        SELECT h.node_id, count(*) AS hits, json_group_array(json_array(h.at, h.company)) AS answers
         FROM recall_hits h
         JOIN nodes n ON n.id = h.node_id AND n.status = 'live'
         LEFT JOIN derived d ON d.node_id = h.node_id AND d.field = 'reconsolidated_at'
         WHERE d.value IS NULL OR h.at > d.value
         GROUP BY h.node_id HAVING count(*) >= ? ORDER BY hits DESC LIMIT ?""", (min_hits, limit))
     for r in found:
+        last: dict[str, dt.datetime] = {}          # company -> when its last counted occasion began
         counts: dict[int, int] = {}
-        for _hour, company in {tuple(a) for a in json.loads(r.pop("answers"))}:
+        for at, company in sorted(tuple(a) for a in json.loads(r.pop("answers"))):
+            when = dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
+            if company in last and (when - last[company]).total_seconds() < OCCASION_S:
+                continue
+            last[company] = when
             for other in json.loads(company):
                 counts[other] = counts.get(other, 0) + 1
         r["company"] = counts

@@ -126,13 +126,13 @@ def open_for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, 
 
 
 def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:
-    if not scopes:
-        return {s: n for s, n in conn.execute("SELECT status, count(*) FROM review_items GROUP BY status")}
-    marks = ",".join("?" * len(scopes))
-    return {s: n for s, n in conn.execute(
-        f"SELECT x.status, count(*) FROM review_items x JOIN nodes n ON n.id = x.node_id"
-        f" LEFT JOIN nodes o ON o.id = x.other_node_id WHERE n.scope IN ({marks})"
-        f" AND (o.id IS NULL OR o.scope IN ({marks})) GROUP BY x.status", [*scopes, *scopes])}
+    """Items by status, as the queue has them (an open item about a withdrawn synthesis waits out of it)."""
+    if scopes:
+        where, params = _in_scopes_sql(scopes)
+    else:
+        where, params = _queue_sql(), []
+    return {s: n for s, n in conn.execute(f"SELECT r.status, count(*) FROM review_items r WHERE {where}"
+                                          " GROUP BY r.status", params)}
 
 
 def naming(conn: apsw.Connection, node_ids: Sequence[int]) -> list[int]:
@@ -170,17 +170,22 @@ def open_in_scopes(conn: apsw.Connection, scopes: Sequence[str], kinds: Sequence
 
 def _in_scopes_sql(scopes: Sequence[str], queue: bool = True) -> tuple[str, list]:
     """An item is in the scopes when its scope is (proposals) or all the nodes it names are. In the
-    queue (`queue`), an open item about a synthesis that was withdrawn is left out: there is nothing
-    to decide until the metabolism makes it again (and it re-points the item)."""
-    from . import syntheses
-
+    queue (`queue`), an open item about a synthesis that was withdrawn is left out (`_queue_sql`)."""
     marks = ",".join("?" * len(scopes))
     sql = (f"(coalesce(r.scope, (SELECT scope FROM nodes WHERE id = r.node_id)) IN ({marks})"
            f" AND (r.other_node_id IS NULL OR (SELECT scope FROM nodes WHERE id = r.other_node_id) IN ({marks})))")
     if queue:
-        about = "json_extract(r.payload, '$.synthesis')"
-        sql += f" AND NOT (r.status = 'open' AND {about} IS NOT NULL AND {syntheses.withdrawn_sql(about)})"
+        sql += f" AND {_queue_sql()}"
     return sql, [*scopes, *scopes]
+
+
+def _queue_sql() -> str:
+    """SQL on `r`: not an open item about a synthesis that was withdrawn (nothing to decide until
+    the metabolism makes it again, and re-points the item)."""
+    from . import syntheses
+
+    about = "json_extract(r.payload, '$.synthesis')"
+    return f"NOT (r.status = 'open' AND {about} IS NOT NULL AND {syntheses.withdrawn_sql(about)})"
 
 
 def listing(conn: apsw.Connection, scopes: Sequence[str], status: str | None = "open", limit: int = 100) -> list[dict]:

@@ -314,7 +314,8 @@ def served_names(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, li
 def assignment(conn: apsw.Connection, node_id: int, name: str) -> dict | None:
     """The node's assignment of `name` as it is (None: it has none), to be put back by `put_back`."""
     found = rows(conn, "SELECT nt.status, nt.source, nt.confidence, nt.created_at, nt.decided_at, nt.prior_status,"
-                       " nt.prior_source, nt.prior_confidence FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
+                       " nt.prior_source, nt.prior_confidence, nt.prior_decided_at"
+                       " FROM node_tags nt JOIN tags t ON t.id = nt.tag_id"
                        " WHERE nt.node_id = ? AND t.name = ?", (node_id, name))
     return found[0] if found else None
 
@@ -331,11 +332,14 @@ def put_back(conn: apsw.Connection, node_id: int, name: str, row: dict | None) -
         # "never this tag here" was said since: the proposal comes back withdrawn, remembered as
         # reject_everywhere remembers the ones it withdrew (lifting the tombstone brings it back)
         row = {**row, "status": "rejected_by_user", "source": EVERYWHERE, "confidence": None,
-               "prior_status": "proposed", "prior_source": row["source"], "prior_confidence": row["confidence"]}
+               "prior_status": "proposed", "prior_source": row["source"], "prior_confidence": row["confidence"],
+               "prior_decided_at": row["decided_at"]}
     conn.execute("INSERT INTO node_tags(node_id, tag_id, status, source, confidence, created_at, decided_at, prior_status,"
-                 " prior_source, prior_confidence) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(node_id, tag_id) DO UPDATE SET"
+                 " prior_source, prior_confidence, prior_decided_at) VALUES(?,?,?,?,?,?,?,?,?,?,?)"
+                 " ON CONFLICT(node_id, tag_id) DO UPDATE SET"
                  " status=excluded.status, source=excluded.source, confidence=excluded.confidence,"
                  " created_at=excluded.created_at, decided_at=excluded.decided_at, prior_status=excluded.prior_status,"
-                 " prior_source=excluded.prior_source, prior_confidence=excluded.prior_confidence",
+                 " prior_source=excluded.prior_source, prior_confidence=excluded.prior_confidence,"
+                 " prior_decided_at=excluded.prior_decided_at",
                  (node_id, tid, row["status"], row["source"], row["confidence"], row["created_at"], row["decided_at"],
-                  row["prior_status"], row["prior_source"], row["prior_confidence"]))
+                  row["prior_status"], row["prior_source"], row["prior_confidence"], row.get("prior_decided_at")))

@@ -36,9 +36,12 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 _SLUG_OK = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 # a note named by its date is a journal page (Obsidian's daily notes, 2026-03-02; Logseq's journals,
 # 2026_03_02; "Mar 2nd, 2026"): its folder holds days, not a piece of work, so it is never an unknown
-_DATED = re.compile(r"^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{4}"
-                    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*-\d{1,2}(?:st|nd|rd|th)?-\d{4}"
-                    r"|\d{4}-w\d{1,2})(?:-.*)?$")
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+# the whole name is the date: "2026-03-02 sync with Anna.md" is a note about something, in a folder
+# that may well be a piece of work
+_DATED = re.compile(rf"^(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|\d{{1,2}}-\d{{1,2}}-\d{{4}}"
+                    rf"|{_MONTH}-\d{{1,2}}(?:st|nd|rd|th)?-\d{{4}}|\d{{4}}-w\d{{1,2}})$")
 
 
 def slugify(name: str) -> str:

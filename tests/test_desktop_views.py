@@ -421,8 +421,8 @@ def test_the_window_fits_800_by_500_without_sideways_scrolling(window, mem, qtbo
     assert window.node_view.chips_per_row == 2 and len(window.node_view.chips) == 2
     window.resize(800, 500)
     settle(window, qtbot)
-    QApplication.processEvents()
-    assert window.node_view.widget().width() <= window.node_view.viewport().width()
+    assert window.node_view.chips_per_row == 1
+    qtbot.waitUntil(lambda: window.node_view.widget().width() <= window.node_view.viewport().width(), timeout=3000)
 
 
 def test_the_proposed_tags_queue_rejects_a_useless_name_everywhere_and_undoes_it(window, mem, qtbot):

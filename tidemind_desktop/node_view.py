@@ -98,13 +98,13 @@ class NodeView(QScrollArea):
         self.chips_per_row: int | None = None
         self.show_message("Select a memory to see it here: search above, browse on the left, or press Ctrl+K.")
 
-    def _chips_per_row(self) -> int:
+    def _chips_per_row(self, width: int | None = None) -> int:
         # two to a row where two fit: in a narrow window two proposed chips set the page's width, and
         # the title and derived lines were cut at the right edge (there is no sideways bar to show it)
-        return 2 if self.viewport().width() >= CHIP_WIDTH * 2 else 1
+        return 2 if (self.viewport().width() if width is None else width) >= CHIP_WIDTH * 2 else 1
 
-    def _place_chips(self) -> None:
-        grid, per_row = self.chip_grid, self._chips_per_row()
+    def _place_chips(self, width: int | None = None) -> None:
+        grid, per_row = self.chip_grid, self._chips_per_row(width)
         self.chips_per_row = per_row
         for chip in self.chips.values():
             grid.removeWidget(chip)
@@ -116,8 +116,10 @@ class NodeView(QScrollArea):
 
     def resizeEvent(self, event):
         super().resizeEvent(event)
-        if self.chips and self.chips_per_row != self._chips_per_row():
-            self._place_chips()          # narrowed or widened across the line: chips follow
+        # the width the viewport is getting (it may not have it yet): the area less its bar and frame
+        width = event.size().width() - self.verticalScrollBar().sizeHint().width() - 2 * self.frameWidth()
+        if self.chips and self.chips_per_row != self._chips_per_row(width):
+            self._place_chips(width)     # narrowed or widened across the line: chips follow
             self.inner.updateGeometry()
 
     def _clear(self):

@@ -469,3 +469,10 @@ def test_whole_scope_ranking_agrees_with_pair_scores_and_sees_only_the_scope(mem
     assert held["project:a"].holds and not held["project:b"].holds
     assert held["project:a"] is held["project:a"] and held.held == held["project:a"].documents
     assert [o for _, o in held["project:a"].ranked(a, query, 10)] == [o for _, o in whole]
+    # and only where the pass has enough new memories to pay for holding the scope
+    monkeypatch.setattr(relate, "HOLD_BUDGET", 10000)
+    few = relate.Relatedness(mem.conn, "project:a", mem.embedder).documents
+    monkeypatch.setattr(relate, "HOLD_PAYS", few)          # one new memory pays for `few` held ones
+    assert relate.PassScopes(mem.conn, mem.embedder, {"project:a": 1})["project:a"].holds
+    monkeypatch.setattr(relate, "HOLD_PAYS", few - 1)
+    assert not relate.PassScopes(mem.conn, mem.embedder, {"project:a": 1})["project:a"].holds

@@ -27,7 +27,10 @@ class LinkProposeTask:
         emb = ctx.memory.embedder
         cursor = task_runs.get_cursor(ctx.conn, self.name)
         todo = vectors.embedded_after(ctx.conn, cursor, emb.name, ctx.batch or self.batch_size)
-        scopes = PassScopes(ctx.conn, emb)
+        new: dict[str, int] = {}
+        for _, scope, _ in todo:
+            new[scope] = new.get(scope, 0) + 1
+        scopes = PassScopes(ctx.conn, emb, new)
         proposed = done = 0
         last = cursor
         for node_id, scope, query in todo:

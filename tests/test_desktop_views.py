@@ -183,17 +183,23 @@ def _graph_store(mem):
     return hubs
 
 
-def _viewport_point(panel, node_id) -> QPoint:
-    return panel.view.mapFromScene(panel.items[node_id].scenePos())
-
-
-def test_the_whole_graph_filters_colours_and_answers_the_pointer(window, mem, qtbot):
+def _whole_graph_laid_out(window, mem, qtbot):
+    """The graph store, its whole graph on screen with the layout finished: (hubs, the graph panel)."""
     hubs = _graph_store(mem)
     window.refresh_all()
     window.tabs.setCurrentWidget(window.graph_view)
     settle(window, qtbot)
     panel = window.graph_view
     qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    return hubs, panel
+
+
+def _viewport_point(panel, node_id) -> QPoint:
+    return panel.view.mapFromScene(panel.items[node_id].scenePos())
+
+
+def test_the_whole_graph_filters_colours_and_answers_the_pointer(window, mem, qtbot):
+    hubs, panel = _whole_graph_laid_out(window, mem, qtbot)
     assert len(panel.items) == 26 and len(panel.edge_layer.edges) == 24
     assert "project:port (13)" in panel.legend.text() and "project:bakery (13)" in panel.legend.text()
     panel.scope.setCurrentText("project:port")
@@ -236,12 +242,7 @@ def test_the_whole_graph_filters_colours_and_answers_the_pointer(window, mem, qt
 
 
 def test_graph_positions_are_kept_per_scope_and_a_newcomer_moves_in(window, mem, qtbot):
-    hubs = _graph_store(mem)
-    window.refresh_all()
-    window.tabs.setCurrentWidget(window.graph_view)
-    settle(window, qtbot)
-    panel = window.graph_view
-    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    hubs, panel = _whole_graph_laid_out(window, mem, qtbot)
     kept = {i: (it.pos().x(), it.pos().y()) for i, it in panel.items.items()}
     panel.scope.setCurrentText("project:port")
     settle(window, qtbot)

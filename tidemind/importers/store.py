@@ -188,11 +188,15 @@ def _scrub_heading_below(conn, source: str, root: str, path: str, headings: list
 
 
 def units_by_key(conn, source: str, root: str, keys) -> dict[str, dict]:
-    keys = list(keys)
+    return _units_where_in(conn, source, root, "unit_key", list(keys))
+
+
+def _units_where_in(conn, source: str, root: str, column: str, values: list) -> dict[str, dict]:
+    """unit key -> row for the folder's units whose `column` is one of `values` (500 to a query)."""
     out: dict[str, dict] = {}
-    for start in range(0, len(keys), 500):
-        chunk = keys[start:start + 500]
-        for r in rows(conn, f"SELECT * FROM import_units WHERE source=? AND root=? AND unit_key IN"
+    for start in range(0, len(values), 500):
+        chunk = values[start:start + 500]
+        for r in rows(conn, f"SELECT * FROM import_units WHERE source=? AND root=? AND {column} IN"
                             f" ({','.join('?' * len(chunk))})", [source, root, *chunk]):
             out[r["unit_key"]] = r
     return out
@@ -222,13 +226,7 @@ def set_anchors(conn, source, root, key, anchors: dict) -> None:
 def units_of_notes(conn, source: str, root: str, paths, legacy_forgotten: bool = False) -> dict[str, dict]:
     """The rows of these notes' units, forgotten ones included (by their note's hash); with
     `legacy_forgotten`, also forgotten rows from before note hashes were kept."""
-    hashes = [note_hash(p) for p in paths]
-    out: dict[str, dict] = {}
-    for start in range(0, len(hashes), 500):
-        chunk = hashes[start:start + 500]
-        for r in rows(conn, f"SELECT * FROM import_units WHERE source=? AND root=? AND note_hash IN"
-                            f" ({','.join('?' * len(chunk))})", [source, root, *chunk]):
-            out[r["unit_key"]] = r
+    out = _units_where_in(conn, source, root, "note_hash", [note_hash(p) for p in paths])
     if legacy_forgotten:
         for r in rows(conn, "SELECT * FROM import_units WHERE source=? AND root=? AND note_hash IS NULL",
                       (source, root)):

@@ -56,14 +56,21 @@ def propose(conn: apsw.Connection, source_id: int, target_id: int, *, strength: 
                      " VALUES(?,?,?,'pending',?,?,?,?)",
                      (source_id, target_id, relation, strength, secrets.mask_optional(reason), proposed_by, at))
         return conn.last_insert_rowid()
+    return found[0] if _revive(conn, found, strength, reason, proposed_by, at, rejected_before) else None
+
+
+def _revive(conn: apsw.Connection, found: tuple, strength: float, reason: str | None, proposed_by: str, at: str,
+            rejected_before: str | None) -> bool:
+    """Bring an existing pair's link back to pending when its standing lapsed (an expired proposal,
+    or a model's rejection older than `rejected_before`) and the new signal is stronger."""
     link_id, status, before, decided = found
     lapsed = status == "expired" or (status == "rejected_by_model" and rejected_before is not None
                                      and (decided or "") < rejected_before)
-    if lapsed and strength > (before or 0.0):
-        conn.execute("UPDATE links SET status='pending', strength=?, reason=?, proposed_by=?, created_at=?,"
-                     " decided_at=NULL WHERE id=?", (strength, secrets.mask_optional(reason), proposed_by, at, link_id))
-        return link_id
-    return None
+    if not (lapsed and strength > (before or 0.0)):
+        return False
+    conn.execute("UPDATE links SET status='pending', strength=?, reason=?, proposed_by=?, created_at=?,"
+                 " decided_at=NULL WHERE id=?", (strength, secrets.mask_optional(reason), proposed_by, at, link_id))
+    return True
 
 
 def propose_many(conn: apsw.Connection, source_id: int, offers: Sequence[tuple[int, float, str | None]], *,
@@ -87,13 +94,8 @@ def propose_many(conn: apsw.Connection, source_id: int, offers: Sequence[tuple[i
         if found is None:
             fresh.append((source_id, target, strength, secrets.mask_optional(reason), proposed_by, at))
             continue
-        link_id, status, before, decided = found
-        lapsed = status == "expired" or (status == "rejected_by_model" and rejected_before is not None
-                                         and (decided or "") < rejected_before)
-        if lapsed and strength > (before or 0.0):
-            conn.execute("UPDATE links SET status='pending', strength=?, reason=?, proposed_by=?, created_at=?,"
-                         " decided_at=NULL WHERE id=?", (strength, secrets.mask_optional(reason), proposed_by, at, link_id))
-            made.append((link_id, target, strength))
+        if _revive(conn, found, strength, reason, proposed_by, at, rejected_before):
+            made.append((found[0], target, strength))
     if fresh:
         conn.executemany("INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by,"
                          " created_at) VALUES(?,?,'related','pending',?,?,?,?)", fresh)

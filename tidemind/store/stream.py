@@ -140,19 +140,7 @@ def redact(stream_dir: Path, name: str, capture_id: int, key: str, tombstone: st
             out += f"<!-- tidemind capture={capture_id} key={key} bytes={len(body)} -->\n".encode() + body
             pos = e.body_start + e.body_length
         out += data[pos:]
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, bytes(out))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        dfd = os.open(stream_dir, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        _rewrite(stream_dir, path, bytes(out))
         return True
 
 

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Callable
 
-from .errors import InvalidInput, TideMindError
+from .errors import InvalidInput, TideMindError, parse_id
 
 
 def _read_text(value: str):
@@ -177,9 +177,14 @@ def cmd_clarify(args):
 
 def _id_arg(text: str) -> int:
     """The CLI reads ids as text; the core takes whole numbers only (never text or booleans)."""
-    if not text.strip().isascii() or not text.strip().isdigit():
-        raise InvalidInput(f"an id is a whole number, got {text!r}")
-    return int(text)
+    return parse_id(text)
+
+
+def _id_type(text: str) -> int:
+    """argparse's type for every id argument: `type=int` took "1_0" as 10 and "３" as 3. Its
+    InvalidInput is not a ValueError, so argparse lets it through to main(), which says it in one
+    line with exit 1 like every other refusal."""
+    return parse_id(text)
 
 
 def cmd_show(args):
@@ -574,10 +579,7 @@ def cmd_import(args):
     with _memory(args) as m:
         m.actor = f"importer:{args.source}"
         if args.source == "rollback":
-            try:
-                batch = int(args.target)
-            except ValueError:
-                raise SystemExit(f"tidemind import rollback: {args.target!r} is not a batch number")
+            batch = parse_id(args.target, "batch")
             _emit(args, rollback(m, batch), lambda r: r["done"])
             return
         options = {"exclude": args.exclude or []}
@@ -672,7 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--choose", help="when the answer asked which of several things you mean: your choice")
     s = add("clarify", cmd_clarify, "questions memories wait on: list them, answer one, or skip it")
     s.add_argument("action", nargs="?", default="list", choices=["list", "answer", "skip"])
-    s.add_argument("id", nargs="?", type=int)
+    s.add_argument("id", nargs="?", type=_id_type)
     s.add_argument("answer", nargs="*", help="answer: the text (or - for stdin)")
     s.add_argument("--scope", action="append")
     s.add_argument("--all", action="store_true", help="list answered, skipped and closed questions too")
@@ -683,14 +685,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--as-of")
     s.add_argument("--clock", choices=["both", "valid", "recorded"], default="both")
     s = add("correct", cmd_correct, "replace a node's text by a new version (the old one is kept)")
-    s.add_argument("id", type=int)
+    s.add_argument("id", type=_id_type)
     s.add_argument("text")
     s.add_argument("--valid-at")
     for verb, help_ in (("archive", "hide a node from every read (reversible)"),
                         ("unarchive", "restore an archived node"),
                         ("forget", "erase a node's text everywhere, keeping a hash tombstone")):
         s = add(verb, _simple(verb), help_)
-        s.add_argument("id", type=int)
+        s.add_argument("id", type=_id_type)
     s = add("stats", cmd_stats, "counts by status")
     s.add_argument("--scope", action="append")
     s = add("doctor", cmd_doctor, "check SQLite, FTS, vectors, authored hashes and the stream files")
@@ -749,9 +751,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--note", help="dismiss/watch: why")
     s = add("review", cmd_review, "the review queue: list, show, approve, reject, reopen or forget an item")
     s.add_argument("action", choices=["list", "show", "approve", "reject", "reopen", "forget"])
-    s.add_argument("id", nargs="?", type=int)
+    s.add_argument("id", nargs="?", type=_id_type)
     s.add_argument("--all", action="store_true", help="list decided items too")
-    s.add_argument("--stands", type=int, help="approve a contradiction: the id of the memory that is right")
+    s.add_argument("--stands", type=_id_type, help="approve a contradiction: the id of the memory that is right")
     s = add("tags", cmd_tags, "tags: confirm|reject|unreject NODE NAME, reject-everywhere|unreject-everywhere NAME"
                               " --scope S, list [--status S]")
     s.add_argument("action", choices=["confirm", "reject", "unreject", "reject-everywhere", "unreject-everywhere",
@@ -761,7 +763,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--status", choices=["proposed", "confirmed", "rejected_by_user"])
     s = add("links", cmd_links, "confirm, reject or reopen a link")
     s.add_argument("action", choices=["confirm", "reject", "reopen"])
-    s.add_argument("id", type=int)
+    s.add_argument("id", type=_id_type)
     s = add("import", cmd_import, "import a notes folder (obsidian DIR, logseq DIR), or undo one (rollback BATCH)")
     s.add_argument("source", choices=["obsidian", "logseq", "rollback"])
     s.add_argument("target", help="the vault folder, or the batch number to roll back")
@@ -776,7 +778,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--view", choices=["search", "node", "graph", "local-graph", "review", "contradiction", "questions",
                                       "tags", "browse", "digests", "import", "switcher", "dark"], default="search")
     s.add_argument("--size", default="1180x760", help="window size for --screenshot, WIDTHxHEIGHT")
-    s.add_argument("--node", type=int, help="open this memory")
+    s.add_argument("--node", type=_id_type, help="open this memory")
     s.add_argument("--query", help="run this search first")
     s = add("eval", cmd_eval, "retrieval evaluation on JSONL memories and queries (DESIGN.md section 4); tagging"
                               " precision and recall when memories name their expected tags")
@@ -813,7 +815,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except TideMindError as exc:
+        if "--json" in (sys.argv[1:] if argv is None else argv):
+            print(json.dumps({"error": str(exc)}, ensure_ascii=False))
+        print(f"tidemind: {exc}", file=sys.stderr)
+        return 1
     try:
         args.func(args)
     except TideMindError as exc:

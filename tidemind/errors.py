@@ -2,6 +2,7 @@
 
 Every error a user can cause is a `TideMindError`; anything else is a bug and keeps its traceback.
 """
+import re
 from numbers import Integral
 
 MAX_ID = 2**63 - 1
@@ -53,3 +54,16 @@ def check_id(value, what: str = "node") -> int:
     if not 0 < int(value) <= MAX_ID:
         raise InvalidInput(f"{what} id out of range: {value}")
     return int(value)
+
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+def parse_id(text: str, what: str = "node") -> int:
+    """The one reading of an id written as text, for every shell that reads ids as text (the CLI's
+    arguments, the desktop's fields): ASCII digits only. Python's int() also reads "1_0" as 10,
+    " 1" as 1 and "３" or "٤" as digits; taking those once made `forget 1_0` erase node 10."""
+    if not isinstance(text, str) or not _ASCII_DIGITS.fullmatch(text):
+        raise InvalidInput(f"{what} id must be written as ASCII digits only (no spaces, signs or"
+                           f" separators), got {str(text)[:40]!r}")
+    return check_id(int(text), what)

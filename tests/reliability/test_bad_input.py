@@ -346,3 +346,44 @@ def test_orphan_stream_entries_of_killed_digests_can_be_removed(tmp_path):
     assert {c for c, _ in stream.all_entries(m.settings.stream_dir)} == {kept, 998}
     assert m.doctor()["ok"]
     m.close()
+
+
+def test_cli_ids_are_ascii_digits_only_so_a_typo_never_names_another_memory(tmp_path, capsys):
+    """`tidemind forget 1_0` erased node 10: argparse's int() reads "1_0" as 10, "３", "٤" and "৫"
+    as digits and " 1" as 1. Every id argument of every command now refuses them in one line,
+    and nothing changes."""
+    from tidemind import cli
+
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    m = Memory.open(home)
+    ids = [m.digest(f"memory number {i} about the lighthouse", scope="project:a")["node_ids"][0]
+           for i in range(12)]
+    m.close()
+    assert 10 in ids and 3 in ids and 4 in ids and 5 in ids and 1 in ids
+    m = Memory.open(home)
+    before = fingerprint(m, home)
+    m.close()
+    bad_ids = ["1_0", "\uff13", "\u0664", "\u09eb", " 1", "1 ", "+1", "1.0", "0x1", "１０", "01_0", "-1", ""]
+    commands = [["forget"], ["archive"], ["unarchive"], ["show"], ["correct", "{id}", "new text"],
+                ["links", "confirm"], ["review", "show"], ["review", "approve"], ["clarify", "skip"],
+                ["tags", "confirm", "{id}", "lighthouse"]]
+    for bad in bad_ids:
+        for command in commands:
+            argv = ["--home", str(home), *[a.replace("{id}", bad) for a in command]]
+            if "{id}" not in " ".join(command):
+                argv.append(bad)
+            code = cli.main(argv)
+            err = capsys.readouterr().err
+            assert code == 1, (argv, code, err)
+            assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err)
+    m = Memory.open(home)
+    assert fingerprint(m, home) == before
+    assert m.show(10)["status"] == "live"
+    m.close()
+    proc = run_cli(home, "forget", "1_0")                          # the real command as a person types it
+    assert proc.returncode == 1 and "ASCII digits" in proc.stderr.decode()
+    m = Memory.open(home)
+    assert m.show(10)["content"] == "memory number 9 about the lighthouse"
+    m.close()

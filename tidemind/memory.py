@@ -27,7 +27,7 @@ from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
                     recall_hits, syntheses,
                     stream, tags, vectors)
-from .store import backup_to
+from .store import backup_to, integrity
 from .timeutil import Clock, from_iso as parse_iso_dt, parse_iso, system_clock, to_iso
 from . import views
 
@@ -1160,29 +1160,9 @@ class Memory:
         notes: list[str] = []
         self.conn.execute("BEGIN")          # one read snapshot: a digest landing meanwhile cannot skew counts
         try:
-            result = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
-            checks["sqlite"] = "ok" if result == ["ok"] else "; ".join(result[:5])
-            if result != ["ok"]:
-                problems.append("sqlite: " + checks["sqlite"])
-            fts_problems = fts.integrity_problems(self.conn)
-            counted = fts.counted_documents(self.conn)
-            indexed = scalar(self.conn, "SELECT count(*) FROM nodes WHERE status != 'forgotten'")
-            if counted != indexed:
-                fts_problems.append(f"fts: term statistics count {counted} documents, the store has {indexed}")
-            checks["fts"] = "ok" if not fts_problems else "; ".join(fts_problems)
-            problems += fts_problems
-            vec_problems = vectors.integrity_problems(self.conn)
-            checks["vectors"] = "ok" if not vec_problems else "; ".join(vec_problems)
-            problems += vec_problems
-            bad_hash = [i for i, c, h in self.conn.execute(
-                "SELECT id, content, content_hash FROM nodes WHERE status != 'forgotten'") if text.sha256(c) != h]
-            checks["authored"] = "ok" if not bad_hash else f"{len(bad_hash)} node(s) whose text no longer matches its hash"
-            if bad_hash:
-                problems.append(f"authored: text changed outside a correction in node(s) {bad_hash[:10]}")
-            drifted = clarifications.mirror_mismatches(self.conn)
-            checks["clarified"] = "ok" if not drifted else f"{len(drifted)} node(s) whose indexed clarifications differ"
-            if drifted:
-                problems.append(f"clarified: the searchable copy of the answers differs in node(s) {drifted[:10]}")
+            found, found_problems = integrity.check(self.conn)
+            checks.update(found)
+            problems += found_problems
             known = captures.all_with_stream(self.conn)
             unembedded = vectors.queue_length(self.conn)
         finally:

@@ -3,7 +3,8 @@
 The usual reasons to restore are a damaged database or one a newer TideMind wrote, and neither
 opens through `Memory.open` (migrations refuse the one, SQLite the other). So this works on the
 files: the backup is checked first (readable, intact, a TideMind store, not newer than this
-code) and nothing changes until it passes. Then:
+code), then copied into a side file, migrated and checked whole (`_validated_copy`), and nothing
+changes until it passes. Then:
 
 1. the current database is kept under backups/pre-restore-<time>/: through SQLite's backup API
    when it reads, else as raw files (database, -wal, -shm);
@@ -24,7 +25,7 @@ import apsw
 from . import memory as _memory  # noqa: F401  (registers every owner's migrations)
 from .config import Settings
 from .errors import InvalidInput, StoreBusy
-from .store import backup_to, captures, connect, migrations, scalar, stream
+from .store import backup_to, captures, connect, integrity, migrations, scalar, stream
 
 
 def _check(source: Path) -> apsw.Connection:
@@ -49,6 +50,47 @@ def _check(source: Path) -> apsw.Connection:
         src.close()
         raise InvalidInput(problem)
     return src
+
+
+def _validated_copy(settings: Settings, src: apsw.Connection, source: Path, now: str) -> tuple[Path, apsw.Connection]:
+    """A copy of the backup in a side file, migrated to this version and checked whole: schema
+    exactly what this version makes (tables, columns, indexes, triggers, views: nothing extra),
+    SQLite's integrity check, the full-text and vector indexes consistent, authored text equal to
+    its hashes. Only a copy that passes replaces anything; else the side file goes and the store
+    is as it was. (A backup with its migrations ledger emptied, missing tables, other columns, or
+    a trigger copying every new memory elsewhere was swapped in before anything looked.)"""
+    stamp = now.replace(":", "").replace("-", "").replace(".", "")
+    side = settings.home / f"restore-check-{stamp}-{os.getpid()}.db"
+    settings.home.mkdir(parents=True, exist_ok=True)
+    problem = None
+    conn = None
+    try:
+        backup_to(src, side)
+        conn = connect(side, settings.busy_timeout_ms)
+        try:
+            migrations.migrate(conn)
+        except apsw.Error as exc:
+            problem = f"its schema does not migrate to this version's ({exc})"
+        if problem is None:
+            found = integrity.check(conn)[1]
+            if found:
+                more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+                problem = f"{found[0]}{more}"
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        _remove(side)
+        raise
+    if problem:
+        conn.close()
+        _remove(side)
+        raise InvalidInput(f"{source} is not a sound TideMind store ({problem}); nothing was restored")
+    return side, conn
+
+
+def _remove(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 
 def _keep_dir(settings: Settings, now: str) -> Path:
@@ -95,7 +137,11 @@ def restore(settings: Settings, path, now: str, live: apsw.Connection | None = N
         raise InvalidInput(f"no backup file at {source}")
     if source == db.resolve():
         raise InvalidInput("the backup to restore is the live database itself")
-    src = _check(source)
+    checked = _check(source)
+    try:
+        side, src = _validated_copy(settings, checked, source, now)
+    finally:
+        checked.close()
     notes: list[str] = []
     own = live is None
     damaged = (apsw.CorruptError, apsw.NotADBError, apsw.ReadOnlyError)   # ReadOnly: a page-size change in WAL
@@ -150,6 +196,7 @@ def restore(settings: Settings, path, now: str, live: apsw.Connection | None = N
         raise
     finally:
         src.close()
+        _remove(side)
     try:
         # the stream first (its columns exist in every schema), so a failing migration leaves a
         # consistent store that the next open migrates

@@ -213,3 +213,90 @@ def test_a_busy_store_is_not_mistaken_for_a_damaged_one(home, tmp_path):
         holder.close()
     with Memory.open(home) as m:
         assert m.stats()["nodes"]["live"] == 2                  # nothing was swapped underneath the writer
+
+
+def _tampered(m: Memory, target: Path, kind: str) -> None:
+    """A backup of `m`, then changed the way a damaged or hostile file would be."""
+    m.backup(target)
+    c = connect(target)
+    c.execute("PRAGMA foreign_keys=OFF")
+    if kind == "ledger-emptied":
+        c.execute("DELETE FROM migrations")
+    elif kind == "three-tables":
+        keep = {"nodes", "captures", "migrations"}
+        for (name,) in list(c.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+                                      " AND sql NOT LIKE 'CREATE VIRTUAL%'")):
+            if name not in keep and not name.startswith(("nodes_fts", "vec_bits")):
+                c.execute(f'DROP TABLE IF EXISTS "{name}"')
+    elif kind == "captures-columns":
+        c.execute("ALTER TABLE captures RENAME TO captures_old")
+        c.execute("CREATE TABLE captures(id INTEGER PRIMARY KEY, body BLOB)")
+        c.execute("DROP TABLE captures_old")
+    elif kind == "no-fts":
+        c.execute("DROP TABLE nodes_fts")
+    elif kind == "backdoor-trigger":
+        c.execute("CREATE TABLE shadow(content TEXT)")
+        c.execute("CREATE TRIGGER copy_out AFTER INSERT ON nodes BEGIN INSERT INTO shadow VALUES (new.content); END")
+    elif kind == "extra-view":
+        c.execute("CREATE VIEW peek AS SELECT content FROM nodes")
+    elif kind == "changed-trigger":
+        name, sql = c.execute("SELECT name, sql FROM sqlite_master WHERE type='trigger' LIMIT 1").fetchone()
+        c.execute(f'DROP TRIGGER "{name}"')
+        c.execute(sql.replace("BEGIN", "BEGIN SELECT 1;", 1))
+    elif kind == "text-rewritten":
+        c.execute("UPDATE nodes SET content = 'words nobody wrote' WHERE id = 1")
+    c.close()
+
+
+@pytest.mark.parametrize("kind", ["ledger-emptied", "three-tables", "captures-columns", "no-fts", "backdoor-trigger",
+                                  "extra-view", "changed-trigger", "text-rewritten"])
+def test_a_backup_is_checked_whole_in_a_side_file_before_anything_is_replaced(home, tmp_path, kind):
+    """`restore` swapped in a backup with its migrations ledger emptied, with 3 tables, with other
+    `captures` columns (every command then tracebacked), one without nodes_fts (digest tracebacked
+    later), and one carrying a trigger that copied every later memory into a table `forget` never
+    touched while doctor said healthy. Each is refused in one line and the store stays as it was."""
+    m = Memory.open(home)
+    m.digest("a memory that must survive a refused restore", scope="project:a")
+    m.embed_pending()
+    target = tmp_path / "candidate.db"
+    _tampered(m, target, kind)
+    before = state(m)
+    with pytest.raises(InvalidInput) as err:
+        m.restore(target)
+    message = str(err.value)
+    assert "nothing was restored" in message and "\n" not in message, message
+    assert state(m) == before
+    assert not list(home.glob("restore-check-*")), "the side file is left behind"
+    assert not (home / "backups").exists() or not list((home / "backups").glob("pre-restore-*"))
+    m.digest("the store still takes digests after the refusal", scope="project:a")
+    assert m.doctor()["ok"]
+    m.close()
+    proc = run_cli(home, "restore", str(target))
+    err_text = proc.stderr.decode()
+    assert proc.returncode == 1 and len(err_text.strip().splitlines()) == 1 and "Traceback" not in err_text
+
+
+def test_doctor_reports_a_trigger_planted_in_the_live_store(home):
+    """A store that gained an object this version does not make (here a trigger copying every
+    memory out) is not healthy, whatever its rows say."""
+    m = Memory.open(home)
+    m.digest("an ordinary memory", scope="project:a")
+    assert m.doctor()["ok"]
+    m.conn.execute("CREATE TABLE shadow(content TEXT)")
+    m.conn.execute("CREATE TRIGGER copy_out AFTER INSERT ON nodes BEGIN INSERT INTO shadow VALUES (new.content); END")
+    d = m.doctor()
+    assert not d["ok"] and any("copy_out" in p for p in d["problems"]), d["problems"]
+    m.close()
+
+
+def test_a_backup_of_an_older_schema_is_migrated_in_the_side_file_and_restored(home, tmp_path):
+    """The side-file check migrates first: a backup written by an older version is sound."""
+    old_home = tmp_path / "old"
+    _load_old_store(old_home)
+    expected = json.loads((OLD / "expected.json").read_text())
+    with Memory.open(home) as m:
+        r = m.restore(old_home / "tidemind.db")
+    assert r["doctor"]["ok"], r["doctor"]["problems"]
+    with Memory.open(home) as m:
+        for node_id, content in expected["contents"].items():
+            assert m.conn.execute("SELECT content FROM nodes WHERE id=?", (int(node_id),)).fetchone()[0] == content

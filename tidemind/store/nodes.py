@@ -515,3 +515,12 @@ def superseded_among(conn: apsw.Connection, node_ids: Sequence[int]) -> set[int]
     marks = ",".join("?" * len(node_ids))
     return {i for (i,) in conn.execute(f"SELECT id FROM nodes WHERE id IN ({marks}) AND status = 'superseded'",
                                        list(node_ids))}
+
+
+def hash_mismatches(conn: apsw.Connection) -> list[int]:
+    """Nodes whose authored text no longer matches the hash taken when it was written: changed
+    outside a correction (doctor, and restore's check of a backup)."""
+    from ..text import sha256
+
+    return [i for i, c, h in conn.execute("SELECT id, content, content_hash FROM nodes WHERE status != 'forgotten'")
+            if sha256(c) != h]

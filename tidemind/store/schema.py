@@ -1,0 +1,88 @@
+"""What a store's schema must be: exactly what this version's migrations make, nothing extra.
+
+A database file is code as well as data: a trigger or a view inside it runs on every write of
+whoever opens it. A backup carrying `CREATE TRIGGER … AFTER INSERT ON nodes … INSERT INTO
+shadow` was restored and then copied every later memory where `forget` never looked. So a
+store's objects are compared with a reference: an empty database migrated by this code, with
+one vector index made the way `vectors.ensure_index` makes them (those tables exist once per
+embedder). Tables are compared by their columns (an older store migrated forward may spell the
+same columns in another order of ALTERs); indexes, triggers and views by their SQL.
+`restore` refuses a backup that differs; `doctor` reports a live store that differs.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+import apsw
+
+from . import migrations, vectors
+from .connection import connect
+
+_REFERENCE_INDEX = "vec_bits_1"
+
+
+def _normal_sql(sql: str | None) -> str | None:
+    return None if sql is None else re.sub(r"\s+", " ", sql).strip().rstrip(";")
+
+
+def _objects(conn: apsw.Connection) -> dict[tuple[str, str], object]:
+    """(type, name) → what must match: a table's columns, another object's SQL. SQLite's own
+    bookkeeping tables (sqlite_stat1 after ANALYZE, sqlite_sequence) come and go with use."""
+    found: dict[tuple[str, str], object] = {}
+    for kind, name, table, sql in list(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")):
+        if name.startswith("sqlite_") and kind == "table":
+            continue
+        if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
+            columns = tuple(sorted((r[1], (r[2] or "").upper(), r[3], r[5])
+                                   for r in conn.execute(f'PRAGMA table_xinfo("{name}")')))
+            found[(kind, name)] = (table, columns)
+        else:
+            found[(kind, name)] = (table, _normal_sql(sql))
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _reference() -> tuple[dict[tuple[str, str], object], dict[tuple[str, str], object]]:
+    """(fixed objects, objects of one vector index named vec_bits_1)."""
+    conn = connect(":memory:")
+    try:
+        migrations.migrate(conn)
+        before = _objects(conn)
+        vectors.ensure_index(conn, "schema-reference", vectors.HASH_BITS)
+        per_index = {key: value for key, value in _objects(conn).items() if key not in before}
+    finally:
+        conn.close()
+    return before, per_index
+
+
+def _renamed(value: object, index: str) -> object:
+    table, rest = value
+    rest = rest.replace(_REFERENCE_INDEX, index) if isinstance(rest, str) else rest
+    return table.replace(_REFERENCE_INDEX, index), rest
+
+
+def problems(conn: apsw.Connection) -> list[str]:
+    """What differs between this store's schema and the one this code makes, one line each;
+    empty when they are the same. Call it on a migrated store."""
+    fixed, per_index = _reference()
+    expected = dict(fixed)
+    indexes = [f"vec_bits_{i}" for (i,) in conn.execute("SELECT id FROM vector_indexes")] \
+        if ("table", "vector_indexes") in _objects_names(conn) else []
+    for index in indexes:
+        for (kind, name), value in per_index.items():
+            expected[(kind, name.replace(_REFERENCE_INDEX, index))] = _renamed(value, index)
+    found = _objects(conn)
+    out = []
+    for key in sorted(set(found) - set(expected)):
+        out.append(f"schema: unexpected {key[0]} {key[1]!r}")
+    for key in sorted(set(expected) - set(found)):
+        out.append(f"schema: missing {key[0]} {key[1]!r}")
+    for key in sorted(set(expected) & set(found)):
+        if expected[key] != found[key]:
+            out.append(f"schema: {key[0]} {key[1]!r} differs from what this version makes")
+    return out
+
+
+def _objects_names(conn: apsw.Connection) -> set[tuple[str, str]]:
+    return {(k, n) for k, n in conn.execute("SELECT type, name FROM sqlite_master")}

@@ -370,6 +370,7 @@ class Memory:
             vectors.drop(self.conn, row["id"])
             self._withdraw_syntheses(row["id"], f"node {row['id']} was archived", now)
             lifecycle.withdraw_copies(self, found, now)      # anchors it taught other memories
+            _import_schema.keep_out(self.conn, row["id"], row["content"], "archived", now)   # a re-sync keeps it out
             audit.record(self.conn, at=now, actor=self.actor, action="archive", node_id=row["id"])
         return {"node_ids": [row["id"]], "done": f"node {row['id']} archived (hidden from every read; unarchive restores)"}
 
@@ -382,6 +383,7 @@ class Memory:
             nodes.set_status(self.conn, row["id"], "live")
             vectors.enqueue(self.conn, row["id"], now)
             lifecycle.withdraw_copies(self, lifecycle.carriers(self.conn, row["id"]), now)   # (read again: back)
+            _import_schema.let_in(self.conn, row["id"])
             audit.record(self.conn, at=now, actor=self.actor, action="unarchive", node_id=row["id"])
         return {"node_ids": [row["id"]], "done": f"node {row['id']} restored"}
 
@@ -413,7 +415,7 @@ class Memory:
                 syntheses.withdraw_citing(self.conn, t["id"], now)
                 tags.forget_node(self.conn, t["id"])
                 _workstream_schema.forget_node(self.conn, t["id"])
-                _import_schema.forget_node(self.conn, t["id"])
+                _import_schema.forget_node(self.conn, t["id"], t["content"], now)
                 links.scrub_node(self.conn, t["id"])
                 audit.scrub_node(self.conn, t["id"])
                 audit.record(self.conn, at=now, actor=self.actor, action="forget", node_id=t["id"],

@@ -40,7 +40,7 @@ from .identity import Step, match, note_of
 from .resolve import Index, heading_hash
 from . import store
 
-COUNTS = ("created", "updated", "unchanged", "archived", "moved", "restored", "refreshed")
+COUNTS = ("created", "updated", "unchanged", "archived", "moved", "restored", "refreshed", "kept_out")
 BUDGET_S = 0.25          # how long one write transaction may go on before it commits
 _END = object()
 
@@ -55,6 +55,23 @@ def unit_hash(unit: Unit) -> str:
     meta = json.dumps({"tags": sorted(unit.tags), "valid": unit.valid_from, "props": unit.properties},
                       sort_keys=True, ensure_ascii=False)
     return sha256(unit.text + "\x00" + meta)
+
+
+def _keep_out(steps: list[Step], hidden_rows: dict, kept_out) -> None:
+    """Mark the steps that would bring back words a person forgot or archived: any new or
+    changed unit whose text is one a person took out of this folder, moved to another note,
+    under a renamed heading or edited (`KeptOut.reason`). A forgotten section rewritten in
+    other words where it was is new writing, and comes in."""
+    for s in steps:
+        if s.hidden is not None:
+            if hidden_rows[s.hidden]["content_hash"] != s.hash and kept_out \
+                    and kept_out.reason(s.unit.text) == "forgotten":
+                s.kept_out = "forgot"
+        elif kept_out and (s.row is None or s.row["content_hash"] != s.hash):
+            reason = kept_out.reason(s.unit.text)
+            # an edit of a unit that is itself archived stays as it was: a new version, archived too
+            if reason == "forgotten" or (reason == "archived" and s.row is None):
+                s.kept_out = "forgot" if reason == "forgotten" else "archived"
 
 
 def _same_words(node: dict, unit: Unit) -> bool:
@@ -295,6 +312,7 @@ class _Sync:
             self.counts["unchanged"] = live_before - sum(r["status"] == "live" for r in known.values())
             units = [u for note in changed.values() for u in note.units]
             steps, vanished, left_hidden = match(units, [unit_hash(u) for u in units], known, hidden_rows)
+            _keep_out(steps, hidden_rows, store.KeptOut(conn, self.source, self.root))
             contexts = _contexts(steps, {p: n.meta for p, n in changed.items()}, hidden_rows)
             try:
                 touched, refreshed, intact = self._apply(steps, contexts, hidden_rows, changed, hashes, batch, now)
@@ -366,6 +384,12 @@ class _Sync:
         memory, conn, source, root = self.memory, self.conn, self.source, self.root
         counts = self.counts
         unit, key, h, row = step.unit, step.unit.key, step.hash, step.row
+        if step.kept_out:
+            # a person forgot or archived these words: forever, wherever the note moves them
+            self.skipped.append({"path": unit.path, "reason": f"section {unit.anchor or '(top)'!r}: kept out (a"
+                                 f" person {step.kept_out} these words; unarchive brings archived ones back)"})
+            counts["kept_out"] += 1
+            return True
         anchors = _anchors(unit)
         if step.hidden:
             if self._fresh(step.hidden, hidden_rows[step.hidden]) is None:

@@ -29,6 +29,7 @@ class Step:
     position: int                  # the unit's place in its note
     row: dict | None = None        # the stored unit it continues
     hidden: str | None = None      # or the forgotten one (its hashed key)
+    kept_out: str | None = None    # "forgot" / "archived": a person took these words out; not stored
 
 
 def note_of(key: str) -> str:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from .. import secrets
+from ..text import content_words, words
 
 from ..store import nodes
 from ..store.connection import rows
@@ -110,10 +112,118 @@ CHUNKS_DDL = """
 ALTER TABLE import_changes ADD COLUMN undone INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX import_changes_batch ON import_changes(batch_id, id);
 """
+# What a person took out of a folder's memory (forgot, or archived) is kept out of every later
+# sync by what the text was, not only where it sat: moving a forgotten section to another note,
+# renaming its heading, or editing it revived it when only its key was remembered. A forgotten
+# text is kept as hashes only (of its body and of each sentence, as a tombstone is); an archived
+# one is compared with its node's words, which archiving keeps.
+KEPT_OUT_DDL = """
+CREATE TABLE import_kept_out(
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL,
+  root TEXT NOT NULL,
+  reason TEXT NOT NULL CHECK(reason IN ('forgotten','archived')),
+  node_id INTEGER,                            -- the archived node (NULL once forgotten)
+  body_hash TEXT NOT NULL,                    -- the text without its heading, case and spacing folded
+  sentence_hashes TEXT NOT NULL DEFAULT '[]', -- each folded sentence's hash
+  at TEXT NOT NULL
+);
+CREATE INDEX import_kept_out_root ON import_kept_out(source, root);
+CREATE INDEX import_kept_out_node ON import_kept_out(node_id);
+"""
 register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_REASONS_DDL),
                        ("0003_unit_position", POSITION_DDL), ("0004_unit_context", CONTEXT_DDL),
                        ("0005_notes_index", _backfill_note_hashes), ("0006_hidden_by_import", HIDDEN_DDL),
-                       ("0007_chunked_batches", CHUNKS_DDL)])
+                       ("0007_chunked_batches", CHUNKS_DDL), ("0008_kept_out", KEPT_OUT_DDL)])
+
+_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s.*$|^\s*-?\s*title::.*$", re.MULTILINE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _fold(text: str) -> str:
+    return " ".join(words(text))
+
+
+def _body(text: str) -> str:
+    """The words a section says, without its heading (renaming a heading is not new text)."""
+    return _fold(_HEADING_LINE.sub(" ", text or ""))
+
+
+def _sentence_hashes(text: str) -> list[str]:
+    body = _HEADING_LINE.sub(" ", text or "")
+    found = {hashlib.sha256(f.encode("utf-8")).hexdigest()[:24]
+             for f in (_fold(piece) for piece in _SENTENCE_END.split(body)) if len(f.split()) >= 3}
+    return sorted(found)
+
+
+def _fingerprint(text: str) -> tuple[str, list[str]]:
+    return hashlib.sha256(_body(text).encode("utf-8")).hexdigest(), _sentence_hashes(text)
+
+
+def _roots_of_node(conn, node_id: int) -> list[tuple[str, str]]:
+    """The folders a node came from: its unit, or (an earlier version a sync replaced) the
+    batches that changed it."""
+    return [tuple(r) for r in conn.execute(
+        "SELECT source, root FROM import_units WHERE node_id=:n UNION SELECT b.source, b.root FROM import_changes c"
+        " JOIN import_batches b ON b.id = c.batch_id WHERE c.old_node_id=:n OR c.new_node_id=:n", {"n": node_id})]
+
+
+def keep_out(conn, node_id: int, text: str, reason: str, at: str) -> None:
+    """A person archived or forgot an imported node: its words stay out of its folder's later
+    syncs, wherever they move to. A forget replaces an archive's entry by hashes alone."""
+    roots = _roots_of_node(conn, node_id)
+    conn.execute("DELETE FROM import_kept_out WHERE node_id=?", (node_id,))
+    if not roots or not (text or "").strip():
+        return
+    body_hash, sentences = _fingerprint(text)
+    for source, root in roots:
+        conn.execute("INSERT INTO import_kept_out(source, root, reason, node_id, body_hash, sentence_hashes, at)"
+                     " VALUES(?,?,?,?,?,?,?)", (source, root, reason, None if reason == "forgotten" else node_id,
+                                                body_hash, json.dumps(sentences), at))
+
+
+def let_in(conn, node_id: int) -> None:
+    """A person unarchived the node: its words may come back from its folder."""
+    conn.execute("DELETE FROM import_kept_out WHERE node_id=? AND reason='archived'", (node_id,))
+
+
+class KeptOut:
+    """The texts a person took out of one folder, to test a parsed unit against before it is
+    stored as new. A unit is kept out when its body is the same as one of them, when at least
+    half of its sentences or of theirs are shared, or (archived: the words are there to compare)
+    when it shares most of its content words with one."""
+
+    def __init__(self, conn, source: str, root: str):
+        self.entries = []
+        for r in rows(conn, "SELECT k.reason, k.node_id, k.body_hash, k.sentence_hashes, n.content, n.status"
+                            " FROM import_kept_out k LEFT JOIN nodes n ON n.id = k.node_id"
+                            " WHERE k.source=? AND k.root=?", (source, root)):
+            if r["reason"] == "archived" and r["status"] != "archived":
+                continue             # unarchived or corrected since: no longer out
+            words_of = set(content_words(_HEADING_LINE.sub(" ", r["content"]))) if r["content"] else set()
+            self.entries.append((r["reason"], r["body_hash"], set(json.loads(r["sentence_hashes"])), words_of))
+        self.by_body = {e[1]: e for e in self.entries}
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def reason(self, text: str) -> str | None:
+        """Why this unit's text stays out ('forgotten' or 'archived'), or None."""
+        if not self.entries:
+            return None
+        body_hash, sentences = _fingerprint(text)
+        if body_hash in self.by_body:
+            return self.by_body[body_hash][0]
+        mine = set(sentences)
+        unit_words = set(content_words(_HEADING_LINE.sub(" ", text)))
+        for reason, _, theirs, their_words in self.entries:
+            shared = len(mine & theirs)
+            if shared and (shared * 2 >= len(mine) or shared * 2 >= len(theirs)):
+                return reason
+            if their_words and unit_words and \
+                    len(unit_words & their_words) / len(unit_words | their_words) >= 0.6:
+                return reason
+        return None
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
@@ -135,9 +245,11 @@ def forgotten_key(key: str) -> str:
     return FORGOTTEN + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def forget_node(conn, node_id: int) -> None:
+def forget_node(conn, node_id: int, text: str = "", at: str = "") -> None:
     """Forget: the unit's key becomes a hash (also in every change row that named it, through
-    its moves), its dangling link targets go, and change details keep only ids."""
+    its moves), its dangling link targets go, and change details keep only ids; the words are
+    kept out of later syncs by their hashes (`keep_out`)."""
+    keep_out(conn, node_id, text, "forgotten", at)
     keys: set[str] = set()
     for source, root, key, ctx in conn.execute("SELECT source, root, unit_key, context FROM import_units WHERE"
                                                " node_id=?", (node_id,)).fetchall():

@@ -1,0 +1,92 @@
+"""Forget is forever, archive holds: across re-imports and through what the metabolism derived.
+
+Issue 29: import `plan.md` with `## Alpha` ("…walrus."), forget that memory, move the section into
+`other.md` (or rename its heading) and sync: the text was live again; archive then move-and-edit
+in one sync: live again. The importer remembered only where a forgotten unit sat."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tidemind.importers.engine import sync
+from tidemind.memory import Memory
+
+PLAN = ("# Plan\n\nIntro line about the plan.\n\n## Alpha\n\nThe alpha step feeds the walrus at dawn. The keeper"
+        " logs the feeding in the red book.\n\n## Beta\n\nThe beta step sweeps the deck.\n")
+OTHER = "# Other\n\nSomething else entirely about boats.\n"
+PLAN_WITHOUT = "# Plan\n\nIntro line about the plan.\n\n## Beta\n\nThe beta step sweeps the deck.\n"
+SECTION = "## Alpha\n\nThe alpha step feeds the walrus at dawn. The keeper logs the feeding in the red book.\n"
+
+CHANGES = {
+    "moved": {"plan.md": PLAN_WITHOUT, "other.md": OTHER + "\n" + SECTION},
+    "heading renamed": {"plan.md": PLAN.replace("## Alpha", "## Alpha, the first step")},
+    "edited in place": {"plan.md": PLAN.replace("at dawn", "at first light")},
+    "moved and edited": {"plan.md": PLAN_WITHOUT,
+                         "other.md": OTHER + "\n" + SECTION.replace("red book", "blue ledger").replace("## Alpha",
+                                                                                                     "## Feeding")},
+    "removed, then pasted back later": None,      # two syncs: gone from plan.md, then into other.md
+}
+
+
+def _walrus_live(m: Memory) -> list[int]:
+    found = [r[0] for r in m.conn.execute("SELECT id FROM nodes WHERE status='live' AND content LIKE '%walrus%'")]
+    hits = m.recall("alpha step walrus feeding", scopes=["vault:v"], record=False)["items"]
+    return found + [h["id"] for h in hits if "walrus" in h["content"]]
+
+
+@pytest.mark.parametrize("how", ["forget", "archive"])
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_words_a_person_took_out_stay_out_of_every_later_sync(tmp_path: Path, how, change):
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "plan.md").write_text(PLAN)
+    (vault / "other.md").write_text(OTHER)
+    m = Memory.open(tmp_path / "home")
+    sync(m, "obsidian", vault, "vault:v")
+    (walrus,) = [r[0] for r in m.conn.execute("SELECT id FROM nodes WHERE content LIKE '%walrus%'")]
+    getattr(m, how)(walrus)
+    assert _walrus_live(m) == []
+    if CHANGES[change] is None:
+        (vault / "plan.md").write_text(PLAN_WITHOUT)
+        sync(m, "obsidian", vault, "vault:v")
+        (vault / "other.md").write_text(OTHER + "\n" + SECTION)
+    else:
+        for name, text in CHANGES[change].items():
+            (vault / name).write_text(text)
+    r = sync(m, "obsidian", vault, "vault:v")
+    assert _walrus_live(m) == [], (how, change, r)
+    if how == "archive" and change == "edited in place":
+        # the archived unit itself changed: its new words are a new version, archived like it
+        assert r["updated"] == 1 and r["kept_out"] == 0, r
+        assert m.conn.execute("SELECT status FROM nodes WHERE content LIKE '%first light%'").fetchone()[0] == "archived"
+    else:
+        assert r["kept_out"] == 1 and any("kept out" in s["reason"] for s in r["skipped"]), r
+    assert sync(m, "obsidian", vault, "vault:v")["created"] == 0       # and again: still out
+    assert _walrus_live(m) == []
+    # the rest of the folder goes on syncing: a new section is imported as usual
+    (vault / "other.md").write_text((vault / "other.md").read_text() + "\n## Gamma\n\nThe gamma step paints the"
+                                    " hull green.\n")
+    r = sync(m, "obsidian", vault, "vault:v")
+    assert r["created"] == 1 and _walrus_live(m) == []
+    if how == "forget":       # forgotten words are kept out by hashes alone: no byte of them in the store
+        raw = (tmp_path / "home" / "tidemind.db").read_bytes()
+        assert b"walrus" not in raw
+    m.close()
+
+
+def test_unarchive_lets_the_words_come_back(tmp_path: Path):
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "plan.md").write_text(PLAN)
+    (vault / "other.md").write_text(OTHER)
+    m = Memory.open(tmp_path / "home")
+    sync(m, "obsidian", vault, "vault:v")
+    (walrus,) = [r[0] for r in m.conn.execute("SELECT id FROM nodes WHERE content LIKE '%walrus%'")]
+    m.archive(walrus)
+    m.unarchive(walrus)
+    (vault / "plan.md").write_text(PLAN_WITHOUT)
+    (vault / "other.md").write_text(OTHER + "\n" + SECTION)
+    r = sync(m, "obsidian", vault, "vault:v")
+    assert r["kept_out"] == 0 and _walrus_live(m), r
+    m.close()

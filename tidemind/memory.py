@@ -695,6 +695,14 @@ class Memory:
                 raise NotFound(f"no review item {item_id} in a scope writable here")
             if item["payload"].get("forgotten"):
                 raise Conflict(f"review item {item['id']} is already forgotten")
+            # what was made from the item goes with it: the synthesis it asked about, and a lesson
+            # built on a repeated failure it reported (prepare served it after the items were gone)
+            payload = item["payload"]
+            if isinstance(payload.get("synthesis"), int):
+                syntheses.erase(self.conn, synthesis_id=payload["synthesis"], at=now)
+            if payload.get("finding") == "repeated_failure":
+                syntheses.erase(self.conn, subject=syntheses.failure_subject(item["scope"], payload.get("said", "")),
+                                at=now)
             review.scrub_item(self.conn, item["id"])
             audit.record(self.conn, at=now, actor=self.actor, action="review_forget", review_item=item["id"],
                          kind=item["kind"])

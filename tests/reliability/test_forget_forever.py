@@ -90,3 +90,50 @@ def test_unarchive_lets_the_words_come_back(tmp_path: Path):
     r = sync(m, "obsidian", vault, "vault:v")
     assert r["kept_out"] == 0 and _walrus_live(m), r
     m.close()
+
+
+def test_a_lesson_goes_with_the_failures_it_was_made_from(home, tmp_path):
+    """The stop hook filed two failures of `make deploy-zorblax` and a success of `make
+    ship-quokka`; after the lessons pass and `review forget` of the items, prepare still served
+    "Run `make ship-quokka` instead of `make deploy-zorblax`"."""
+    import json
+
+    from tidemind.metabolism.scheduler import run_due
+    from tidemind.store import review
+
+    from ..test_hooks import _repo, _scope_of, hook
+
+    repo = _repo(tmp_path)
+    scope = _scope_of(home, repo)
+    error = "make: *** No rule to make target 'deploy-zorblax'.  Stop."
+    lines = [{"type": "user", "message": {"role": "user", "content": "deploy the shop"}}]
+    for n, (command, result, failed) in enumerate([("make deploy-zorblax", error, True),
+                                                  ("make deploy-zorblax", error, True),
+                                                  ("make ship-quokka", "shipped in 3.2s", False)]):
+        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]}})
+        lines.append({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{n}", "is_error": failed, "content": result}]}})
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with Memory.open(home) as m:
+        m.digest("The shop deploys from the main branch.", scope=scope)
+    hook(home, "stop", {"cwd": str(repo), "transcript_path": str(transcript), "session_id": "s1"})
+    with Memory.open(home) as m:
+        run_due(m, only=["lessons"], force=True)
+        assert "ship-quokka" in m.prepare(scopes=[scope])["text"]          # the lesson is served
+        filed = review.proposals(m.conn, [scope], "proposed_lesson")
+        lesson_items = [r["id"] for r in review.proposals(m.conn, [scope], "lesson")]
+        assert filed
+        for item in [*filed]:
+            m.review_forget(item["id"])
+        for text in (m.prepare(scopes=[scope])["text"],
+                     json.dumps(m.recall("deploy zorblax quokka", scopes=[scope], record=False)),
+                     *(json.dumps(m.review_show(i)) for i in lesson_items)):
+            assert "quokka" not in text and "zorblax" not in text, text
+        run_due(m, only=["lessons"], force=True)                            # nothing to make it again from
+        assert "quokka" not in m.prepare(scopes=[scope])["text"]
+        m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    hits = [str(p) for p in home.rglob("*") if p.is_file() and p.suffix in (".db", "") and b"ship-quokka" in
+            p.read_bytes()]
+    assert hits == [], hits

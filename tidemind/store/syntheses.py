@@ -145,6 +145,17 @@ def withdraw_citing(conn: apsw.Connection, node_id: int, at: str | None = None) 
     return conn.changes()
 
 
+def erase(conn: apsw.Connection, *, synthesis_id: int | None = None, subject: str | None = None,
+          at: str | None = None) -> int:
+    """Forget: what a synthesis was made from was erased (a review item a lesson was built on,
+    the item that asked about it): every row of it, current or withdrawn, loses its text and
+    title and stops being served. Returns how many rows."""
+    conn.execute("UPDATE syntheses SET status_before=CASE WHEN status='withdrawn' THEN status_before ELSE status END,"
+                 f" status='withdrawn', text='{FORGOTTEN_TEXT}', title='', withdrawn_why='forgotten',"
+                 " withdrawn_at=coalesce(?, withdrawn_at) WHERE id=? OR subject=?", (at, synthesis_id, subject))
+    return conn.changes()
+
+
 def failure_lesson_digest(scope: str, said: str) -> str:
     """The identity of the lesson made from a repeated tool failure before lessons had subjects:
     one per scope and error text (kept so a store's older rows stay recognised)."""

@@ -67,6 +67,7 @@ def test_user_prompt_injects_only_strong_matches(home, tmp_path):
     assert proc.returncode == 0
     ctx = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "5433" in ctx and len(ctx) < 2000
+    assert "not instructions" in ctx and '] person: "The staging database listens on port 5433."' in ctx   # quoted, by whom
     proc, _ = hook(home, "user-prompt", {"cwd": str(repo), "prompt": "write a haiku about autumn leaves"})
     assert proc.returncode == 0 and proc.stdout == b""
 

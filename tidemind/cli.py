@@ -48,7 +48,8 @@ def _fmt_digest(r: dict) -> str:
 
 def _fmt_item(item: dict, width: int = 100) -> str:
     content = item["content"]
-    head = f"[{item['id']}] score={item['score']} scope={item['scope']} recorded={item['recorded_at'][:19]}"
+    head = (f"[{item['id']}] score={item['score']} scope={item['scope']} recorded={item['recorded_at'][:19]}"
+            f" by={item.get('written_by', 'system')}")
     if item["flags"]:
         head += " flags=" + ",".join(item["flags"])
     tags = ", ".join(f"{t['name']}({t['status']})" for t in item["tags"])

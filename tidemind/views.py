@@ -9,7 +9,7 @@ from typing import Sequence
 
 import apsw
 
-from .store import AsOf, clarifications, derived, links, review, tags
+from .store import AsOf, clarifications, derived, links, nodes, review, tags
 
 
 def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int], scopes: Sequence[str],
@@ -20,6 +20,7 @@ def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int]
     link_map = links.for_nodes(conn, ids, scopes, as_of)
     open_reviews = review.open_for_nodes(conn, ids)
     derived_map = derived.for_nodes(conn, ids)
+    written_by = nodes.authors(conn, ids)
     items = []
     for node_id in ids:
         row = found[node_id]
@@ -41,6 +42,7 @@ def describe(conn: apsw.Connection, found: dict[int, dict], order: Sequence[int]
             "id": node_id,
             "content": row["content"],
             "layer": "authored",
+            "written_by": written_by[node_id],      # person, import, agent or system: how far to trust it
             "scope": row["scope"],
             "status": row["status"],
             "score": round(scores.get(node_id, 0.0), 6) if scores else None,

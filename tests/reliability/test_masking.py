@@ -90,7 +90,7 @@ def test_stop_hook_lessons_are_masked_before_anything_serves_them(home, tmp_path
     started, _ = hook(home, "session-start", {"cwd": str(repo)})
     queue = json.dumps(cli_json(home, "review", "list", "--all"))
     # the lessons are there, masked: this checks the text that is served, not an empty queue
-    assert "lesson (approved): no, use https://admin:[REDACTED:password_in_url]@db.internal/" in served
+    assert "lesson (approved): \"no, use https://admin:[REDACTED:password_in_url]@db.internal/" in served
     assert "Find the cause before retrying what fails with “curl: (22) 401 for Authorization: Bearer [REDACTED:" \
         in served
     for secret in (URL_PASSWORD, ANTHROPIC, GITHUB, JWT):

@@ -524,3 +524,29 @@ def hash_mismatches(conn: apsw.Connection) -> list[int]:
 
     return [i for i, c, h in conn.execute("SELECT id, content, content_hash FROM nodes WHERE status != 'forgotten'")
             if sha256(c) != h]
+
+
+def author_kind(actor: str | None) -> str:
+    """Who wrote a memory, as a reader should weigh it: `person` (typed by a person: the CLI, the
+    desktop), `import` (a person's notes, brought in by an importer), `agent` (an agent through
+    MCP or a hook), or `system` (anything else: the daemon, a merge)."""
+    actor = actor or ""
+    if actor == "cli" or actor.startswith("person:"):
+        return "person"
+    if actor.startswith("importer:"):
+        return "import"
+    if actor.startswith(("mcp", "hook", "proxy")):
+        return "agent"
+    return "system"
+
+
+def authors(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    """node id → author_kind of the version that wrote it."""
+    ids = list(dict.fromkeys(node_ids))
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        for node_id, actor in conn.execute(f"SELECT node_id, actor FROM node_versions WHERE node_id IN"
+                                           f" ({','.join('?' * len(chunk))})", chunk):
+            out[node_id] = author_kind(actor)
+    return {i: out.get(i, "system") for i in ids}

@@ -89,7 +89,7 @@ def _validated_copy(settings: Settings, src: apsw.Connection, source: Path, now:
 
 
 def _remove(db: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
+    for suffix in ("", "-wal", "-shm", "-journal", "-waiting"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from ..errors import Conflict, InvalidInput, NotFound, StoreBusy
 from ..memory import Memory
 from ..store import audit, immediate, links, nodes, tags
+from ..store.connection import yield_to_waiting_writers
 from ..text import sha256
 from . import Note, Parser, Ref, Unit, context, get_parser
 from .files import read
@@ -145,6 +146,8 @@ class _Writer:
         while item is not _END:
             if may_stop and self.cancelled():
                 raise Cancelled()                 # between chunks: every chunk is whole or absent
+            if self.count:                        # a digest waiting meanwhile goes before the next chunk
+                yield_to_waiting_writers(self.memory.conn)
             with immediate(self.memory.conn), self.memory.stream_batch():
                 start = time.monotonic()
                 while item is not _END:

@@ -617,6 +617,14 @@ def cmd_desktop(args):
 
 
 def cmd_eval(args):
+    if args.what == "graph":
+        from .eval_graph import evaluate_graph, format_graph_report
+
+        if not args.topics:
+            raise InvalidInput("eval graph needs --topics DIR (one <conversation>.jsonl of turn labels each)")
+        convs = [c for c in (args.convs or "").split(",") if c]
+        _emit(args, evaluate_graph(args.memories, args.topics, convs, home=args.keep), format_graph_report)
+        return
     from .evaluate import evaluate, format_report
 
     _emit(args, evaluate(args.memories, args.queries, split=args.split, scopes=args.scope, via=args.via,
@@ -782,8 +790,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--node", type=_id_type, help="open this memory")
     s.add_argument("--query", help="run this search first")
     s = add("eval", cmd_eval, "retrieval evaluation on JSONL memories and queries (DESIGN.md section 4); tagging"
-                              " precision and recall when memories name their expected tags")
-    s.add_argument("what", choices=["retrieval"])
+                              " precision and recall when memories name their expected tags; graph: the links,"
+                              " tags, review items and crystals the metabolism files, judged against topic labels")
+    s.add_argument("what", choices=["retrieval", "graph"])
+    s.add_argument("--topics", help="graph: the folder of <conversation>.jsonl topic labels")
+    s.add_argument("--convs", help="graph: only these conversations (comma-separated, e.g. conv-26,conv-30)")
+    s.add_argument("--keep", help="graph: build the store in this (new) folder and keep it, with turn-map.json")
     s.add_argument("--memories", required=True)
     s.add_argument("--queries", help="questions with their evidence (without: only what the memories file measures,"
                                      " e.g. tagging)")

@@ -77,13 +77,47 @@ def _credential_like(value: str) -> bool:
     return len(value) >= 6 and (has_digit or has_symbol or mixed)
 
 
+_VOWELS = set("aeiouyAEIOUY")
+
+
+def _made_of_words(s: str, separators: str) -> bool:
+    """A name people write: two or more parts between separators, each of words (3-15 letters
+    with a vowel, or an acronym of up to 5 capitals), numbers, and a letter or two before a
+    number (v3, Q3). `2024-quarterly-planning-final-v3` and `Data/Reports2024/QuarterlySales
+    SummaryQ3` are; a generated key almost never is (1 in 400,000 random 40-character AWS-style
+    strings; AWS's own example `wJalrXUtnFEMI/K7MDENG/…` fails at its first `w`)."""
+    parts = re.split(f"[{re.escape(separators)}]", s)
+    if len(parts) < 2:
+        return False
+    for part in parts:
+        pieces = _SEGMENT.findall(part)
+        if not part or "".join(pieces) != part:
+            return False
+        for i, piece in enumerate(pieces):
+            if piece.isdigit():
+                continue
+            if len(piece) <= 2:
+                if not (i + 1 < len(pieces) and pieces[i + 1].isdigit()):
+                    return False
+            elif len(piece) > 15 or not (_VOWELS & set(piece) or (piece.isupper() and len(piece) <= 5)):
+                return False
+    return True
+
+
+def _openai_body(body: str) -> bool:
+    """An OpenAI key's body is generated (48 characters with no dash, or a project key's long
+    random parts); `sk-2024-quarterly-planning-final-v3.pdf` is a file name: words, years and
+    version numbers joined by dashes."""
+    return _looks_random(body) and not _made_of_words(body, "_-")
+
+
 # -- formats with a recognisable shape: (kind, pattern, check) -----------------------------------
 # A group `secret` is what is masked (the rest stays: `Bearer `, a webhook's host); without one
 # the whole match is, and `check` reads the group `body` if there is one. Order is priority:
 # where spans overlap, the earlier kind names the merged span.
 _SHAPES: list[tuple[str, str, Callable[[str], bool] | None]] = [
     ("anthropic_key", _lead("sk-ant-") + f"[{_T}]{{20,}}+", None),
-    ("openai_key", _lead("sk-") + f"(?:proj-|svcacct-|admin-)?(?P<body>[{_T}]{{20,}}+)", _looks_random),
+    ("openai_key", _lead("sk-") + f"(?:proj-|svcacct-|admin-)?(?P<body>[{_T}]{{20,}}+)", _openai_body),
     ("github_token", _lead("gh[pousr]_") + "[A-Za-z0-9]{30,}+", None),
     ("github_token", _lead("github_pat_") + "[A-Za-z0-9_]{30,}+", None),
     ("gitlab_token", _lead("gl") + f"(?:pat|dt|rt|ptt|ft|cbt|oas|soat|imt|agent)-[{_T}]{{20,}}+", None),
@@ -226,6 +260,8 @@ def _aws_secrets(text: str) -> Iterator[Span]:
         if not (any(c.isupper() for c in value) and any(c.islower() for c in value)
                 and any(c.isdigit() or c in "/+" for c in value)):
             continue                                   # a git SHA (hex), a word run
+        if _made_of_words(value, "/"):
+            continue                                   # a path: Data/Reports2024/QuarterlySalesSummaryQ3
         # the value itself is not its own context (a random key may spell 'aws')
         if _AWS_CONTEXT.search(text, max(0, m.start() - 160), m.start()) or \
                 _AWS_CONTEXT.search(text, m.end(), min(len(text), m.end() + 80)):

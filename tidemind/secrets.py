@@ -357,6 +357,10 @@ def _assignments(text: str) -> Iterator[Span]:
         spoken = not any(c in sep for c in ":=>")     # "password is x", "--password x": stricter
         if spoken and not (name.startswith("--") or last in _SPOKEN):
             continue
+        if spoken and m.group("close") and sep.strip() != "is":
+            continue        # a quoted name then a space is markup: <input name="pwd" value="…">
+        if last in _WEAK and sep.strip() != "=":
+            continue        # before reading the value: `auth: password=Hunter2xx9` is read from `password`
         start = m.end()
         if start < len(text) and text[start] in "\"'":
             quote = text[start]
@@ -393,7 +397,42 @@ def _assignments(text: str) -> Iterator[Span]:
         yield value_start, value_start + len(value), "assigned_secret"
 
 
-_DETECTORS: list[Callable[[str], Iterator[Span]]] = [_private_keys, _url_passwords, _aws_secrets, _assignments]
+# -- markup: <password>…</password>, <input name="pwd" value="…">, <add key="DbPassword" value="…"/>
+_TAG = re.compile(r"<(?P<tag>[A-Za-z_][\w.:\-]{0,63}+)(?P<attrs>[ \t\r\n][^<>]{0,2048}+)?>")
+_ATTR = re.compile(r"(?P<name>[\w.:\-]{1,64}+)[ \t\r\n]*+=[ \t\r\n]*+"
+                   r"(?:\"(?P<dq>[^\"]*+)\"|'(?P<sq>[^']*+)'|(?P<bare>[^\s\"'=<>`]++))")
+_ELEMENT_TEXT = re.compile(r"[ \t\r\n]*+(?P<value>[^<>\s]{1,1024}+)[ \t\r\n]*+</")
+_IDENTITY_ATTRS = {"name", "id", "key", "property"}
+
+
+def _markup_value(value: str) -> bool:
+    return len(value) >= 4 and not any(c.isspace() for c in value) and not value.startswith("[REDACTED:") \
+        and not _placeholder(value)
+
+
+def _markup(text: str) -> Iterator[Span]:
+    for m in _TAG.finditer(text):
+        tag = m.group("tag")
+        if m.group("attrs"):
+            attrs: dict[str, tuple[str, int]] = {}
+            for a in _ATTR.finditer(m.group("attrs")):
+                which = "dq" if a.group("dq") is not None else "sq" if a.group("sq") is not None else "bare"
+                attrs.setdefault(a.group("name").lower(), (a.group(which), m.start("attrs") + a.start(which)))
+            value = attrs.get("value")
+            if value is not None and _markup_value(value[0]) and (
+                    attrs.get("type", ("",))[0].lower() == "password"
+                    or any(_credential_name(attrs[k][0]) for k in _IDENTITY_ATTRS if k in attrs)):
+                yield value[1], value[1] + len(value[0]), "assigned_secret"
+        local = tag.rpartition(":")[2]
+        if _credential_name(local) and _SEGMENT.findall(local)[-1].lower() not in _WEAK:
+            inner = _ELEMENT_TEXT.match(text, m.end())
+            if inner is not None and _markup_value(inner.group("value")) \
+                    and text.startswith(tag + ">", inner.end()):
+                yield inner.start("value"), inner.end("value"), "assigned_secret"
+
+
+_DETECTORS: list[Callable[[str], Iterator[Span]]] = [_private_keys, _url_passwords, _aws_secrets, _markup,
+                                                      _assignments]
 
 
 def _spans(text: str) -> list[Span]:

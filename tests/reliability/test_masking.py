@@ -265,6 +265,16 @@ FORMATS = [
     ("api_key_header", "X-Api-Key: 9d7c4f2e1a0b", "9d7c4f2e1a0b", "X-Api-Key: [REDACTED:assigned_secret]", "assigned_secret"),
     ("netrc", "machine api.internal login svc password Zq9!xw7Lk", "Zq9!xw7Lk", "password [REDACTED:assigned_secret]",
      "assigned_secret"),
+    ("weak_name_then_password", "auth: password=Hunter2xx9", "Hunter2xx9", "auth: password=[REDACTED:assigned_secret]",
+     "assigned_secret"),
+    ("html_password_value", '<input name="pwd" value="Htm1Pa55">', "Htm1Pa55", '<input name="pwd" value="[REDACTED:',
+     "assigned_secret"),
+    ("html_password_input", '<input type="password" name="login[password]" value=\'H7mlPw!x\'>', "H7mlPw!x",
+     "value='[REDACTED:assigned_secret]'>", "assigned_secret"),
+    ("config_add_key", '<add key="DbPassword" value="C0nfigPw"/>', "C0nfigPw", 'value="[REDACTED:assigned_secret]"/>',
+     "assigned_secret"),
+    ("xml_password", "<server><id>nexus</id><username>ci</username><password>Xml5ecret!</password></server>", "Xml5ecret!",
+     "<password>[REDACTED:assigned_secret]</password>", "assigned_secret"),
 ]
 
 
@@ -352,6 +362,9 @@ LOOKALIKES = [
     "the AWS export lands in Data/Reports2024/QuarterlySalesSummaryQ3 every quarter",
     "the aws bucket keeps Finance/AWS/Invoices2023/MarchStatements for audits",
     "see sk-2024-quarterly-planning-final-v3.pdf and sk-2023-annual-report-draft-v12.docx",
+    "<password>${env.NEXUS_PASSWORD}</password> <apiKey>YOUR_API_KEY</apiKey> <PasswordPolicy>Strong</PasswordPolicy>",
+    '<input type="password" name="password" placeholder="Password"> <input name="token" value="{{ csrf_token }}">',
+    '"auth": "required", "auth": "basic", auth: password',
 ]
 
 

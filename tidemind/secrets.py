@@ -9,8 +9,10 @@ the FTS index, every backup and every session's context. What is found is replac
 Every detector is linear in its input: a digest can be 100,000 characters and masking runs
 inside the write transaction. A regex here never backtracks over an unbounded run: each run is
 possessive (`++`, `{n,}+`), starts only where a run of its characters starts (a look-behind
-on the same class), or is bounded; the scanners (URLs, private-key blocks, NAME=value) move
-forward only. `tests/reliability/test_masking.py` bounds the time per KB on adversarial input.
+on the same class), or is bounded; the scanners (URLs, private-key blocks, PuTTY keys,
+NAME=value) move forward only, and the markup, command-line and cookie scanners read a
+bounded stretch after the literal they start from. `tests/reliability/test_masking.py` bounds
+the time per KB on adversarial input.
 
 Deliberately left alone (they would mask code and data more often than secrets): values that
 name a secret instead of holding it (`api_key=settings.openai_api_key`, `os.environ['TOKEN']`,
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from typing import Any, Callable, Iterator
 
@@ -77,13 +80,72 @@ def _credential_like(value: str) -> bool:
     return len(value) >= 6 and (has_digit or has_symbol or mixed)
 
 
+_VOWELS = set("aeiouyAEIOUY")
+
+
+def _made_of_words(s: str, separators: str) -> bool:
+    """A name people write: two or more parts between separators, each of words (3-15 letters
+    with a vowel, or an acronym of up to 5 capitals), numbers, and a letter or two before a
+    number (v3, Q3). `2024-quarterly-planning-final-v3` and `Data/Reports2024/QuarterlySales
+    SummaryQ3` are; a generated key almost never is (1 in 400,000 random 40-character AWS-style
+    strings; AWS's own example `wJalrXUtnFEMI/K7MDENG/…` fails at its first `w`)."""
+    parts = re.split(f"[{re.escape(separators)}]", s)
+    if len(parts) < 2:
+        return False
+    for part in parts:
+        pieces = _SEGMENT.findall(part)
+        if not part or "".join(pieces) != part:
+            return False
+        for i, piece in enumerate(pieces):
+            if piece.isdigit():
+                continue
+            if len(piece) <= 2:
+                if not (i + 1 < len(pieces) and pieces[i + 1].isdigit()):
+                    return False
+            elif len(piece) > 15 or not (_VOWELS & set(piece) or (piece.isupper() and len(piece) <= 5)):
+                return False
+    return True
+
+
+def _openai_body(body: str) -> bool:
+    """An OpenAI key's body is generated (48 characters with no dash, or a project key's long
+    random parts); `sk-2024-quarterly-planning-final-v3.pdf` is a file name: words, years and
+    version numbers joined by dashes."""
+    return _looks_random(body) and not _made_of_words(body, "_-")
+
+
+def _discord_user_id(part: str) -> bool:
+    """A Discord bot token's first part is the bot's user id (a snowflake, 17-20 digits) in
+    base64 (23-27 characters, starting M, N or O as every digit does)."""
+    try:
+        raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return 15 <= len(raw) <= 21 and raw.isdigit()
+
+
+_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _bitcoin_wif(s: str) -> bool:
+    """Base58Check with version 0x80 and a 32-byte key (+0x01 when compressed): a random base58
+    string of that length passes the 4-byte checksum once in four billion."""
+    n = 0
+    for c in s:
+        n = n * 58 + _B58.index(c)
+    raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    if len(raw) not in (37, 38) or raw[0] != 0x80 or (len(raw) == 38 and raw[33] != 1):
+        return False
+    return hashlib.sha256(hashlib.sha256(raw[:-4]).digest()).digest()[:4] == raw[-4:]
+
+
 # -- formats with a recognisable shape: (kind, pattern, check) -----------------------------------
 # A group `secret` is what is masked (the rest stays: `Bearer `, a webhook's host); without one
 # the whole match is, and `check` reads the group `body` if there is one. Order is priority:
 # where spans overlap, the earlier kind names the merged span.
 _SHAPES: list[tuple[str, str, Callable[[str], bool] | None]] = [
     ("anthropic_key", _lead("sk-ant-") + f"[{_T}]{{20,}}+", None),
-    ("openai_key", _lead("sk-") + f"(?:proj-|svcacct-|admin-)?(?P<body>[{_T}]{{20,}}+)", _looks_random),
+    ("openai_key", _lead("sk-") + f"(?:proj-|svcacct-|admin-)?(?P<body>[{_T}]{{20,}}+)", _openai_body),
     ("github_token", _lead("gh[pousr]_") + "[A-Za-z0-9]{30,}+", None),
     ("github_token", _lead("github_pat_") + "[A-Za-z0-9_]{30,}+", None),
     ("gitlab_token", _lead("gl") + f"(?:pat|dt|rt|ptt|ft|cbt|oas|soat|imt|agent)-[{_T}]{{20,}}+", None),
@@ -91,7 +153,8 @@ _SHAPES: list[tuple[str, str, Callable[[str], bool] | None]] = [
     ("npm_token", _lead("npm_") + "(?P<body>[A-Za-z0-9]{36})(?![A-Za-z0-9])", _looks_random),
     ("pypi_token", _lead("pypi-AgE") + f"[{_T}]{{50,}}+", None),
     ("aws_access_key", _lead("A(?:KIA|SIA|BIA|CCA)", _AN) + "[0-9A-Z]{16}(?![A-Za-z0-9])", None),
-    ("slack_token", _lead("xox[abposre]-") + r"[A-Za-z0-9\-]{10,}+", None),
+    ("slack_token", _lead("xox[abposrec]-") + r"[A-Za-z0-9\-]{10,}+", None),
+    ("slack_token", _lead("xoxd-") + r"[A-Za-z0-9%_+/=\-]{20,}+", None),          # a browser session's cookie
     ("slack_token", _lead("xapp-") + r"\d-[A-Za-z0-9\-]{10,}+", None),
     ("slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9/_\-]{8,}+)", None),
     ("discord_webhook", r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d{5,25}+/[A-Za-z0-9_\-]{20,}+)", None),
@@ -108,11 +171,48 @@ _SHAPES: list[tuple[str, str, Callable[[str], bool] | None]] = [
     ("digitalocean_token", _lead("do[por]_v1_", _AN) + "[a-f0-9]{64}(?![A-Za-z0-9])", None),
     ("shopify_token", _lead("shp", _AN) + "(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?![A-Za-z0-9])", None),
     ("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", None),
+    # issue 29 item 8: the formats the second review found unmasked
+    ("vault_token", _lead(r"hv[sbr]\.") + f"(?P<body>[{_T}]{{24,}}+)", _looks_random),
+    ("doppler_token", _lead(r"dp\.") + r"(?:st|pt|ct|sa|scim|audit)\.(?:[a-z0-9_\-]{1,35}+\.)?"
+                      r"(?P<body>[A-Za-z0-9]{40,}+)", _looks_random),
+    ("linear_key", _lead("lin_") + "(?:api|oauth)_(?P<body>[A-Za-z0-9]{32,}+)", _looks_random),
+    ("notion_token", _lead("secret_") + "(?P<body>[A-Za-z0-9]{43})(?![A-Za-z0-9_])", _looks_random),
+    ("notion_token", _lead("ntn_") + "(?P<body>[A-Za-z0-9]{40,}+)", _looks_random),
+    ("atlassian_token", _lead("ATATT") + r"[A-Za-z0-9_=\-]{50,}+", None),
+    ("mailgun_key", _lead("key-", _AN) + "[0-9a-f]{32}(?![A-Za-z0-9])", None),
+    # 32 hex and a data centre: the literal is read first, the hex before it by a look-behind
+    ("mailchimp_key", r"-us(?<=(?<![A-Za-z0-9_\-])(?P<pre>[0-9a-f]{32})-us)\d{1,2}(?![A-Za-z0-9])", None),
+    ("discord_bot_token", rf"(?<![{_T}.])(?P<body>[MNO][{_T}]{{22,26}}+)\.[{_T}]{{6}}\.[{_T}]{{27,40}}+(?![{_T}])",
+     _discord_user_id),
+    ("groq_key", _lead("gsk_") + "(?P<body>[A-Za-z0-9]{40,}+)", _looks_random),
+    ("replicate_token", _lead("r8_") + "(?P<body>[A-Za-z0-9]{30,}+)", _looks_random),
+    ("perplexity_key", _lead("pplx-") + "(?P<body>[A-Za-z0-9]{40,}+)", _looks_random),
+    ("square_token", _lead("sq0(?:atp|csp)-") + f"[{_T}]{{22,}}+", None),
+    ("terraform_token", rf"\.atlasv1\.(?<=(?<![{_T}.])(?P<pre>[A-Za-z0-9]{{14}})\.atlasv1\.)"
+                        r"[A-Za-z0-9_=\-]{60,}+", None),
+    ("pulumi_token", _lead("pul-", _AN) + "[0-9a-f]{40}(?![A-Za-z0-9])", None),
+    ("dropbox_token", _lead(r"sl\.") + r"(?:u\.)?(?P<body>[A-Za-z0-9_=\-]{100,}+)", _looks_random),
+    ("newrelic_key", _lead("NRAK-", _AN) + "[A-Z0-9]{27}(?![A-Za-z0-9])", None),
+    ("newrelic_key", _lead("NRII-", _AN) + f"[{_T}]{{32}}(?![{_T}])", None),
+    ("grafana_token", _lead("glsa_") + "[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![A-Za-z0-9])", None),
+    ("grafana_token", _lead("glc_") + "(?P<body>[A-Za-z0-9+/]{32,}+={0,2}+)", _looks_random),
+    # Fly.io macaroons: `FlyV1 fm2_…,fm2_…` (the scheme word stays), and the older `fo1_`
+    ("fly_token", _lead("fm[12]") + r"[ar]?_[A-Za-z0-9+/=_\-]{40,}+(?:,fm[12][ar]?_[A-Za-z0-9+/=_\-]{20,}+)*+", None),
+    ("fly_token", _lead("fo1_") + f"(?P<body>[{_T}]{{43}})(?![{_T}])", _looks_random),
+    ("bitcoin_private_key", "(?<![A-Za-z0-9+/])(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KL][1-9A-HJ-NP-Za-km-z]{51})"
+                            "(?![A-Za-z0-9+/])", _bitcoin_wif),
+    ("firebase_server_key", _lead("AAAA") + rf"[{_T}]{{7}}:APA91b[{_T}]{{100,}}+", None),
+    # ~/.docker/config.json keeps base64 of user:password under "auth"
+    ("docker_auth", r'"auth"[ \t]*+:[ \t]*+"(?P<secret>[A-Za-z0-9+/]{8,}+={0,2}+)"', _basic_credentials),
+    # a kubeconfig's client key is a PEM private key in base64
+    ("private_key", "client-key-data(?![A-Za-z0-9_-])[\"']?[ \t]*+:[ \t]*+[\"']?(?P<secret>[A-Za-z0-9+/]{16,}+={0,2}+)",
+     None),
     ("jwt", _lead("eyJ") + rf"[{_T}]{{8,}}+\.eyJ[{_T}]{{8,}}+\.[{_T}]{{8,}}+", None),
     ("bearer_token", "(?i)" + _lead("bearer") + r"[ \t]++(?P<secret>[A-Za-z0-9_\-.~+/]{16,}+=*+)", _opaque_token),
     ("basic_auth", "(?i)" + _lead("basic") + r"[ \t]++(?P<secret>[A-Za-z0-9+/]{6,}+={0,2}+)", _basic_credentials),
     ("authorization_header", "(?i)" + _lead("authorization", "A-Za-z0-9_") + r"[\"']?[ \t]*+[:=][ \t]*+[\"']?"
-                             r"(?:(?:token|bot|apikey|key|sso-key)[ \t]++)?(?P<secret>[^\s\"'`,;]{6,}+)", _credential_like),
+                             r"(?:(?:token|bot|apikey|key|sso-key|ssws)[ \t]++)?(?P<secret>[^\s\"'`,;]{6,}+)",
+                             _credential_like),
     # curl -u / --user user:password (wget, httpie and others read the same): uid:gid is not one
     ("password_option", r"-(?<![^\s\"'=]-)(?:u|-user|-proxy-user)(?:[ \t]++|=)?[\"']?(?P<user>[^\s:\"'$]{1,128}+)"
                         r":(?P<secret>[^\s\"'`]{1,512}+)", None),
@@ -126,6 +226,8 @@ def _shapes(text: str) -> Iterator[tuple[Span, int]]:
     for priority, (kind, pattern, check) in enumerate(_COMPILED):
         group = "secret" if "secret" in pattern.groupindex else 0
         checked = "body" if "body" in pattern.groupindex else group
+        # a group `pre` is a look-behind's part of the secret (the hex of `<hex>-us6`)
+        before = "pre" if "pre" in pattern.groupindex else None
         for m in pattern.finditer(text):
             value = m.group(group)
             # a match that takes in a marker would mask the marker's own words ("-u [REDACTED:x]"
@@ -135,7 +237,7 @@ def _shapes(text: str) -> Iterator[tuple[Span, int]]:
             if kind == "password_option" and "user" in pattern.groupindex and \
                     m.group("user").isdigit() and value.isdigit():
                 continue                                   # docker -u 1000:1000 is a uid and gid
-            yield (m.start(group), m.end(group), kind), priority
+            yield (m.start(before or group), m.end(group), kind), priority
 
 
 # -- private key blocks (PEM, OpenSSH, PGP) --------------------------------------------------------
@@ -147,12 +249,15 @@ _KEY_CHUNK = re.compile(r"(?:[ \t\r\n]|\\[nr])*+(?:(?P<header>[A-Za-z][A-Za-z-]{
                         r"|(?P<b64>[A-Za-z0-9+/=]++))")
 
 
-def _key_material(text: str, pos: int) -> int:
+def _key_material(text: str, pos: int, headers: bool = True) -> int:
     """Where the key material after a header ends when no END line came (a cut paste): chunks
-    are taken while they look generated; a word of prose ("Thanks") ends it."""
+    are taken while they look generated; a word of prose ("Thanks") ends it, and so does a
+    `Name: value` line where no PEM header can be (`headers=False`)."""
     end = pos
     while (chunk := _KEY_CHUNK.match(text, end)) is not None:
         body = chunk.group("b64")
+        if body is None and not headers:
+            break
         if body is not None and not (len(body) >= 16 or _looks_random(body) or any(c in "+/=" for c in body)):
             break
         end = chunk.end()
@@ -179,6 +284,55 @@ def _private_keys(text: str) -> Iterator[Span]:
                 continue
         yield begin.start(), stop, "private_key"
         pos = stop
+
+
+# PuTTY's .ppk: `PuTTY-User-Key-File-2/3:` headers, the public lines, then `Private-Lines: N`,
+# N lines of base64 and `Private-MAC:`. The whole file goes, as a PEM block does.
+_PUTTY_BEGIN = re.compile(r"PuTTY-User-Key-File-\d: ")
+_PUTTY_PRIVATE = "Private-Lines:"
+_PUTTY_LINES = re.compile(r"Private-Lines:[ \t]*+(?P<n>\d{1,4}+)[ \t]*+\r?\n")
+_PUTTY_LINE = re.compile(r"[ \t]*+[A-Za-z0-9+/=]++[ \t]*+(?:\r?\n|$)")
+_PUTTY_MAC = re.compile(r"Private-(?:MAC|Hash):[ \t]*+[0-9a-fA-F]++")
+_PUTTY_SPAN = 20_000                 # header to Private-Lines: an RSA-16384 public part is ~3 KB
+
+
+def _putty_keys(text: str) -> Iterator[Span]:
+    pos, private = 0, -1
+    while (begin := _PUTTY_BEGIN.search(text, pos)) is not None:
+        pos = begin.end()
+        if private < begin.end():                   # each 'Private-Lines:' is looked for once
+            private = text.find(_PUTTY_PRIVATE, begin.end())
+            if private < 0:
+                return
+        if private - begin.end() > _PUTTY_SPAN:
+            continue
+        lines = _PUTTY_LINES.match(text, private)
+        if lines is None:
+            continue
+        end = lines.end()
+        for _ in range(int(lines.group("n"))):
+            line = _PUTTY_LINE.match(text, end)
+            if line is None:
+                break
+            end = line.end()
+        if (mac := _PUTTY_MAC.match(text, end)) is not None:
+            end = mac.end()
+        yield begin.start(), end, "private_key"
+        pos = end
+
+
+# `private key: MIIEvQIBADANBgkqhkiG9w0BAQEFAASC…`: key material with no PEM lines around it, on
+# the same line or the lines after (`PRIVATE_KEY=…`, an identifier, is a NAME=value)
+_KEY_LABEL = re.compile(r"(?i)key(?<![A-Za-z0-9_]private[ \t\-]key)(?<=private[ \t\-]key)[ \t]*+[:=]")
+
+
+def _labelled_keys(text: str) -> Iterator[Span]:
+    for m in _KEY_LABEL.finditer(text):
+        first = _KEY_CHUNK.match(text, m.end())
+        body = first.group("b64") if first is not None else None
+        if body is None or len(body.rstrip("=")) < 32 or not any(c.isdigit() or c in "+/" for c in body):
+            continue                                   # "private key: in the vault", a short word
+        yield first.start("b64"), _key_material(text, m.end(), headers=False), "private_key"
 
 
 # -- passwords in URLs: scheme://user:password@host, the password may hold '@', '/', ':' ---------
@@ -226,6 +380,8 @@ def _aws_secrets(text: str) -> Iterator[Span]:
         if not (any(c.isupper() for c in value) and any(c.islower() for c in value)
                 and any(c.isdigit() or c in "/+" for c in value)):
             continue                                   # a git SHA (hex), a word run
+        if _made_of_words(value, "/"):
+            continue                                   # a path: Data/Reports2024/QuarterlySalesSummaryQ3
         # the value itself is not its own context (a random key may spell 'aws')
         if _AWS_CONTEXT.search(text, max(0, m.start() - 160), m.start()) or \
                 _AWS_CONTEXT.search(text, m.end(), min(len(text), m.end() + 80)):
@@ -321,6 +477,10 @@ def _assignments(text: str) -> Iterator[Span]:
         spoken = not any(c in sep for c in ":=>")     # "password is x", "--password x": stricter
         if spoken and not (name.startswith("--") or last in _SPOKEN):
             continue
+        if spoken and m.group("close") and sep.strip() != "is":
+            continue        # a quoted name then a space is markup: <input name="pwd" value="…">
+        if last in _WEAK and sep.strip() != "=":
+            continue        # before reading the value: `auth: password=Hunter2xx9` is read from `password`
         start = m.end()
         if start < len(text) and text[start] in "\"'":
             quote = text[start]
@@ -357,7 +517,145 @@ def _assignments(text: str) -> Iterator[Span]:
         yield value_start, value_start + len(value), "assigned_secret"
 
 
-_DETECTORS: list[Callable[[str], Iterator[Span]]] = [_private_keys, _url_passwords, _aws_secrets, _assignments]
+# -- .pgpass: hostname:port:database:username:password, as a line or a word of its own -----------
+_PGPASS = re.compile(r"(?<![^\s\"'`])(?P<host>[^\s:\"'`]{1,253}+):(?:\d{1,5}+|\*):[^\s:\"'`]{1,128}+:"
+                     r"[^\s:\"'`]{1,128}+:(?P<secret>[^\s\"'`]{1,512}+)")
+_HEX_GROUP = re.compile(r"[0-9a-fA-F]{1,4}")
+# file:line:… (a log's or a compiler's location) is no host
+_SOURCE_EXTENSIONS = {"py", "pyx", "js", "jsx", "ts", "tsx", "mjs", "go", "rb", "java", "kt", "scala", "c", "h", "cc",
+                      "cpp", "hpp", "cs", "rs", "php", "swift", "sh", "pl", "lua", "ex", "exs", "erl", "hs", "vue",
+                      "sql", "yml", "yaml", "json", "toml", "ini", "cfg", "txt", "log", "md"}
+
+
+def _pgpass_lines(text: str) -> Iterator[Span]:
+    for m in _PGPASS.finditer(text):
+        fields = m.group().rstrip(".,;!?)").split(":")          # as prose ends it: "at 12:30:45:00:99, ..."
+        host = m.group("host")
+        extension = host.rpartition(".")[2].lower() if "." in host else ""
+        if m.group("secret") == "*" or "[REDACTED:" in m.group() or all(f.isdigit() for f in fields) \
+                or all(_HEX_GROUP.fullmatch(f) for f in fields) or extension in _SOURCE_EXTENSIONS:
+            continue                                   # a time, an IPv6 address, server.py:42:handler:INFO:ready
+        yield m.start("secret"), m.end("secret"), "pgpass_password"
+
+
+# -- markup: <password>…</password>, <input name="pwd" value="…">, <add key="DbPassword" value="…"/>
+_TAG = re.compile(r"<(?P<tag>[A-Za-z_][\w.:\-]{0,63}+)(?P<attrs>[ \t\r\n][^<>]{0,2048}+)?>")
+_ATTR = re.compile(r"(?P<name>[\w.:\-]{1,64}+)[ \t\r\n]*+=[ \t\r\n]*+"
+                   r"(?:\"(?P<dq>[^\"]*+)\"|'(?P<sq>[^']*+)'|(?P<bare>[^\s\"'=<>`]++))")
+_ELEMENT_TEXT = re.compile(r"[ \t\r\n]*+(?P<value>[^<>\s]{1,1024}+)[ \t\r\n]*+</")
+_IDENTITY_ATTRS = {"name", "id", "key", "property"}
+
+
+def _markup_value(value: str) -> bool:
+    return len(value) >= 4 and not any(c.isspace() for c in value) and not value.startswith("[REDACTED:") \
+        and not _placeholder(value)
+
+
+def _markup(text: str) -> Iterator[Span]:
+    for m in _TAG.finditer(text):
+        tag = m.group("tag")
+        if m.group("attrs"):
+            attrs: dict[str, tuple[str, int]] = {}
+            for a in _ATTR.finditer(m.group("attrs")):
+                which = "dq" if a.group("dq") is not None else "sq" if a.group("sq") is not None else "bare"
+                attrs.setdefault(a.group("name").lower(), (a.group(which), m.start("attrs") + a.start(which)))
+            value = attrs.get("value")
+            if value is not None and _markup_value(value[0]) and (
+                    attrs.get("type", ("",))[0].lower() == "password"
+                    or any(_credential_name(attrs[k][0]) for k in _IDENTITY_ATTRS if k in attrs)):
+                yield value[1], value[1] + len(value[0]), "assigned_secret"
+        local = tag.rpartition(":")[2]
+        if _credential_name(local) and _SEGMENT.findall(local)[-1].lower() not in _WEAK:
+            inner = _ELEMENT_TEXT.match(text, m.end())
+            if inner is not None and _markup_value(inner.group("value")) \
+                    and text.startswith(tag + ">", inner.end()):
+                yield inner.start("value"), inner.end("value"), "assigned_secret"
+
+
+# -- passwords on command lines: sshpass -p, docker login -p, redis-cli -a, net use ---------------
+_SHELL_ARG = re.compile(r"\"(?P<dq>[^\"\n]{1,512}+)\"|'(?P<sq>[^'\n]{1,512}+)'|(?P<bare>[^\s\"'`;|&]{1,512}+)")
+_COMMAND_FLAGS = [
+    # sshpass's own options come before the command it runs (whose -p is a port)
+    re.compile(r"sshpass(?<![\w\-]sshpass)(?:[ \t]++-(?:[fdP][ \t]*+[^\s]++|[ve][^\s]*+))*+[ \t]++-p[ \t]*+"),
+    re.compile(r"redis-cli(?<![\w\-]redis-cli)(?![\w\-])[^\n|;&]{0,300}?(?<=\s)(?:-a|--pass)(?:[ \t]++|=)"),
+]
+# `docker login`, `podman login`, `helm registry login`…: found by `login`, the command checked after
+_LOGIN = re.compile(r"login(?<=[ \t]login)(?![\w\-])")
+_LOGIN_COMMAND = re.compile(r"(?<![\w\-])(?:docker|podman|buildah|nerdctl|oc|helm[ \t]++registry)[ \t]++login\Z")
+_LOGIN_PASSWORD = re.compile(r"[^\n|;&]{0,300}?(?<=\s)(?:-p|--password)(?:[ \t]++|=)")
+_NET_USE = re.compile(r"(?i)net(?<![\w\-]net)[ \t]++use(?![\w\-])(?P<args>[^\n|&]{0,512}+)")
+_NET_DEVICE = re.compile(r"(?i)[A-Z]:|\*|LPT\d:|COM\d:")
+
+
+def _argument(text: str, pos: int, end: int | None = None) -> tuple[int, int] | None:
+    """The word at pos (inside its quotes, if quoted), unless it is another option or names a
+    secret kept elsewhere ($PASSWORD, %PASS%, <password>)."""
+    a = _SHELL_ARG.match(text, pos, len(text) if end is None else end)
+    if a is None:
+        return None
+    which = "dq" if a.group("dq") is not None else "sq" if a.group("sq") is not None else "bare"
+    value = a.group(which)
+    if value.startswith(("-", "[REDACTED:")) or _placeholder(value):
+        return None
+    return a.start(which), a.end(which)
+
+
+def _command_lines(text: str) -> Iterator[Span]:
+    for pattern in _COMMAND_FLAGS:
+        for m in pattern.finditer(text):
+            if (arg := _argument(text, m.end())) is not None:
+                yield arg[0], arg[1], "password_option"
+    for m in _LOGIN.finditer(text):
+        if _LOGIN_COMMAND.search(text, max(0, m.start() - 40), m.end()) is None:
+            continue
+        if (flag := _LOGIN_PASSWORD.match(text, m.end())) is not None \
+                and (arg := _argument(text, flag.end())) is not None:
+            yield arg[0], arg[1], "password_option"
+    # net use [device] \\server\share [password | *] [/user:[domain\]name] [password]: a word
+    # that is none of the others, after the share or the user, is the password
+    for m in _NET_USE.finditer(text):
+        pos, end = m.start("args"), m.end("args")
+        after_share = False
+        while pos < end:
+            while pos < end and text[pos] in " \t":
+                pos += 1
+            a = _SHELL_ARG.match(text, pos, end)
+            if a is None:
+                break
+            word = a.group()
+            if word.startswith("\\\\") or word.lower().startswith(("/u:", "/user:")):
+                after_share = True
+            elif after_share and not (word.startswith("/") or _NET_DEVICE.fullmatch(word)):
+                if (arg := _argument(text, pos, end)) is not None:
+                    yield arg[0], arg[1], "password_option"
+                break                                  # one password to a command
+            pos = a.end()
+
+
+# -- cookies: Cookie: / Set-Cookie: headers ----------------------------------------------------------
+_COOKIE = re.compile(r"(?i)cookie(?<![\w]cookie)[\"']?[ \t]*+:[ \t]*+[\"']?")
+_COOKIE_PAIR = re.compile(r"[ \t]*+(?P<name>[^=;,\s\"']{1,128}+)=(?P<value>[^;,\s\"']{1,4096}+)[ \t]*+(?P<more>;?)")
+_SESSION_COOKIE = re.compile(r"(?i)sess|sid|auth|token|jwt|login|remember|csrf|xsrf|secret|pass|key|cred")
+
+
+def _cookies(text: str) -> Iterator[Span]:
+    for m in _COOKIE.finditer(text):
+        set_cookie = text[max(0, m.start() - 4):m.start()].lower() == "set-"
+        pos = m.end()
+        while (pair := _COOKIE_PAIR.match(text, pos)) is not None:
+            name, value = pair.group("name"), pair.group("value")
+            if not value.startswith("[REDACTED:") and not _placeholder(value) and (
+                    (_SESSION_COOKIE.search(name) and len(value) >= 8)
+                    or (len(value) >= 20 and _looks_random(value))):
+                yield pair.start("value"), pair.end("value"), "session_cookie"
+            if set_cookie or not pair.group("more"):
+                break                                  # Set-Cookie's other pairs are its attributes
+            pos = pair.end()
+
+
+_DETECTORS: list[Callable[[str], Iterator[Span]]] = [_private_keys, _putty_keys, _labelled_keys, _url_passwords,
+                                                      _aws_secrets, _pgpass_lines, _markup, _command_lines,
+                                                      _cookies, _assignments]
 
 
 def _spans(text: str) -> list[Span]:
@@ -369,7 +667,7 @@ def _spans(text: str) -> list[Span]:
     base = len(_COMPILED)
     for offset, detector in enumerate(_DETECTORS):
         # a private key block outranks everything inside it
-        priority = -1 if detector is _private_keys else base + offset
+        priority = -1 if detector in (_private_keys, _putty_keys) else base + offset
         found.extend((start, -end, priority, kind) for start, end, kind in detector(text))
     found.sort(key=lambda s: (s[0], s[2], s[1]))
     merged: list[Span] = []

@@ -150,8 +150,11 @@ def test_linking_is_measured_against_what_belongs_together(tmp_path):
 
 
 def test_links_join_the_evidence_of_multi_hop_questions_on_real_conversations():
-    """Issue 15's bar on conversations-dev: at least 40% of the multi-hop evidence pairs joined by a
-    confirmed path of at most two links, with at most six confirmed links per memory unit."""
+    """Issue 15's bar on conversations-dev was 40% of the multi-hop evidence pairs joined within two
+    confirmed links; issue 23 showed a linker meets it by linking nearly everything (88% of its
+    links joined turns about different things), so the graph's bar is now its precision
+    (test_the_graph_is_right_not_just_dense...). This keeps the evidence pairs reachable where the
+    precise graph reaches them (0.28 at issue 23's defaults), at most eight links per memory."""
     from tidemind.evaluate import _jsonl, link_and_measure, load
     from tidemind.memory import Memory
 
@@ -163,5 +166,49 @@ def test_links_join_the_evidence_of_multi_hop_questions_on_real_conversations():
         owner = load(m, memories)
         link = link_and_measure(m, owner, memories, queries)
     assert link["evidence_pairs"]["pairs"] >= 500
-    assert link["evidence_pairs"]["joined_within_2"] >= 0.40, link
-    assert link["per_node_max"] <= 6
+    assert link["evidence_pairs"]["joined_within_2"] >= 0.25, link
+    assert link["per_node_max"] <= 8
+
+
+GRAPH_GUARD = ("conv-26", "conv-41")      # two of the three conversations the graph's bars were fitted on
+
+
+def test_the_graph_is_right_not_just_dense_and_the_reference_evaluator_agrees(tmp_path):
+    """Issue 23's guard: `tidemind eval graph` on two conversations of conversations-dev (built as a
+    host would, the offline metabolism run to rest): confirmed links join one event at least 0.10
+    more often than a BM25 neighbour graph of the same size, at most 5% of them touch a greeting,
+    thanks or sign-off, no memory has more than six, and no merge or contradiction is filed on a
+    content-free turn. On the kept store the reference evaluator (../shared/eval/graph_quality.py)
+    gives the same figures."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    memories, _ = _conversations()
+    topics = CONVERSATIONS / "topics"
+    reference = CONVERSATIONS.parent / "graph_quality.py"
+    if not topics.exists() or not reference.exists():
+        pytest.skip("the topic labels or the reference evaluator are not beside this checkout")
+    keep = tmp_path / "graph"
+    proc = run_cli(tmp_path / "home", "--json", "eval", "graph", "--memories", memories, "--topics", str(topics),
+                   "--convs", ",".join(GRAPH_GUARD), "--keep", str(keep))
+    assert proc.returncode == 0, proc.stderr.decode()
+    r = json.loads(proc.stdout)
+    links, bm25 = r["confirmed_links"], r["bm25_graph_same_size"]
+    assert links["n"] >= 500
+    assert links["strict"] >= bm25["strict"] + 0.10, (links, bm25)
+    assert links["content_free_end"] <= 0.05, links
+    assert links["per_turn"] <= 6
+    for kind, items in r["pair_review_items"].items():
+        assert items["n"] == 0 or items["content_free_end"] == 0.0, (kind, items)
+    ref = subprocess.run([sys.executable, str(reference), str(keep / "tidemind.db"), str(keep / "turn-map.json"),
+                          str(topics), memories], capture_output=True, text=True, timeout=600)
+    assert ref.returncode == 0, ref.stderr
+    theirs = json.loads(ref.stdout)
+    for key in ("confirmed_links", "pending_links", "bm25_graph_same_size", "tags", "crystals", "pair_review_items",
+                "event_cohesion", "event_cohesion_cross_session", "labels"):
+        mine = r[key]
+        if isinstance(mine, dict) and "per_turn" in mine and "per_turn" not in theirs[key]:
+            mine = {k: v for k, v in mine.items() if k != "per_turn"}
+        assert mine == theirs[key], (key, mine, theirs[key])

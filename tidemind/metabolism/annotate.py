@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from .. import substance
 from ..store import audit, derived, fts, immediate, nodes, tags
 from . import TaskContext, register, vocabulary
 
@@ -117,9 +118,12 @@ class ScopeTagging:
     def propose(self, content: str, node_tags: list[dict]) -> list[tuple[str, float]]:
         """(name, confidence) for one memory: never a name it already has confirmed, a person
         rejected on it, or one rejected for the scope."""
+        if not substance.carries_content(content):
+            return []                 # a greeting, an empty page, an image: nothing to file under a topic
         own = {vocabulary.key_of(t["name"]) for t in node_tags if t["status"] in ("confirmed", "rejected_by_user")}
         out = []
-        for key, surface, confidence in self.stats.propose(vocabulary.extract(content), exclude=self.exclude | own,
+        for key, surface, confidence in self.stats.propose(vocabulary.extract(substance.spoken(content)),
+                                                           exclude=self.exclude | own,
                                                            confirmed=self.confirmed,
                                                            lift=self.lift if self._background else None):
             name = self.names.get(key) or tag_slug(surface)

@@ -3,18 +3,18 @@ with their reason, and pending links nobody judged within EXPIRE_DAYS become `ex
 stronger proposal may bring the pair back).
 
 With an LLM the judge is the `strategies/link-evaluate.md` prompt (validated JSON; anything else
-falls back). Offline it confirms the clear ones and leaves the rest pending: a pair's score is its
-relatedness (the proposal's strength) plus the partners the two memories have in common among
-their proposals and confirmed links (two memories that relate to the same others belong
-together), and pairs are confirmed strongest first while both ends have fewer than MAX_LINKS
-confirmed links, so each memory keeps its best few. A graph of everything-to-everything helps
-no one: the cap is what makes the judge choose.
+falls back). Offline it confirms the clear ones and leaves the rest pending: a proposal whose
+relatedness (`relate`, the proposal's strength) reaches CONFIRM_AT for two memories of one session
+or note, CROSS_CONFIRM_AT across them, strongest first, while each end has room: at most
+MAX_WITHIN confirmed links inside its session or note and MAX_ACROSS outside it. Fitted for
+precision on three conversations of conversations-dev (README "How good is the graph"): a link is
+worth confirming when a person would keep it, and a graph of everything-to-everything helps no one.
 """
 from __future__ import annotations
 
 import datetime as dt
 
-from ..store import audit, immediate, links
+from ..store import audit, immediate, links, nodes
 from ..timeutil import from_iso, to_iso
 from . import TaskContext, register
 
@@ -23,20 +23,11 @@ SCHEMA = {
     "relation": {"type": "str", "enum": ["related", "updates", "contradicts", "explains", "example-of"]},
     "reason": {"type": "str", "required": True, "max": 300},
 }
-CONFIRM_AT = 0.25
-MAX_LINKS = 6               # confirmed links per memory
-# relative to each memory's own candidates: two memories that are each other's closest few are
-# linked even where absolute scores are low (a small scope, short notes)
-MUTUAL_TOP = 3
-MUTUAL_AT = 0.10
-SHARED_PARTNERS = 0.5       # weight of the share of proposals two memories have in common
+CONFIRM_AT = 0.3            # two memories of one session or note (adjacency counts in their score)
+CROSS_CONFIRM_AT = 0.15     # two memories of different sessions or notes
+MAX_WITHIN, MAX_ACROSS = 3, 5
+MAX_LINKS = MAX_WITHIN + MAX_ACROSS      # confirmed links per memory
 EXPIRE_DAYS = 7
-
-
-def judge(strength: float, shared_partners: int) -> float:
-    from .link_propose import PROPOSE
-
-    return strength + SHARED_PARTNERS * min(shared_partners, PROPOSE) / PROPOSE
 
 
 class LinkEvaluateTask:
@@ -50,40 +41,43 @@ class LinkEvaluateTask:
         ids = sorted({i for l in todo for i in (l["source_id"], l["target_id"])})
         counts = {"confirmed": 0, "rejected_by_model": 0, "undecided": 0}
         verdicts = self._ask_model(ctx, todo) if ctx.llm is not None else {}
-        # what each memory itself proposed, best first: its own best candidates, whatever became of them
-        proposed = links.proposals(ctx.conn, ids, "link-propose")
-        related = {i: set(p) for i, p in proposed.items()}
-        mutual = lambda a, b: b in proposed[a][:MUTUAL_TOP] and a in proposed[b][:MUTUAL_TOP]
-        degree = {i: len(p) for i, p in links.partners(ctx.conn, ids, ("confirmed",)).items()}
-        common = {l["id"]: len((related[l["source_id"]] & related[l["target_id"]]) - {l["source_id"], l["target_id"]})
-                  for l in todo}
-        scored = sorted(((judge(l["strength"] or 0.0, common[l["id"]]), l) for l in todo),
-                        key=lambda x: (-x[0], x[1]["id"]))
+        group = nodes.groups(ctx.conn, ids)
+        within = lambda a, b: group.get(a) == group.get(b)
+        # confirmed links each memory has, inside its session or note and outside it
+        room: dict[tuple[int, bool], int] = {}
+        for i, partners in links.partners(ctx.conn, ids, ("confirmed",)).items():
+            for p in partners:
+                key = (i, group.get(i) == group.get(p) if p in group else False)
+                room[key] = room.get(key, 0) + 1
+        used = lambda i, inside: room.get((i, inside), 0)
+        scored = sorted(todo, key=lambda l: (-(l["strength"] or 0.0), l["id"]))
         now = ctx.now()
         with immediate(ctx.conn):
-            for score, l in scored:
+            for l in scored:
                 a, b = l["source_id"], l["target_id"]
+                inside = within(a, b)
+                cap = MAX_WITHIN if inside else MAX_ACROSS
+                full = max(used(a, inside), used(b, inside)) >= cap
+                strength = l["strength"] or 0.0
                 if l["id"] in verdicts:
                     status, reason = verdicts[l["id"]]
-                    if status == "confirmed" and max(degree[a], degree[b]) >= MAX_LINKS:
+                    if status == "confirmed" and full:
                         counts["undecided"] += 1             # the model agrees, but each end has its best few
                         continue
-                elif max(degree[a], degree[b]) < MAX_LINKS and (score >= CONFIRM_AT or (
-                        mutual(a, b) and common[l["id"]] and (l["strength"] or 0.0) >= MUTUAL_AT)):
+                elif not full and strength >= (CONFIRM_AT if inside else CROSS_CONFIRM_AT):
                     status = "confirmed"
-                    reason = (f"offline judge: score {score:.2f} (related {l['strength'] or 0:.2f},"
-                              f" {common[l['id']]} partner(s) in common"
-                              + (", each among the other's closest" if mutual(a, b) else "") + ")")
+                    reason = (f"offline judge: related {strength:.2f}"
+                              f" ({'in one session or note' if inside else 'across sessions or notes'})")
                 else:
                     counts["undecided"] += 1
                     continue
                 if not links.judge(ctx.conn, l["id"], status, now, reason):
                     continue                         # decided by someone else meanwhile
                 if status == "confirmed":
-                    degree[a] += 1
-                    degree[b] += 1
+                    room[(a, inside)] = used(a, inside) + 1
+                    room[(b, inside)] = used(b, inside) + 1
                 audit.record(ctx.conn, at=now, actor=f"daemon:{self.name}", action=f"link_{status}",
-                             node_id=a, other=b, link=l["id"], score=round(score, 3),
+                             node_id=a, other=b, link=l["id"], score=round(strength, 3),
                              **({"judge": ctx.llm.name} if l["id"] in verdicts else {}))
                 counts[status] += 1
             cutoff = to_iso(from_iso(now) - dt.timedelta(days=EXPIRE_DAYS))

@@ -1,7 +1,7 @@
-"""`link-propose`: each newly embedded node proposes `pending` links to the memories of its scope
-it is most related to (`relate`: rare words and names shared, the same speaker, the embedder's
-cosine), strongest first, at most PROPOSE per node: its ALWAYS closest that share a word, and
-the others above MIN_STRENGTH. The judge
+"""`link-propose`: each newly embedded node proposes `pending` links to the few memories of its
+scope it is most related to (`relate`: specific words read with the memories around them, both
+ends contributing, adjacency in a session or note), strongest first, at most PROPOSE per node and
+only above MIN_STRENGTH: a proposal is something a person would look at, and the judge
 (`link-evaluate`) confirms the clear ones. A pair that already has a link in any status (a
 rejection included) is not proposed again; an expired proposal may be, when it comes back
 stronger than it was.
@@ -12,9 +12,8 @@ from ..store import audit, immediate, links, task_runs, vectors
 from . import TaskContext, register
 from .relate import PassScopes
 
-PROPOSE = 20
-MIN_STRENGTH = 0.12
-ALWAYS = 3                 # its closest candidates are proposed when they share a word, however low
+PROPOSE = 6
+MIN_STRENGTH = 0.15        # fitted with the judge's bars on three conversations of conversations-dev
 
 
 class LinkProposeTask:
@@ -41,10 +40,7 @@ class LinkProposeTask:
             scored = rel.ranked(node_id, query, PROPOSE * 2)
             now = ctx.now()
             with immediate(ctx.conn):
-                # its closest few whatever their score (relative to its own neighbours: a small scope
-                # or a terse note scores low everywhere), then anything strong, up to PROPOSE
-                chosen = [(s, o) for n, (s, o) in enumerate(scored)
-                          if (n < ALWAYS and rel.shared_words(node_id, o)) or s >= MIN_STRENGTH][:PROPOSE]
+                chosen = [(s, o) for s, o in scored if s >= MIN_STRENGTH][:PROPOSE]
                 offers = []
                 for strength, other in chosen:
                     shared = rel.shared_words(node_id, other)[:4]

@@ -7,7 +7,8 @@ import re
 from typing import Callable
 
 from ..store import audit, immediate, review, task_runs, vectors, visible
-from ..text import content_words, sha256
+from .. import substance
+from ..text import sha256
 
 GENERATOR = "offline-v1"        # what filed a pair's review item (the heuristics below; no model)
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -22,14 +23,35 @@ def nearest(ctx, node_id: int, scope: str, query, k: int, min_cosine: float) -> 
             if i != node_id and c >= min_cosine][:k]
 
 
+def _names(a: str, b: str) -> set[str]:
+    return {part.casefold() for t in (a, b) if (who := substance.speaker(t)) for part in who.split()}
+
+
 def word_overlap(a: str, b: str) -> float:
-    wa = {w for w in content_words(a) if not w.isdigit()}
-    wb = {w for w in content_words(b) if not w.isdigit()}
+    """The share of specific words two texts have in common (`substance`: not small talk, not
+    the speakers' names, not markup): two speakers' "Take care, bye!" share nothing."""
+    names = _names(a, b)
+    wa = {w for w in substance.specific_words(a, names) if not w.isdigit()}
+    wb = {w for w in substance.specific_words(b, names) if not w.isdigit()}
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
+# not values: a list or step number at a line's start ("10. You're done!"), dates ("Oct 6th, 2020",
+# 2020-10-06), and numbers inside file names, links and image references
+_NOT_VALUES = re.compile(r"^\s*(?:[-*+]\s*)?\d+[.)]\s|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b|"
+                         r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|"
+                         r"[\w./-]*\.(?:png|jpe?g|gif|webp|svg|pdf|md|txt|csv|json|mp4|mov)\b|\[\[[^\]]*\]\]|"
+                         r"\(\([^)]*\)\)|https?://\S+", re.IGNORECASE | re.MULTILINE)
+
+
 def numbers(text: str) -> set[str]:
-    return set(_NUMBER.findall(text))
+    """The values a text states: its numbers, less ordinals, dates and numbers in names of files."""
+    return set(_NUMBER.findall(_NOT_VALUES.sub(" ", substance.body(text))))
+
+
+def both_carry_content(a: str, b: str) -> bool:
+    names = _names(a, b)
+    return substance.carries_content(a, names) and substance.carries_content(b, names)
 
 
 def negated(text: str) -> bool:
@@ -60,8 +82,11 @@ def file_pair_items(ctx, task: str, kind: str, k: int, min_cosine: float,
         done += 1
         me = _content(ctx.conn, node_id)
         found = []
-        for other, cos in nearest(ctx, node_id, scope, query, k, min_cosine):
-            verdict = judge(me, _content(ctx.conn, other), cos)
+        for other, cos in nearest(ctx, node_id, scope, query, k, min_cosine) if substance.carries_content(me) else ():
+            theirs = _content(ctx.conn, other)
+            if not both_carry_content(me, theirs):
+                continue              # greetings, headings, images, empty pages: never a merge or a contradiction
+            verdict = judge(me, theirs, cos)
             if verdict is not None:
                 found.append((other, verdict))
         now = ctx.now()

@@ -1,17 +1,28 @@
-"""How related two memories of one scope are, from signals that work on short, real text.
+"""How related two memories of one scope are, judged the way a person would keep a link.
 
-The default embedder's cosine between two memories on one topic is 0.1-0.3, so an absolute
-cosine threshold (link-propose asked for 0.55) proposed nothing: eighteen short memories on three
-topics got no link at all. Here a pair is scored from
+A link a person keeps joins two memories about one thing. Measured on conversations-dev's topic
+labels, the word-and-speaker score this module used to give linked nearly everything: 88% of
+its confirmed links joined turns about different things, worse than a plain BM25 neighbour list,
+and a fifth had a greeting or a thank-you at one end. What tells two memories apart is what they
+say specifically, read with the memories around them:
 
-  words    the TF-IDF cosine of their words, IDF counted in the scope (rare words and names
-           shared weigh most; words in more than MAX_DF_SHARE of the scope's memories not at all)
-  speaker  the same person said both ("Caroline: ...")
-  cosine   the embedder's cosine (0.1-0.3 on one topic, lower across topics)
+  specific words   each memory's content words that are not small talk, not the names of the
+                   people speaking and not markup (`substance.specific_words`), TF-IDF weighted
+                   in the scope (rare words and names shared weigh most; words in more than
+                   MAX_DF_SHARE of the scope's memories not at all)
+  context          a memory's words plus NEIGHBOUR_WEIGHT of the words of the memories right
+                   before and after it (the turns around a turn of its session, the sections
+                   around a section of its note): "Wow, where in England was it?" is about the
+                   trip the turn before it told
+  each its own     both memories must contribute: a word of each is in the other's context
+                   (a greeting next to a story shares the story's words only through context)
+  adjacency        two memories next to each other in one session or note (ADJACENT) or one apart
+  cosine           the embedder's cosine, lightly
 
-and a pair's partners in common (see link_evaluate) decide among the candidates. Candidates of a
-memory are the memories sharing its rarest words (FTS5) and its nearest vectors, in its scope,
-under the one visibility predicate.
+A memory that carries no content (`substance.carries_content`, and in a large scope fewer than
+MIN_SPECIFIC words rarer than SPECIFIC_SHARE) relates to nothing. Candidates are the whole scope
+when it is small enough to hold, else the memories sharing its rarest words (FTS5) and its
+nearest vectors, under the one visibility predicate.
 """
 from __future__ import annotations
 
@@ -21,14 +32,21 @@ from typing import Sequence
 import apsw
 import numpy as np
 
-from ..search.scoring import speaker
+from .. import substance
 from ..store import fts, nodes, vectors, visible
-from ..text import STOPWORDS, content_words, words
+from ..text import STOPWORDS
 
-# chosen on conversations-dev's multi-hop evidence pairs (see the README's linking figures)
-WORD_WEIGHT, SPEAKER_WEIGHT, COSINE_WEIGHT = 1.0, 0.25, 0.45
+# fitted on three conversations of conversations-dev (conv-26, conv-41, conv-43; README "How good
+# is the graph"), reported on the other two
+NEIGHBOUR_WEIGHT = 0.5
+ADJACENT = {1: 0.15, 2: 0.05}     # same session or note, this many memories apart
+COSINE_WEIGHT = 0.1
+WORD_WEIGHT = 1.0
 MAX_DF_SHARE = 0.3         # a word in more of the scope's memories than this says nothing of a pair
 SMALL_SCOPE = 100          # (below this many memories every word counts: a topic may be a third of them)
+SPECIFIC_SHARE = 0.03      # in a large scope, a memory needs MIN_SPECIFIC words rarer than this to relate
+MIN_SPECIFIC = 2
+MIN_SHARED = 2           # stems two related memories' contexts have in common, at least
 # words too general to say two memories are about one thing, which a small scope cannot tell by
 # their frequency ("every Monday" / "every morning", "two feedings" / "two minutes")
 GENERIC = frozenset("""
@@ -42,7 +60,7 @@ RARE_WORDS = 25            # the words a memory looks for its partners with
 # search matched two thirds of a 10k-node store and made link-propose its slowest pass
 SEARCH_MAX_SHARE = 0.1
 CANDIDATES = 80            # from each of the two searches
-MIN_WORDS = 4              # fewer content words: chatter, linked to nothing
+RESCORED = 40              # of a held scope, the best this many by context are scored exactly
 # up to this many memories a scope is scored whole, in memory, once a pass: exact, and several times
 # faster than asking FTS5 and sqlite-vec for each memory's candidates (an OR of its rare words matched
 # across every scope of the store, and bm25 ranked them all); a larger scope searches for candidates
@@ -58,7 +76,7 @@ HOLD_PAYS = 100
 
 
 class Relatedness:
-    """Pair scores within one scope; caches each memory's words and vector for one pass."""
+    """Pair scores within one scope; caches each memory's words, context and vector for one pass."""
 
     def __init__(self, conn: apsw.Connection, scope: str, embedder):
         self.conn, self.scope, self.embedder_name = conn, scope, embedder.name
@@ -69,43 +87,83 @@ class Relatedness:
         learning = getattr(embedder, "learns_from_store", False)
         self.cosine_weight = COSINE_WEIGHT * (min(1.0, self.documents / SMALL_SCOPE) if learning else 1.0)
         self._idf: dict[str, float] = {}
+        self._df: dict[str, int] = {}
         self._vec: dict[int, dict[str, float]] = {}
+        self._context: dict[int, dict[str, float]] = {}
         self._surface: dict[int, dict[str, str]] = {}      # stem -> a word of the memory that made it
         self._rows: dict[int, dict] = {}
         self._floats: dict[int, np.ndarray] = {}
         self._substantive: dict[int, bool] = {}
-        self._speaker: dict[int, str | None] = {}
-        self._whole: _Whole | None | bool = None       # False: the scope is too large to hold
+        self._names: set[str] = set()                      # the scope's speakers, as far as seen
+        self._place: dict[int, tuple[object, int]] = {}    # node -> (its session or note, its place there)
+        self._beside: dict[int, list[int]] = {}            # node -> the memories right before and after it
+        self._near: dict[int, dict[int, int]] = {}         # node -> {memory two or less apart: how far} (searched)
+        self._whole: _Whole | None | bool = None           # False: the scope is too large to hold
 
+    # -- rows, names and places -------------------------------------------------------------------
     def rows(self, node_ids: Sequence[int]) -> dict[int, dict]:
         missing = [i for i in node_ids if i not in self._rows]
         if missing:
-            self._rows.update(nodes.get_visible(self.conn, missing, [self.scope]))
+            found = nodes.get_visible(self.conn, missing, [self.scope])
+            self._learn(found)
+            self._rows.update(found)
         return {i: self._rows[i] for i in node_ids if i in self._rows}
 
+    def _learn(self, found: dict[int, dict]) -> None:
+        for row in found.values():
+            who = substance.speaker(row["content"])
+            if who:
+                self._names |= {part.casefold() for part in who.split()}
+
+    def _places(self, found: dict[int, dict]) -> None:
+        """Each memory's group (its session, else its note's capture) and its place in it, and
+        the memories right before and after it, for a scope held whole."""
+        groups: dict[object, list[tuple[tuple, int]]] = {}
+        for i, r in found.items():
+            key = ("session", r["session"]) if r.get("session") else ("capture", r.get("capture_id"))
+            groups.setdefault(key, []).append(((r.get("unit_index") or 0, i) if key[0] == "capture" else (i,), i))
+        for key, members in groups.items():
+            ordered = [i for _, i in sorted(members)]
+            for k, i in enumerate(ordered):
+                self._place[i] = (key, k)
+                self._beside[i] = [ordered[j] for j in (k - 1, k + 1) if 0 <= j < len(ordered)]
+
+    def _neighbours(self, node_id: int) -> list[int]:
+        if node_id not in self._beside:
+            found = nodes.neighbours(self.conn, [node_id], [self.scope], reach=2)
+            near = sorted(((abs(off), m) for _, m, _, off in found), key=lambda x: x[0])
+            self._beside[node_id] = [m for d, m in near if d == 1]
+            self._near[node_id] = {m: d for d, m in near}
+        return self._beside[node_id]
+
+    def distance(self, a: int, b: int) -> int | None:
+        """How many memories apart two memories of one session or note are (None: not in one)."""
+        if a in self._place and b in self._place:
+            (ga, pa), (gb, pb) = self._place[a], self._place[b]
+            return abs(pa - pb) if ga == gb else None
+        self._neighbours(a)
+        return self._near.get(a, {}).get(b)
+
+    # -- words -----------------------------------------------------------------------------------
     def _weights(self, stems: Sequence[str]) -> dict[str, float]:
         unknown = sorted({s for s in stems if s not in self._idf})
         if unknown:
             df, _ = fts.stem_frequencies(self.conn, unknown, [self.scope])
             n = max(self.documents, 1)
             for s in unknown:
-                d = df.get(s, 0)
+                d = self._df[s] = df.get(s, 0)
                 self._idf[s] = 0.0 if d > MAX_DF_SHARE * n and n >= SMALL_SCOPE else math.log(1 + (n - d + 0.5) / (d + 0.5))
         return {s: self._idf[s] for s in stems}
 
     def words(self, node_id: int) -> dict[str, float]:
-        """The memory's unit-length TF-IDF vector over its content words' stems."""
+        """The memory's unit-length TF-IDF vector over the stems of its specific words."""
         if node_id not in self._vec:
             row = self.rows([node_id]).get(node_id)
             counts: dict[str, int] = {}
             surface = self._surface.setdefault(node_id, {})
-            # every word, function words too, once the scope is large enough for their frequency to
-            # show (those in more than MAX_DF_SHARE of it weigh nothing, and the rarer ones, "much",
-            # "also", say a little about who writes how); in a small scope, content words only
-            read = words if self.documents >= SMALL_SCOPE else content_words
-            for w in read(row["content"]) if row else []:
-                if (w.isdigit() and len(w) < 4) or w in GENERIC:
-                    continue              # "20 minutes" and "20 percent" are not one topic (a port, 5433, may be)
+            for w in substance.specific_words(row["content"], self._names) if row else []:
+                if w in GENERIC:
+                    continue
                 for s in fts.stems(self.conn, w):
                     counts[s] = counts.get(s, 0) + 1
                     surface.setdefault(s, w)
@@ -115,6 +173,18 @@ class Relatedness:
             self._vec[node_id] = {s: x / norm for s, x in vec.items()}
         return self._vec[node_id]
 
+    def context(self, node_id: int) -> dict[str, float]:
+        """Its words and, weighed NEIGHBOUR_WEIGHT, the words of the memories right beside it."""
+        if node_id not in self._context:
+            total = dict(self.words(node_id))
+            for other in self._neighbours(node_id):
+                if other in self.rows([other]):
+                    for s, x in self.words(other).items():
+                        total[s] = total.get(s, 0.0) + NEIGHBOUR_WEIGHT * x
+            norm = math.sqrt(sum(x * x for x in total.values())) or 1.0
+            self._context[node_id] = {s: x / norm for s, x in total.items()}
+        return self._context[node_id]
+
     def vector(self, node_ids: Sequence[int]) -> dict[int, np.ndarray]:
         missing = [i for i in node_ids if i not in self._floats]
         if missing:
@@ -122,18 +192,53 @@ class Relatedness:
         return {i: self._floats[i] for i in node_ids if i in self._floats}
 
     def shared_words(self, a: int, b: int) -> list[str]:
-        va, vb = self.words(a), self.words(b)
-        return sorted(set(va) & set(vb), key=lambda s: -(va[s] * vb[s]))
+        """The words of the two memories themselves that relate them, strongest first, as
+        written in them. Never a word only a neighbour said: a link's reason must not quote a
+        third memory (its words would outlive that memory's forget in the link's reason)."""
+        ca, cb, wa, wb = self.context(a), self.context(b), self.words(a), self.words(b)
+        own = (set(wa) | set(wb)) & set(ca) & set(cb)
+        surface = {**self._surface.get(b, {}), **self._surface.get(a, {})}
+        return [surface[s] for s in sorted(own, key=lambda s: -(ca[s] * cb[s])) if s in surface]
 
     def speaker_of(self, node_id: int) -> str | None:
-        if node_id not in self._speaker:
+        row = self.rows([node_id]).get(node_id)
+        return substance.speaker(row["content"]) if row else None
+
+    def substantive(self, node_id: int) -> bool:
+        """Chatter, a heading, an image or an empty page relates to nothing: it would spend other
+        memories' few links (`substance`), and in a large scope a memory needs MIN_SPECIFIC words
+        rare in it (a long encouragement is made of the scope's most common words)."""
+        if node_id not in self._substantive:
             row = self.rows([node_id]).get(node_id)
-            self._speaker[node_id] = speaker(row["content"]) if row else None
-        return self._speaker[node_id]
+            ok = row is not None and substance.carries_content(row["content"], self._names)
+            if ok and self.documents >= SMALL_SCOPE:
+                self.words(node_id)
+                rare = max(2.0, SPECIFIC_SHARE * self.documents)
+                ok = sum(1 for s in self._vec[node_id] if self._df.get(s, 0) <= rare) >= MIN_SPECIFIC
+            self._substantive[node_id] = ok
+        return self._substantive[node_id]
+
+    # -- scores ----------------------------------------------------------------------------------
+    def score(self, a: int, b: int, cosine: float | None = None) -> float:
+        if a == b or not self.substantive(a) or not self.substantive(b):
+            return 0.0
+        wa, wb, ca, cb = self.words(a), self.words(b), self.context(a), self.context(b)
+        if not any(s in cb for s in wa) or not any(s in ca for s in wb):
+            return 0.0                  # one of them says nothing the other's context says
+        if sum(1 for s in ca if s in cb) < MIN_SHARED:
+            return 0.0                  # one word in common is a coincidence ("two feedings" / "feed the fish")
+        small, big = (ca, cb) if len(ca) <= len(cb) else (cb, ca)
+        total = WORD_WEIGHT * sum(x * big.get(s, 0.0) for s, x in small.items())
+        apart = self.distance(a, b)
+        total += ADJACENT.get(apart, 0.0) if apart is not None else 0.0
+        if cosine is None:
+            vecs = self.vector([a, b])
+            cosine = float(vecs[a] @ vecs[b]) if a in vecs and b in vecs else 0.0
+        return total + self.cosine_weight * max(cosine, 0.0)
 
     def score_many(self, a: int, others: Sequence[int]) -> list[tuple[float, int]]:
-        """`score(a, o)` for many `o` at once (one vector product), strongest first."""
-        others = [o for o in others if o != a]
+        """`score(a, o)` for many `o` at once, strongest first, zeros left out."""
+        others = [o for o in dict.fromkeys(others) if o != a]
         if not others:
             return []
         self.rows([a, *others])
@@ -142,17 +247,9 @@ class Relatedness:
         if a in vecs:
             have = [o for o in others if o in vecs]
             if have:
-                products = np.stack([vecs[o] for o in have]) @ vecs[a]
-                cosine = dict(zip(have, products.tolist()))
-        mine, who = self.words(a), self.speaker_of(a)
-        out = []
-        for o in others:
-            theirs = self.words(o)
-            small, big = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
-            shared = sum(x * big[s] for s, x in small.items() if s in big)
-            same = who is not None and who == self.speaker_of(o)
-            out.append((WORD_WEIGHT * shared + SPEAKER_WEIGHT * same + self.cosine_weight * max(cosine.get(o, 0.0), 0.0),
-                        o))
+                cosine = dict(zip(have, (np.stack([vecs[o] for o in have]) @ vecs[a]).tolist()))
+        out = [(self.score(a, o, cosine.get(o, 0.0)), o) for o in others]
+        out = [(s, o) for s, o in out if s > 0]
         out.sort(reverse=True)
         return out
 
@@ -165,52 +262,29 @@ class Relatedness:
         if not self.substantive(a) or not whole.ids:
             return []
         total = np.zeros(len(whole.ids), np.float32)
-        for s, x in self.words(a).items():
+        for s, x in self.context(a).items():
             if s in whole.postings:
                 at, weight = whole.postings[s]
                 total[at] += WORD_WEIGHT * x * weight
-        who = self.speaker_of(a)
-        if who is not None:
-            total += SPEAKER_WEIGHT * (whole.speakers == who)
-        mine = query if query is not None else self.vector([a]).get(a)
-        if mine is not None and whole.vectors is not None and whole.vectors.shape[1] == mine.shape[0]:
-            total += self.cosine_weight * np.maximum(whole.vectors @ mine, 0.0)
+        for other in self._neighbours(a):
+            if other in whole.position:
+                total[whole.position[other]] += 1.0        # always scored exactly
         if a in whole.position:
             total[whole.position[a]] = -1.0
-        top = np.argsort(-total, kind="stable")[:limit]
-        return [(float(total[k]), whole.ids[k]) for k in top if total[k] > 0]
+        top = [whole.ids[k] for k in np.argsort(-total, kind="stable")[:max(RESCORED, limit)] if total[k] > 0]
+        return self.score_many(a, top)[:limit]
 
     def _hold_whole(self) -> "_Whole | None":
         if self._whole is None:
             self._whole = False
             if self.holds:
-                self._rows.update(nodes.visible_in_scope(self.conn, self.scope))
-                ids = [i for i in self._rows if self.substantive(i)]
-                whole = _Whole(ids, {i: self.words(i) for i in ids}, self.vector(ids),
-                               [self.speaker_of(i) or "" for i in ids])
-                if whole.vectors is not None:        # one copy of each vector: the matrix's row
-                    self._floats.update({i: whole.vectors[k] for k, i in enumerate(ids) if i in self._floats})
-                self._whole = whole
+                found = nodes.visible_in_scope(self.conn, self.scope)
+                self._learn(found)
+                self._rows.update(found)
+                self._places(found)
+                ids = [i for i in found if self.substantive(i)]
+                self._whole = _Whole(ids, {i: self.context(i) for i in ids})
         return self._whole or None
-
-    def score(self, a: int, b: int) -> float:
-        va, vb = self.words(a), self.words(b)
-        if len(va) > len(vb):
-            va, vb = vb, va
-        shared = sum(x * vb.get(s, 0.0) for s, x in va.items())
-        rows = self.rows([a, b])
-        same = a in rows and b in rows and speaker(rows[a]["content"]) is not None \
-            and speaker(rows[a]["content"]) == speaker(rows[b]["content"])
-        vecs = self.vector([a, b])
-        cosine = float(vecs[a] @ vecs[b]) if a in vecs and b in vecs else 0.0
-        return WORD_WEIGHT * shared + SPEAKER_WEIGHT * same + self.cosine_weight * max(cosine, 0.0)
-
-    def substantive(self, node_id: int) -> bool:
-        """Chatter ("Thanks!", "ok") links to nothing: it would spend other memories' few links."""
-        if node_id not in self._substantive:
-            row = self.rows([node_id]).get(node_id)
-            self._substantive[node_id] = row is not None and len(content_words(row["content"])) >= MIN_WORDS
-        return self._substantive[node_id]
 
     def _search_floor(self) -> float:
         """The IDF of a word in SEARCH_MAX_SHARE of the scope (0 for a small scope: every word)."""
@@ -221,15 +295,17 @@ class Relatedness:
         return math.log(1 + (n - d + 0.5) / (d + 0.5))
 
     def candidates(self, node_id: int, query: np.ndarray | None) -> list[int]:
-        """Memories sharing this one's rarest words, and its nearest vectors, visible in the scope."""
+        """Memories sharing this one's rarest words (of it and its context), its neighbours, and
+        its nearest vectors, visible in the scope."""
         if not self.substantive(node_id):
             return []
         where, params = visible("n", [self.scope])
-        found: dict[int, None] = {}
-        surface = self._surface[node_id] if self.words(node_id) else {}
+        found: dict[int, None] = dict.fromkeys(self._neighbours(node_id))
+        surface = {**{s: w for o in self._neighbours(node_id) for s, w in self._surface.get(o, {}).items()},
+                   **self._surface.get(node_id, {})}
         floor = self._search_floor()
-        rare = [s for s, _ in sorted(self.words(node_id).items(), key=lambda kv: -kv[1])
-                if self._idf[s] >= floor and surface[s] not in STOPWORDS][:RARE_WORDS]
+        rare = [s for s, _ in sorted(self.context(node_id).items(), key=lambda kv: -kv[1])
+                if self._idf.get(s, 0.0) >= floor and s in surface and surface[s] not in STOPWORDS][:RARE_WORDS]
         expression = fts.match_expression([surface[s] for s in rare])
         if expression:
             for i, _ in fts.search(self.conn, expression, where, params, CANDIDATES):
@@ -239,15 +315,14 @@ class Relatedness:
             for i, _ in vectors.rerank(self.conn, query, ids, where, params, self.embedder_name)[:CANDIDATES]:
                 found[i] = None
         found.pop(node_id, None)
-        return [i for i in found if self.substantive(i)]
+        return [i for i in found if self.rows([i]) and self.substantive(i)]
 
 
 class _Whole:
-    """A scope held for one pass: each word's postings (positions, weights), the vectors as one matrix
-    (zeros where a memory has none) and each memory's speaker."""
+    """A scope held for one pass: each stem's postings (positions, weights) over the context
+    vectors of its memories that carry content."""
 
-    def __init__(self, ids: list[int], word_vectors: dict[int, dict[str, float]], floats: dict[int, np.ndarray],
-                 speakers: list[str]):
+    def __init__(self, ids: list[int], word_vectors: dict[int, dict[str, float]]):
         self.ids = ids
         self.position = {i: k for k, i in enumerate(ids)}
         gathered: dict[str, tuple[list[int], list[float]]] = {}
@@ -257,14 +332,6 @@ class _Whole:
                 at.append(k)
                 weight.append(x)
         self.postings = {s: (np.array(at, np.int64), np.array(w, np.float32)) for s, (at, w) in gathered.items()}
-        dims = {v.shape[0] for v in floats.values()}
-        self.vectors = None
-        if len(dims) == 1:
-            self.vectors = np.zeros((len(ids), dims.pop()), np.float32)
-            for k, i in enumerate(ids):
-                if i in floats:
-                    self.vectors[k] = floats[i]
-        self.speakers = np.array(speakers, dtype=object)
 
 
 class PassScopes:

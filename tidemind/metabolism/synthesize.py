@@ -33,6 +33,7 @@ import re
 
 from ..periods import week_of
 from ..store import audit, fts, immediate, nodes, review, syntheses
+from .. import substance
 from ..text import STOPWORDS, content_words
 from . import TaskContext, extract, register
 
@@ -263,6 +264,10 @@ class CrystallizeTask(_Synthesis):
                 stack.extend(graph[n] - seen)
             if MIN_CLUSTER <= len(component) <= MAX_CLUSTER:
                 clusters.append((scope_of[start], sorted(component)))
+        # a crystal speaks for memories that carry content: a greeting joined to a cluster is left out
+        texts = nodes.contents(ctx.conn, [i for _, members in clusters for i in members])
+        clusters = [(scope, kept) for scope, members in clusters
+                    if len(kept := [i for i in members if substance.carries_content(texts.get(i, ""))]) >= MIN_CLUSTER]
         standing = {s["subject"]: s for s in syntheses.current_of_kind(ctx.conn, "crystal")}
         strategy, generator = self.generator(ctx)
         made = grown = 0
@@ -321,6 +326,10 @@ class TemporalTask(_Synthesis):
             standing = {s["subject"]: s for kind in ("daily", "weekly")
                         for s in syntheses.current_of_kind(ctx.conn, kind, scope)}
             weeks: dict[str, list[int]] = {}
+            # a day is digested from its memories that carry content, and a day with none gets no digest
+            texts = nodes.contents(ctx.conn, [i for ids in days.values() for i in ids])
+            days = {day: kept for day, ids in days.items()
+                    if (kept := [i for i in ids if substance.carries_content(texts.get(i, ""))])}
             for day, ids in days.items():
                 weeks.setdefault(week_of(day), []).extend(ids)
             todo = []           # week by week, its days then itself: what is read for one is reused

@@ -550,3 +550,25 @@ def authors(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
                                            f" ({','.join('?' * len(chunk))})", chunk):
             out[node_id] = author_kind(actor)
     return {i: out.get(i, "system") for i in ids}
+
+
+def groups(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    """Each node's group: its session when it has one, else its capture (a note's sections)."""
+    ids = list(dict.fromkeys(node_ids))
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        for node_id, session, capture in conn.execute(f"SELECT id, session, capture_id FROM nodes WHERE id IN"
+                                                      f" ({','.join('?' * len(chunk))})", chunk):
+            out[node_id] = f"session:{session}" if session else f"capture:{capture}"
+    return out
+
+
+def contents(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    """id → authored text, for passes that judge what a memory says (chunked under SQLite's limit)."""
+    ids = list(dict.fromkeys(node_ids))
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        out.update(conn.execute(f"SELECT id, content FROM nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+    return out

@@ -1,0 +1,139 @@
+"""Does a unit carry content? One offline judgement, used by every metabolism pass.
+
+Greetings, thanks, sign-offs, generic reactions and encouragement ("Keep it up, you've got
+this!"), empty journal pages (front matter or a title only), heading-only sections, blocks that
+are only an image, an embed or a link, bare TODO lines, and table header or separator rows stay
+stored, recallable and importable exactly as they are, but no pass links, tags, merges,
+contradicts, crystallises or digests them: on conversations-dev a fifth of the links the
+metabolism confirmed had such an end, all 16 of its merges and its one contradiction.
+
+What counts is the unit's *specific* words: content words that are not the register of small
+talk (`CHATTER`), not a speaker's name ("Jolene: Where is it?" says nothing about Jolene), not a
+photo caption's boilerplate ("a photography of"), and not markup. A unit carries content when
+it has at least MIN_SPECIFIC of them.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from .text import content_words
+
+MIN_SPECIFIC = 2
+MIN_SHARE = 0.3
+
+# The register of small talk: greetings, thanks, sign-offs, agreement, reactions, encouragement
+# and life advice. General English, written as a list of that register (not fitted word by word
+# to any data set); a word that can name a topic ("art", "dance", "mental") is not here.
+CHATTER = frozenset("""
+hi hey hello hiya yo howdy morning evening afternoon night hows how've been doing
+thanks thank thx ty appreciate appreciated appreciating grateful gratitude thankful blessed
+bye goodbye cya see ya later soon talk care take catch chat chatting welcome anytime
+wow awesome great cool nice amazing wonderful fantastic incredible lovely sweet neat yay omg lol haha hahaha ahh aww
+glad happy happiness proud pride sorry congrats congratulations exciting excited interesting inspiring inspired
+impressive impressed inspire inspires inspiration cheers
+keep keeping kept stay staying stayed going goes gone get gets getting got give gives giving gave given
+make makes made making know knows knowing knew think thinks thinking thought feel feels feeling felt
+want wants wanted wanting need needs needed sounds sound sounded looks look looked looking seem seems seemed
+push pushing pushed believe believing dreams dream dreaming quit rock support supporting supportive supported
+luck hope hoping hopeful crossed cheer cheering cheered rooting positivity positive vibes vibe kindness difference
+motivate motivating motivated motivation motivational encouraging encourage encouragement encouraged strength strong
+stronger yes yeah yep yup sure totally definitely absolutely certainly surely agreed agree right true exactly indeed
+okay alright really pretty lot lots little much things thing stuff way ways truly honestly seriously
+friend friends friendship means mean meant words always never ever often sometimes usually forever
+worries worry problem problems enjoy enjoyed enjoying enjoyable fun blast love loved loves like liked hear heard
+good best better super real day days week time times today tonight tomorrow yesterday
+spirit attitude journey path step steps effort efforts work working hard passion passionate dedication dedicated
+commitment committed determination determined persistence resilience share sharing shared spread spreading
+tell telling told update updated updates posted post help helped helping helps helpful
+here there everything anything something nothing someone anyone everyone others other people everybody somebody
+life lives world wish wishing wishes safe goals goal success successful succeed achieve achieved achieving
+achievement achievements progress powerful joy joyful beauty beautiful moments moment refreshing priceless lucky
+important experience experiences change changes changed impact impacts care caring cares cared comfort comforting
+together team teamwork kind tough
+balance key crucial vital essential matters matter grow growth growing learn learning learned lesson lessons
+challenge challenges challenging tackle tackling capable potential boundaries limits zone comfortable perspective
+perspectives focus focused sharp mind minds ourselves yourself themselves myself self act acts actions small big
+understanding reminder remind reminds reminded awesome special truly deserve deserves worth worthwhile fulfilling
+fulfillment rewarding satisfying satisfaction brighter bright future hopefully glad
+""".split())
+
+# what a shared photo's caption adds that says nothing ("[shares a photo: a photography of ...]")
+_CAPTION_BOILERPLATE = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo|picture|image|video)s?(?: of)?:?|"
+                                  r"\b(?:a|an) (?:photography|photo|picture|image|close up|closeup) of\b|\]",
+                                  re.IGNORECASE)
+_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?): ")
+_FRONT_MATTER = re.compile(r"\A\ufeff?---\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_PROPERTY = re.compile(r"^\s*[-*]?\s*[\w-]+::.*$", re.MULTILINE)                 # Logseq page/block properties
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.MULTILINE)
+_EMBED = re.compile(r"!\[\[[^\]]*\]\]|!\[[^\]]*\]\([^)]*\)|\{\{[^}]*\}\}|\(\([0-9a-f-]{8,}\)\)", re.IGNORECASE)
+_LINK_ONLY_LINE = re.compile(r"^\s*[-*+]?\s*(?:\[\[[^\]]*\]\]|\[[^\]]*\]\([^)]*\)|<?https?://\S+>?)\s*$", re.MULTILINE)
+_URL = re.compile(r"https?://\S+")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$", re.MULTILINE)
+_TODO = re.compile(r"^\s*[-*+]?\s*(?:\[[ xX]?\]|TODO|DONE|LATER|NOW|DOING)\s*$", re.MULTILINE)
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
+
+
+def speaker(text: str) -> str | None:
+    found = _SPEAKER.match(text or "")
+    return found.group(1) if found else None
+
+
+def _table_header_only(text: str) -> bool:
+    """A table and nothing else, with no row below its header ("| Field | Type | Description |")."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines or not all(line.startswith("|") for line in lines):
+        return False
+    return len([line for line in lines if not _TABLE_RULE.fullmatch(line)]) <= 1
+
+
+def body(text: str) -> str:
+    """The words a unit says: without front matter, properties, headings, embeds, images,
+    link-only lines, table rules, bare TODO markers, a speaker label and caption boilerplate."""
+    text = text or ""
+    text = _FRONT_MATTER.sub(" ", text)
+    text = _PROPERTY.sub(" ", text)
+    text = _HEADING.sub(" ", text)
+    text = _EMBED.sub(" ", text)
+    text = _LINK_ONLY_LINE.sub(" ", text)
+    text = _URL.sub(" ", text)
+    text = _TABLE_RULE.sub(" ", text)
+    text = _TODO.sub(" ", text)
+    text = _LIST_MARK.sub("", text)
+    text = _SPEAKER.sub("", text.lstrip())
+    return _CAPTION_BOILERPLATE.sub(" ", text)
+
+
+def spoken(text: str) -> str:
+    """The text without what is not anyone's words about a topic: the speaker label, a shared
+    photo's caption boilerplate, embeds, images and addresses (headings and properties stay:
+    they name what a note is about)."""
+    text = _EMBED.sub(" ", text or "")
+    text = _URL.sub(" ", text)
+    text = _SPEAKER.sub("", text.lstrip())
+    return _CAPTION_BOILERPLATE.sub(" ", text)
+
+
+def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:
+    """The unit's content words that can say what it is about: not small talk, not the names of
+    the people speaking (`names`, lower-case, and the unit's own speaker), not markup."""
+    skip = {n.casefold() for n in names}
+    who = speaker(text or "")
+    if who:
+        skip |= {part.casefold() for part in who.split()}
+    if _table_header_only(text or ""):
+        return []
+    return [w for w in content_words(body(text)) if w not in CHATTER and w not in skip
+            and not (w.isdigit() and len(w) < 4) and len(w) > 2]
+
+
+def carries_content(text: str, names: Iterable[str] = ()) -> bool:
+    """At least MIN_SPECIFIC distinct specific words, and small talk not the bulk of what it says
+    (specific words at least MIN_SHARE of its specific and small-talk words together: "Thanks!
+    I won't give up on my goals as long as you're here to support me" names one thing, "goals",
+    among six words of encouragement): something a person would keep a note of."""
+    specific = set(specific_words(text, names))
+    if len(specific) < MIN_SPECIFIC:
+        return False
+    chatter = sum(1 for w in content_words(body(text)) if w in CHATTER)
+    return len(specific) >= MIN_SHARE * (len(specific) + chatter)

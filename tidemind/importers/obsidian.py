@@ -186,14 +186,20 @@ def sections(body: str) -> list[tuple[str, str, list[str]]]:
         parts[-1][1].append(line)
     out = []
     used: set[str] = set()
+    tried: dict[str, int] = {}              # heading -> the last n its duplicates reached
     for anchor, lines, path in parts:
         text = "".join(lines)
         if not text.strip():
             continue
-        unique, n = anchor, 1
-        while unique in used:                 # duplicate headings keep distinct identities
+        # duplicate headings keep distinct identities: 'A', 'A (2)', 'A (3)'... The search for a
+        # free name goes on from where the last duplicate of the heading stopped (every name
+        # before is taken, and stays so): 30,000 headings 'Todo' took 100 s searching from 1
+        n = tried.get(anchor, 1)
+        unique = anchor if n == 1 else f"{anchor} ({n})"
+        while unique in used:
             n += 1
             unique = f"{anchor} ({n})"
+        tried[anchor] = n
         used.add(unique)
         out.append((unique, text, path))
     return out

@@ -16,7 +16,9 @@ same run:
 
 With `--full` (or each on its own flag): MCP round trips and hook latency, metabolism
 throughput per task, import throughput of a generated vault (8 units a note; `--nodes 0
---import-notes N` times the import alone).
+--import-notes N` times the import alone). `--hostile-notes N` (not in `--full`) times the
+import of notes built to be slow: N sections under one heading, N sections linking to each
+other, a Logseq page of N blocks synced again after one is added on top, a YAML alias bomb.
 
 Medians and p95 over the query set; the machine is shared, so compare ratios, not single runs.
 """
@@ -234,6 +236,52 @@ def _import_bench(home: str, notes: int, corpus: Corpus) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def hostile_notes(folder: Path, units: int) -> dict[str, tuple[str, str]]:
+    """Notes built to be slow (issue 29 item 11): name -> (importer, folder). A note of `units`
+    sections under one heading ('Todo', 'Todo (2)'...), one of `units` sections each linking to
+    another's heading, a Logseq page of `units` blocks (synced again after one block is added
+    above them: `logseq-page` is that re-sync), and a YAML alias bomb (9 levels of nine aliases)."""
+    made = {}
+    for name, source, rel, body in (
+            ("same-heading", "obsidian", "same-heading.md", "".join(f"## Todo\nitem {i}\n" for i in range(units))),
+            ("linked-headings", "obsidian", "linked-headings.md",
+             "".join(f"# Part {i}\nsee [[#Part {units - 1 - i}]]\n" for i in range(units))),
+            ("logseq-page", "logseq", "pages/page.md", "".join(f"- item {i}\n" for i in range(units))),
+            ("alias-bomb", "obsidian", "bomb.md",
+             "---\na: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(f"{c}: &{c} [{','.join([f'*{p}'] * 9)}]\n" for p, c in
+                                                          zip("abcdefgh", "bcdefghi"))
+             + "---\nThe body of the alias bomb.\n")):
+        root = folder / name
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(body, encoding="utf-8")
+        made[name] = (source, str(root))
+    return made
+
+
+def _hostile_bench(home: str, units: int) -> dict:
+    """Import each hostile note into its own folder: seconds, units made, and what was skipped."""
+    from .importers.engine import sync
+
+    folder = Path(tempfile.mkdtemp(prefix="tidemind-hostile-"))
+    out: dict = {"hostile_units": units}
+    try:
+        with Memory.open(home) as m:
+            for name, (source, root) in hostile_notes(folder, units).items():
+                t0 = time.perf_counter()
+                r = sync(m, source, root, f"bench:{name}")
+                if name == "logseq-page":            # the re-sync after a block was added at the top
+                    page = Path(root) / "pages" / "page.md"
+                    page.write_text("- a new first block\n" + page.read_text(encoding="utf-8"), encoding="utf-8")
+                    t0 = time.perf_counter()
+                    r = sync(m, source, root, f"bench:{name}")
+                out[f"hostile_{name.replace('-', '_')}"] = {
+                    "s": round(time.perf_counter() - t0, 2), "created": r["created"],
+                    "unchanged": r["unchanged"], "skipped": [s["reason"] for s in r["skipped"]]}
+        return out
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _seed_syntheses(m: Memory, scopes: list[str], clustered: float = 0.5, corrected: float = 0.01) -> dict:
     """Work for the synthesis tasks, as a linked and corrected store would give them: `clustered`
     of each scope's memories in chains of four joined by confirmed links (what link-evaluate leaves
@@ -296,9 +344,10 @@ def _metabolism(m: Memory, cap: int) -> dict:
 
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
               seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: int = 0,
-              import_notes: int = 0) -> dict:
+              import_notes: int = 0, hostile_units: int = 0) -> dict:
     """`metabolism`: time the offline tasks over up to this many nodes each (0: skip);
-    `import_notes`: time importing a generated vault of this many notes (0: skip)."""
+    `import_notes`: time importing a generated vault of this many notes (0: skip);
+    `hostile_units`: time importing notes built to be slow, of this many sections (0: skip)."""
     temp = None
     if home is None:
         temp = tempfile.mkdtemp(prefix="tidemind-bench-")
@@ -307,7 +356,8 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         corpus = Corpus(seed)
         if n_nodes == 0:                   # `--nodes 0 --import-notes N`: the import alone
             return {"nodes": 0, **(_import_bench(str(Path(home) / "import-bench"), import_notes, corpus)
-                                   if import_notes else {})}
+                                   if import_notes else {}),
+                    **(_hostile_bench(str(Path(home) / "hostile-bench"), hostile_units) if hostile_units else {})}
         scopes = scopes_for(n_scopes)
         m = Memory.open(home)
         t0 = time.perf_counter()
@@ -389,6 +439,8 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             result.update(_mcp_and_hooks(str(home), probe, corpus, rounds=min(queries, 50)))
         if import_notes:
             result.update(_import_bench(str(Path(home) / "import-bench"), import_notes, corpus))
+        if hostile_units:
+            result.update(_hostile_bench(str(Path(home) / "hostile-bench"), hostile_units))
         return result
     finally:
         if temp:
@@ -402,9 +454,22 @@ def _format_import(r: dict) -> str:
             f" {r['import_writes']:,} write transactions, the longest {r['import_longest_write_s']} s")
 
 
+def _format_hostile(r: dict) -> str:
+    lines = [f"  notes built to be slow ({r['hostile_units']:,} sections or blocks; issue 29 item 11):"]
+    for name, what in (("same_heading", "one heading repeated"), ("linked_headings", "headings linking to each other"),
+                       ("logseq_page", "Logseq page, re-sync after a block added on top"),
+                       ("alias_bomb", "YAML alias bomb, 9 levels")):
+        v = r[f"hostile_{name}"]
+        skipped = f"; skipped: {v['skipped'][0]}" if v["skipped"] else ""
+        lines.append(f"  {what:<50}{v['s']:>8} s  {v['created']:,} created, {v['unchanged']:,} unchanged{skipped}")
+    return "\n".join(lines)
+
+
 def format_table(r: dict) -> str:
     if not r["nodes"]:
-        return _format_import(r) if "import_cold_s" in r else "nothing measured (--nodes 0 and no --import-notes)"
+        parts = ([_format_import(r)] if "import_cold_s" in r else []) + (
+            [_format_hostile(r)] if "hostile_units" in r else [])
+        return "\n\n".join(parts) or "nothing measured (--nodes 0 and no --import-notes or --hostile-notes)"
     lines = [f"TideMind bench: {r['nodes']:,} nodes in {r['scopes']} scopes, embedder {r['embedder']}",
              f"  load {r['load_s']} s, embed {r['embed_s']} s, {r['db_bytes_per_1000_nodes']:,} bytes/1000 nodes,"
              f" peak RSS {r['peak_rss_mb']} MB", "",
@@ -422,6 +487,8 @@ def format_table(r: dict) -> str:
                      f" digest {r['mcp_digest_overhead_ratio']}")
     if "import_cold_s" in r:
         lines.append("\n" + _format_import(r))
+    if "hostile_units" in r:
+        lines.append("\n" + _format_hostile(r))
     if "metabolism" in r:
         lines.append(f"\n  offline metabolism on the {r['nodes']:,}-node store (up to {r['metabolism_cap']:,} nodes a task):"
                      f" {r['metabolism_total_s']} s in all")

@@ -643,7 +643,8 @@ def cmd_bench(args):
     r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed,
                   n_scopes=args.scopes, mcp=not args.no_mcp,
                   metabolism=args.metabolism if args.metabolism is not None else (5000 if args.full else 0),
-                  import_notes=args.import_notes if args.import_notes is not None else (2000 if args.full else 0))
+                  import_notes=args.import_notes if args.import_notes is not None else (2000 if args.full else 0),
+                  hostile_units=args.hostile_notes or 0)
     from .bench import format_table
 
     _emit(args, r, format_table)
@@ -820,6 +821,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also time the offline metabolism tasks over up to N nodes each (default 5000)")
     s.add_argument("--import-notes", type=int, default=None, metavar="N",
                    help="also time importing a generated vault of N notes, 8 units each (with --nodes 0: only that)")
+    s.add_argument("--hostile-notes", type=int, default=None, metavar="N",
+                   help="also time importing notes built to be slow: N sections under one heading, N linking to"
+                        " each other, a Logseq page of N blocks synced again, a YAML alias bomb")
     s.add_argument("--full", action="store_true",
                    help="everything: MCP and hooks, metabolism (5000 nodes a task), import (2000 notes)")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")

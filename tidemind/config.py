@@ -1,9 +1,9 @@
 """Where the data lives and the few settings the core needs.
 
 Precedence: explicit argument > environment (TIDEMIND_*) > `config.json` > `config.toml` in the
-home > defaults. Keys: embedder, ollama_host, ollama_model, max_content_chars, busy_timeout_ms,
-default_scope, scopes (for `serve` and hooks), llm (anthropic | ollama | none), anthropic_model,
-ollama_chat_model.
+home > defaults. Keys: embedder, ollama_host, ollama_model, max_content_chars, max_note_bytes
+(the largest note file an importer reads), busy_timeout_ms, default_scope, scopes (for `serve`
+and hooks), llm (anthropic | ollama | none), anthropic_model, ollama_chat_model.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def resolve_home(home: str | os.PathLike | None = None) -> Path:
 class Settings:
     home: Path
     max_content_chars: int = 100_000      # one digest; larger inputs belong in an importer
+    max_note_bytes: int = 2_000_000       # one file an importer reads (a larger one is skipped, with the reason)
     embedder: str = "default"
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
@@ -68,6 +69,7 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
         "OLLAMA_HOST": "ollama_host",
         "TIDEMIND_OLLAMA_MODEL": "ollama_model",
         "TIDEMIND_MAX_CONTENT_CHARS": "max_content_chars",
+        "TIDEMIND_MAX_NOTE_BYTES": "max_note_bytes",
     }
     for var, key in env_map.items():
         if os.environ.get(var) and key not in overrides:
@@ -75,7 +77,7 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
     values.update({k: v for k, v in overrides.items() if v is not None})
     known = {f for f in Settings.__dataclass_fields__ if f not in {"home", "extra"}}
     settings = Settings(home=root, **{k: v for k, v in values.items() if k in known})
-    for key in ("max_content_chars", "busy_timeout_ms"):
+    for key in ("max_content_chars", "max_note_bytes", "busy_timeout_ms"):
         try:
             setattr(settings, key, int(getattr(settings, key)))
         except (TypeError, ValueError):

@@ -257,9 +257,10 @@ class _Sync:
         else:
             wanted = sorted(set(only))
         for rel in wanted:
-            if only is not None and not (self.folder / rel).is_file():
+            if only is not None and not os.path.lexists(self.folder / rel):
                 continue                                        # deleted: gone below
-            text = read(self.folder, rel, self.skipped)
+            # (a FIFO, a device or a file over the limit is skipped with its reason, as in a full sync)
+            text = read(self.folder, rel, self.skipped, self.memory.settings.max_note_bytes)
             if text is not None:
                 texts[rel] = text
         gone = (set(stored) if only is None else set(wanted) & set(stored)) - set(texts)
@@ -605,7 +606,7 @@ class _Sync:
         """Units (with their keys) of unchanged notes whose links must be read again."""
         units = []
         for rel in sorted(paths):
-            text = read(self.folder, rel, [])
+            text = read(self.folder, rel, [], self.memory.settings.max_note_bytes)
             if text is not None:
                 units += self.parser.parse_note(rel, text, self.settings).units
         if not units:

@@ -59,17 +59,25 @@ def match(units: list[Unit], hashes: list[str], known: dict[str, dict],
         elif forgotten_key(s.unit.key) in hidden:
             s.hidden = forgotten_key(s.unit.key)
     rows_of: dict[str, list[dict]] = {}
+    same_text: dict[tuple[str, str], list[dict]] = {}           # (note, hash) -> its rows, in note order
     for key, row in sorted(known.items(), key=lambda kv: (kv[1].get("position", 0), kv[0])):
         rows_of.setdefault(note_of(key), []).append(row)
+        same_text.setdefault((note_of(key), row["content_hash"]), []).append(row)
+    # (each step looks up its note's rows of its text, not every row of the note: a page of 20,000
+    # blocks took 35 s to sync again after one block was added above them)
+    first_open: dict[tuple[str, str], int] = {}                 # rows before it are taken (and stay so)
     for s in _open(steps):                                      # 2. by text, same note
-        row = next((r for r in rows_of.get(s.unit.path, ()) if r["unit_key"] not in taken
-                    and r["content_hash"] == s.hash), None)
-        if row is not None:
-            s.row = row
-            taken.add(row["unit_key"])
+        rows, i = same_text.get((s.unit.path, s.hash), ()), first_open.get((s.unit.path, s.hash), 0)
+        while i < len(rows) and rows[i]["unit_key"] in taken:
+            i += 1
+        first_open[(s.unit.path, s.hash)] = i
+        if i < len(rows):
+            s.row = rows[i]
+            taken.add(rows[i]["unit_key"])
     hidden_by_hash: dict[str, list[str]] = {}
+    continued = {s.hidden for s in steps}
     for key, row in sorted(hidden.items()):
-        if key not in {s.hidden for s in steps}:
+        if key not in continued:
             hidden_by_hash.setdefault(row["content_hash"], []).append(key)
     moved_by_hash: dict[str, list[dict]] = {}
     for key, row in sorted(known.items()):
@@ -84,8 +92,11 @@ def match(units: list[Unit], hashes: list[str], known: dict[str, dict],
                 s.row = row
                 taken.add(row["unit_key"])
                 break
+    steps_of: dict[str, list[Step]] = {}
+    for s in steps:
+        steps_of.setdefault(s.unit.path, []).append(s)
     for path, rows in rows_of.items():                          # 4. by place, outliner blocks
-        _pair_by_place([s for s in steps if s.unit.path == path], rows, taken)
+        _pair_by_place(steps_of.get(path, []), rows, taken)
     used = set(known) | taken
     for s in steps:                                             # keys: a name, the continued key, or a slot
         if s.unit.anchor is not None:
@@ -114,6 +125,20 @@ def _pair_by_place(steps: list[Step], rows: list[dict], taken: set[str]) -> None
     same gap pair up in order; a gap whose ends crossed (blocks moved past each other) pairs
     nothing."""
     rank = {r["unit_key"]: i for i, r in enumerate(rows)}
+    # skip[i]: every row from i up to skip[i] is taken (taken rows stay taken), so finding the
+    # free rows of a gap does not walk the taken ones again and again (matched units whose
+    # places cross made the gaps overlap: quadratic in the rows of the note)
+    skip = list(range(len(rows) + 1))
+
+    def first_free(i: int) -> int:
+        passed = []
+        while i < len(rows) and rows[i]["unit_key"] in taken:
+            passed.append(i)
+            i = max(skip[i], i + 1)
+        for k in passed:
+            skip[k] = i
+        return i
+
     gap: list[Step] = []
     low = -1
     for s in [*steps, None]:
@@ -124,10 +149,13 @@ def _pair_by_place(steps: list[Step], rows: list[dict], taken: set[str]) -> None
         if s is not None and (s.row is None or s.row["unit_key"] not in rank):
             continue                  # a forgotten unit, or one moved in from another note: no bound
         high = rank[s.row["unit_key"]] if s is not None else len(rows)
-        free = [r for r in rows[low + 1:high] if r["unit_key"] not in taken] if high > low else []
-        for step, row in zip(gap, free):
-            step.row = row
-            taken.add(row["unit_key"])
+        free = first_free(low + 1) if gap and high > low else high
+        for step in gap:              # the gap's blocks and its free rows pair up in order
+            if free >= high:
+                break
+            step.row = rows[free]
+            taken.add(rows[free]["unit_key"])
+            free = first_free(free + 1)
         gap = []
         if s is not None:
             low = high

@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from . import Note, ParseResult, Ref, Unit, parse, register
-from .files import paths, skipped_dir
+from .files import paths, read_bytes, skipped_dir
 from .obsidian import _clean_tag, prose_only
 
 _PROPERTY = re.compile(r"^\s*(?:- )?([A-Za-z0-9_\-]+)::(?:\s+(.*?))?\s*$")
@@ -88,10 +88,10 @@ def format_journal_title(day: dt.date, fmt: str) -> str:
 
 
 def journal_title_format(root: Path) -> str:
-    try:
-        found = _CONFIG_TITLE.search((root / "logseq" / "config.edn").read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return DEFAULT_TITLE_FORMAT
+    # a regular file only, size-capped (a FIFO named config.edn must not block the sync); a
+    # symbolic link is followed, as before: only the title format is taken from it
+    data = read_bytes(Path(root).resolve(), "logseq/config.edn", [], follow=True)
+    found = _CONFIG_TITLE.search(data.decode("utf-8", errors="replace")) if data is not None else None
     return found.group(1) if found else DEFAULT_TITLE_FORMAT
 
 

@@ -3,8 +3,9 @@
 table), `#heading` targets (nested: `#A#B` is B under A; empty target: the same note), `#^block`
 targets, `![[embeds]]` of notes and of attachments.
 
-Frontmatter: `tags` (list or string), `aliases`, `created`/`date` → valid time. Malformed YAML
-does not stop the note: its body is imported and the file is reported.
+Frontmatter: `tags` (list or string), `aliases`, `created`/`date` → valid time. Malformed YAML,
+or YAML whose aliases would expand it far past what was written (an alias bomb), does not stop
+the note: its body is imported and the file is reported.
 """
 from __future__ import annotations
 
@@ -69,6 +70,41 @@ def _as_text(value, nested: bool = False) -> str:
     if isinstance(value, (list, tuple)):
         return "" if nested else ", ".join(t for t in (_as_text(v, True) for v in value) if t)
     return str(value).strip()
+
+
+# What YAML aliases may add to a frontmatter: its values and characters with every alias
+# expanded may come to at most this plus 4 times its written length. Aliases share what they
+# name when loaded, but every use of the frontmatter (its properties as text, its tags) expands
+# them: a 344-byte alias bomb of 8 levels (9**8 values) took 13 s to import, 9 levels over 40 s.
+MAX_FRONTMATTER_GROWTH = 10_000
+
+
+def _check_expansion(value, written: int) -> None:
+    """Refuse (ValueError) a frontmatter whose aliases expand it past the bound above, or that
+    holds itself (an alias inside its own anchor). Each distinct list or mapping is weighed
+    once, so the check costs what was written, not what the aliases would make."""
+    limit = MAX_FRONTMATTER_GROWTH + 4 * written
+    weights: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def weigh(v) -> int:
+        if not isinstance(v, (list, tuple, dict, set)):
+            return len(v if isinstance(v, str) else str(v)) + 1
+        if id(v) in weights:
+            return weights[id(v)]
+        if id(v) in open_:
+            raise ValueError("a YAML alias inside its own anchor (it would never end)")
+        open_.add(id(v))
+        total = 1
+        for item in (x for pair in v.items() for x in pair) if isinstance(v, dict) else v:
+            total += weigh(item)
+            if total > limit:
+                raise ValueError(f"its YAML aliases expand it past {limit:,} values and characters")
+        open_.discard(id(v))
+        weights[id(v)] = total
+        return total
+
+    weigh(value)
 
 
 def _clean_tag(tag: str) -> str | None:
@@ -150,14 +186,20 @@ def sections(body: str) -> list[tuple[str, str, list[str]]]:
         parts[-1][1].append(line)
     out = []
     used: set[str] = set()
+    tried: dict[str, int] = {}              # heading -> the last n its duplicates reached
     for anchor, lines, path in parts:
         text = "".join(lines)
         if not text.strip():
             continue
-        unique, n = anchor, 1
-        while unique in used:                 # duplicate headings keep distinct identities
+        # duplicate headings keep distinct identities: 'A', 'A (2)', 'A (3)'... The search for a
+        # free name goes on from where the last duplicate of the heading stopped (every name
+        # before is taken, and stays so): 30,000 headings 'Todo' took 100 s searching from 1
+        n = tried.get(anchor, 1)
+        unique = anchor if n == 1 else f"{anchor} ({n})"
+        while unique in used:
             n += 1
             unique = f"{anchor} ({n})"
+        tried[anchor] = n
         used.add(unique)
         out.append((unique, text, path))
     return out
@@ -191,6 +233,7 @@ class ObsidianParser:
                 loaded = yaml.load(raw_meta, Loader=_YAML_LOADER)
                 if loaded is not None and not isinstance(loaded, dict):
                     raise ValueError("frontmatter is not a mapping")
+                _check_expansion(loaded, len(raw_meta))
                 meta = loaded or {}
             except (yaml.YAMLError, ValueError, RecursionError) as exc:
                 reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__

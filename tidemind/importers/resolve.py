@@ -70,6 +70,20 @@ class Resolved:
 @dataclass
 class _Note:
     units: list[tuple[str, list[str], list[str]]] = field(default_factory=list)   # (key, heading hashes, block ids)
+    # made at the first link into the note, so a link is a lookup, not a scan of its units (a
+    # note of 20,000 sections each linking to another's heading took 30 s, most of it scanning):
+    # block id -> first unit holding it; last heading -> {heading path: first unit with it}
+    blocks: dict[str, str] | None = None
+    by_heading: dict[str, dict[tuple[str, ...], str]] | None = None
+
+    def lookups(self) -> None:
+        if self.blocks is None:
+            self.blocks, self.by_heading = {}, {}
+            for key, path_keys, block_ids in self.units:
+                for b in block_ids:
+                    self.blocks.setdefault(b, key)
+                if path_keys:
+                    self.by_heading.setdefault(path_keys[-1], {}).setdefault(tuple(path_keys), key)
 
 
 class Index:
@@ -99,7 +113,9 @@ class Index:
         """A unit of the note, in note order: its key, its heading path (as `heading_hash`es),
         the block ids it holds."""
         self.add_note(path)
-        self.notes[path].units.append((key, list(heading_hashes), list(block_ids)))
+        note = self.notes[path]
+        note.units.append((key, list(heading_hashes), list(block_ids)))
+        note.blocks = note.by_heading = None
         for b in block_ids:
             self.blocks.setdefault(b, key)
 
@@ -149,18 +165,22 @@ class Index:
                 found = self.attachment(ref.target, here)
                 return Resolved(reason="attachment" if found else "missing attachment")
             return Resolved(reason="missing note")
-        units = self.notes[path].units
-        if not units:
+        note = self.notes[path]
+        if not note.units:
             return Resolved(reason="note skipped" if path in self.skipped else "note without text")
+        note.lookups()
         if ref.block:
-            key = next((k for k, _, blocks in units if ref.block in blocks), None)
+            key = note.blocks.get(ref.block)
             return Resolved(key=key) if key else Resolved(reason="missing block")
         wanted = [heading_hash(h) for h in ref.headings if heading_key(h)]
         if wanted:
-            key = next((k for k, path_keys, _ in units if path_keys and path_keys[-1] == wanted[-1]
-                        and _within(wanted[:-1], path_keys[:-1])), None)
+            # the first unit (in note order) whose heading is the last named and whose headings
+            # above hold the others in order: among the distinct heading paths ending so, in the
+            # order they first appear, the first that fits
+            key = next((k for path_keys, k in note.by_heading.get(wanted[-1], {}).items()
+                        if _within(wanted[:-1], list(path_keys[:-1]))), None)
             return Resolved(key=key) if key else Resolved(reason="missing heading")
-        return Resolved(key=units[0][0])
+        return Resolved(key=note.units[0][0])
 
 
 def _within(outer: list[str], path: list[str]) -> bool:

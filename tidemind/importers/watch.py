@@ -5,8 +5,9 @@ is not a note, such as Logseq's config, reads the whole folder); a missed event 
 miss a file created the instant its folder is) is caught by the periodic full rescan, which
 reads every file but parses only the ones whose hash changed. A sync waits for a quiet period
 after the last event, so a file an editor is still writing is read whole, and editors'
-temporary files are ignored. If the vault disappears (moved, unmounted) the watcher says so
-once and waits for it to come back.
+temporary files are ignored. A file skipped (a FIFO, a device, a file over the size limit, bad
+text) is said once, with its reason, and the watch goes on. If the vault disappears (moved,
+unmounted) the watcher says so once and waits for it to come back.
 """
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def watch(sync_once: Callable[[set[str] | None], dict], root: Path, *, quiet_s: 
     gone = False
     last_sync = time.monotonic()
     syncs = 0
+    told: set[tuple[str, str]] = set()       # skipped files already reported (the rescan finds them again)
     try:
         while not stop.is_set():
             if not root.is_dir():
@@ -110,6 +112,10 @@ def watch(sync_once: Callable[[set[str] | None], dict], root: Path, *, quiet_s: 
                     if done:
                         say(f"tidemind: synced batch {report['batch']}: "
                             + ", ".join(f"{v} {k}" for k, v in done.items()))
+                    for s in report.get("skipped", ()):
+                        if (s["path"], s["reason"]) not in told:
+                            told.add((s["path"], s["reason"]))
+                            say(f"tidemind: skipped {s['path']}: {s['reason']}")
                 except Exception as exc:    # a failed pass is reported; the watch goes on
                     say(f"tidemind: sync failed ({type(exc).__name__}: {exc}); will retry on the next change")
                     with lock:

@@ -582,6 +582,10 @@ def cmd_import(args):
             batch = parse_id(args.target, "batch")
             _emit(args, rollback(m, batch), lambda r: r["done"])
             return
+        if args.scope is not None:          # the importer takes its scope as given: checked here, like every --scope
+            from .scopes import check_scope
+
+            args.scope = check_scope(args.scope)
         options = {"exclude": args.exclude or []}
         bar = None
         if sys.stderr.isatty() and not args.json:

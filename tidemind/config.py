@@ -83,4 +83,27 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
         if getattr(settings, key) <= 0:
             raise InvalidInput(f"setting {key} must be positive")
     settings.extra = {k: v for k, v in values.items() if k not in known}
+    _check_scopes(settings)
     return settings
+
+
+def _check_scopes(settings: Settings) -> None:
+    """`default_scope` and `scopes` pass the one scope check (NFC, no control or format
+    character, no surrounding whitespace): `default_scope = "personal\\n"` made every digest
+    go to a scope shown as "personal" that no read named."""
+    from .scopes import check_scope
+
+    try:
+        settings.default_scope = check_scope(settings.default_scope)
+    except InvalidInput as exc:
+        raise InvalidInput(f"setting default_scope: {exc}") from None
+    configured = settings.extra.get("scopes")
+    if configured is None:
+        return
+    listed = [configured] if isinstance(configured, str) else configured
+    if not isinstance(listed, list):
+        raise InvalidInput(f"setting scopes must be a scope or a list of scopes, got {configured!r:.60}")
+    try:
+        settings.extra["scopes"] = [check_scope(s) for s in listed]
+    except InvalidInput as exc:
+        raise InvalidInput(f"setting scopes: {exc}") from None

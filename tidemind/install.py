@@ -491,6 +491,10 @@ def detect(base: Path, platform: str = sys.platform, overridden: bool = True) ->
 def run(hosts: list[str], base: str | None, home: str | None, scopes: list[str] | None, uninstall: bool,
         dry_run: bool, platform: str = sys.platform) -> dict:
     """Plan every host, then (unless dry_run) write: a refusal leaves every file as it was."""
+    if scopes:                         # written into each host's command line: checked like every --scope
+        from .scopes import check_scope
+
+        scopes = [check_scope(s) for s in scopes]
     overridden = base is not None
     root = Path(base).expanduser().resolve() if base else Path.home()
     tm_home = resolve_home(home)

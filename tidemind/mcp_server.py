@@ -20,7 +20,7 @@ from .config import load_settings
 from . import __version__, limits
 from .errors import MAX_ID, TideMindError
 from .memory import Memory
-from .scopes import derive_scopes, legacy_readable
+from .scopes import check_scope, derive_scopes, legacy_readable
 from .views import title_of
 
 INSTRUCTIONS = """TideMind is this user's long-term memory, shared across sessions and tools.
@@ -114,7 +114,10 @@ Choice = Annotated[str, Field(max_length=limits.MAX_CHOICE_CHARS)]
 def _narrow(allowed: list[str], scope: str | list[str] | None) -> list[str] | None:
     if scope is None:
         return None
-    asked = [scope] if isinstance(scope, str) else list(scope)
+    try:
+        asked = [check_scope(s) for s in ([scope] if isinstance(scope, str) else scope)]
+    except TideMindError as exc:
+        raise ToolError(str(exc)) from None
     outside = [s for s in asked if s not in allowed]
     if outside:
         raise ToolError(f"scope {', '.join(outside)} is outside this server's scopes ({', '.join(allowed)});"

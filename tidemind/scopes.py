@@ -2,16 +2,35 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
-_SCOPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+\-]{0,99}$")
+MAX_SCOPE_CHARS = 100
+_SCOPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]{0,%d}" % (MAX_SCOPE_CHARS - 1))
+_INVISIBLE = ("Cc", "Cf", "Cs", "Zl", "Zp")        # control, format (bidi, zero-width, tags), surrogates, separators
 
 
-def check_scope(scope: str) -> str:
+def check_scope(scope) -> str:
+    """The one check of a scope name, wherever one enters (--scope, config `default_scope` and
+    `scopes`, the MCP server's scopes and a tool's `scope`, import --scope, install-hooks --scope,
+    a repository's derived scope): the name in NFC, refused when it has surrounding whitespace, a
+    control or format character, or a character outside letters, digits and _.:/@+-. The
+    pattern was matched with `$`, which also matches before a final newline: `--scope
+    $'personal\\n'` made a scope shown as "personal" that no read ever named."""
     from .errors import InvalidInput
 
-    if not isinstance(scope, str) or not _SCOPE.match(scope):
-        raise InvalidInput(f"invalid scope {scope!r}: use letters, digits and _.:/@+- (e.g. personal, project:tidemind)")
+    if not isinstance(scope, str):
+        raise InvalidInput(f"a scope is text, got {type(scope).__name__} {str(scope)[:40]!r}")
+    scope = unicodedata.normalize("NFC", scope)
+    bad = next((c for c in scope if unicodedata.category(c) in _INVISIBLE), None)
+    if bad is not None:
+        raise InvalidInput(f"invalid scope {scope[:60]!r}: it holds a control or format character (U+{ord(bad):04X});"
+                           " use letters, digits and _.:/@+-")
+    if scope != scope.strip():
+        raise InvalidInput(f"invalid scope {scope[:60]!r}: it begins or ends with whitespace")
+    if not _SCOPE.fullmatch(scope):
+        raise InvalidInput(f"invalid scope {scope[:60]!r}: use 1-{MAX_SCOPE_CHARS} letters, digits and _.:/@+-,"
+                           " beginning with a letter or digit (e.g. personal, project:tidemind)")
     return scope
 
 

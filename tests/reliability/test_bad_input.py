@@ -387,3 +387,90 @@ def test_cli_ids_are_ascii_digits_only_so_a_typo_never_names_another_memory(tmp_
     m = Memory.open(home)
     assert m.show(10)["content"] == "memory number 9 about the lighthouse"
     m.close()
+
+
+def tool_refusal(server, tool: str, arguments: dict) -> str:
+    """The one-line error a tool call ends in (raised as ToolError, or returned as an error result)."""
+    try:
+        result = asyncio.run(server.call_tool(tool, arguments))
+    except ToolError as exc:
+        message = str(exc)
+    else:
+        assert result.is_error, (tool, arguments)
+        message = result.content[0].text
+    assert message and "\n" not in message, message
+    return message
+
+
+BAD_SCOPES = ["personal\n", "personal\r\n", " personal", "personal ", "personal\t", "per\u200bsonal", "\u202epersonal",
+              "personal\u2028", "personal\u2029", "personal\x00", "personal\U000e0041", "personal\ufeff", "\ud800"]
+
+
+def test_scope_names_with_control_characters_or_surrounding_whitespace_are_refused_everywhere(tmp_path, capsys):
+    """`--scope $'personal\\n'` (or the same in the config) made a scope shown as "personal" that
+    no read ever named: the check matched with `$`, which matches before a final newline. Every
+    way a scope enters refuses it in one line and changes nothing; a name in another Unicode
+    normal form is the same scope."""
+    from tidemind import cli
+    from tidemind.config import load_settings
+    from tidemind.scopes import derive_scopes
+
+    home = tmp_path / "home"
+    m = Memory.open(home)
+    kept = m.digest("the lanterns are lit at dusk", scope="personal")["node_ids"][0]
+    before = fingerprint(m, home)
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "note.md").write_text("a note about lanterns\n")
+    for bad in BAD_SCOPES:
+        for call in (lambda: m.digest("a fact", scope=bad), lambda: m.recall("lanterns", scopes=[bad]),
+                     lambda: m.stats([bad]), lambda: m.prepare(scopes=[bad]),
+                     lambda: derive_scopes([bad], load_settings(home))):
+            try:
+                call()
+            except TideMindError as exc:
+                assert "scope" in str(exc) and "\n" not in str(exc)
+            else:
+                raise AssertionError(f"scope {bad!r} was accepted")
+        server = build_server(str(home), ["personal"])
+        assert "scope" in tool_refusal(server, "brain_digest", {"content": "a fact", "scope": bad})
+        assert "scope" in tool_refusal(server, "brain_recall", {"query": "lanterns", "scope": [bad]})
+        server.memory.close()
+        if "\x00" in bad or "\ud800" in bad:
+            continue                                   # (no command line can carry these)
+        for argv in (["digest", "a fact", "--scope", bad], ["recall", "lanterns", "--scope", bad],
+                     ["import", "obsidian", str(vault), "--scope", bad],
+                     ["install-hooks", "--base", str(tmp_path / "base"), "--scope", bad]):
+            code = cli.main(["--home", str(home), *argv])
+            err = capsys.readouterr().err
+            assert code == 1 and len(err.strip().splitlines()) == 1 and "scope" in err, (argv, err)
+    assert fingerprint(m, home) == before
+    assert not (tmp_path / "base").exists()
+    # the same name in another normal form is the same scope (U+212A KELVIN SIGN is K in NFC)
+    m.digest("cold storage runs at four kelvin", scope="lab:\u212aelvin")
+    assert [i["scope"] for i in m.recall("cold storage", scopes=["lab:Kelvin"])["items"]] == ["lab:Kelvin"]
+    assert m.show(kept)["scope"] == "personal"
+    m.close()
+
+
+def test_a_scope_in_the_config_is_checked_when_it_is_read(tmp_path):
+    """`default_scope = "personal\\n"` in config.toml stored every digest where no read looked."""
+    import json as _json
+
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    run_cli(home, "digest", "the lanterns are lit at dusk")
+    for text, name in (('default_scope = "personal\\n"\n', "config.toml"),
+                       ('default_scope = " personal"\n', "config.toml"),
+                       (_json.dumps({"scopes": ["personal", "project:a\u2028"]}), "config.json"),
+                       (_json.dumps({"scopes": "project:a\t"}), "config.json")):
+        (home / name).write_text(text, encoding="utf-8")
+        for argv in (["digest", "a fact"], ["recall", "lanterns"], ["stats"]):
+            proc = run_cli(home, *argv)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1 and len(err.strip().splitlines()) == 1, (text, argv, err)
+            assert "Traceback" not in err and ("default_scope" in err or "setting scopes" in err), err
+        (home / name).unlink()
+    with Memory.open(home) as m:
+        assert m.stats()["scopes"] == ["personal"] and m.stats()["nodes"]["live"] == 1

@@ -474,3 +474,44 @@ def test_a_scope_in_the_config_is_checked_when_it_is_read(tmp_path):
         (home / name).unlink()
     with Memory.open(home) as m:
         assert m.stats()["scopes"] == ["personal"] and m.stats()["nodes"]["live"] == 1
+
+
+def test_questions_naming_dates_at_the_ends_of_the_calendar_are_read_as_no_date(tmp_path):
+    """`recall "anything on 9999-12-31"` overflowed (the week searched around it ends in the year
+    10000) and `"notes from December 9999"` raised ValueError: a traceback on the CLI, "Error
+    executing tool" on MCP. Such a date is read as no date: the question is answered from its
+    words, the same on every shell."""
+    import datetime as dt
+
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    server = build_server(str(home), ["personal"])
+    m = server.memory
+    m.digest("the lighthouse keeper logs every ship", scope="personal")
+    edges = ["anything on 9999-12-31", "notes from December 9999", "31 December 9999", "December 31, 9999",
+             "week 52 of 9999", "9999-W52", "the week of 9999-12-31", "on 0001-01-01", "January 0001",
+             "0001-W01", "in December 9999 the lighthouse", "on 9999-12-31 and 2026-03-01"]
+
+    @PROPERTY
+    @given(st.dates(), st.sampled_from(["on {iso}", "{d} {month} {y}", "{month} {d}, {y}", "{month} {y}",
+                                        "week of {iso}", "{y}-W{w:02d}", "week {w} of {y}"]))
+    def generated(day, form):
+        edges.append(form.format(iso=day.isoformat(), d=day.day, month=day.strftime("%B"), y=f"{day.year:04d}",
+                                 w=day.isocalendar()[1]))
+
+    generated()
+    before = fingerprint(m, home)
+    for question in edges:
+        r = m.recall(f"lighthouse {question}", record=False)
+        assert isinstance(r["items"], list)
+        result = asyncio.run(server.call_tool("brain_recall", {"query": f"lighthouse {question}"}))
+        assert not result.is_error, (question, result.content)
+    assert fingerprint(m, home) == before
+    server.memory.close()
+    for question in edges[:12]:
+        proc = run_cli(home, "recall", question)
+        assert proc.returncode == 0 and not proc.stderr, (question, proc.stderr.decode())
+    proc = run_cli(home, "digests", "--week", "9999-W52")
+    assert proc.returncode == 1 and len(proc.stderr.decode().strip().splitlines()) == 1 and b"not a week" in proc.stderr
+    assert run_cli(home, "digests", "--day", dt.date.max.isoformat()).returncode == 0

@@ -515,3 +515,68 @@ def test_questions_naming_dates_at_the_ends_of_the_calendar_are_read_as_no_date(
     proc = run_cli(home, "digests", "--week", "9999-W52")
     assert proc.returncode == 1 and len(proc.stderr.decode().strip().splitlines()) == 1 and b"not a week" in proc.stderr
     assert run_cli(home, "digests", "--day", dt.date.max.isoformat()).returncode == 0
+
+
+def test_config_values_are_checked_with_their_types_and_bounds_when_read(tmp_path):
+    """A config with `default_scope: 5`, `embedder: 7`, 100,000-deep nesting or
+    `busy_timeout_ms: 1e30` ended in a traceback; `busy_timeout_ms: true` silently became 1 ms and
+    `max_content_chars: "1_0"` became 10. Each is refused in one line naming the key, by every
+    command, and the store is left as it was."""
+    import json as _json
+    import os as _os
+
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    assert run_cli(home, "digest", "the lanterns are lit at dusk").returncode == 0
+    deep = "[" * 100_000 + "]" * 100_000
+    cases = [("config.json", {"default_scope": 5}, "default_scope"),
+             ("config.json", {"embedder": 7}, "embedder"),
+             ("config.json", {"llm": ["none"]}, "llm"),
+             ("config.json", {"busy_timeout_ms": 1e30}, "busy_timeout_ms"),
+             ("config.json", {"busy_timeout_ms": True}, "busy_timeout_ms"),
+             ("config.json", {"busy_timeout_ms": 10**30}, "busy_timeout_ms"),
+             ("config.json", {"busy_timeout_ms": 0}, "busy_timeout_ms"),
+             ("config.json", {"max_content_chars": "1_0"}, "max_content_chars"),
+             ("config.json", {"max_content_chars": "100"}, "max_content_chars"),
+             ("config.json", {"max_content_chars": 1.5}, "max_content_chars"),
+             ("config.json", {"ollama_host": "http://a\nb"}, "ollama_host"),
+             ("config.json", {"clarify": 5}, "clarify"),
+             ("config.json", {"clarify": {"hold_hours": True}}, "clarify.hold_hours"),
+             ("config.json", {"clarify": {"hold_hours": "1_0"}}, "clarify.hold_hours"),
+             ("config.json", {"clarify": {"kinds": [["date"]]}}, "clarify.kinds"),
+             ("config.json", {"workstreams": {"ripe_days": {"a": 1}}}, "workstreams.ripe_days"),
+             ("config.json", {"anything": {"nested": {"deeper": 1}}}, "anything"),
+             ("config.json", '{"x": ' + deep + "}", "nested too deeply"),
+             ("config.toml", "x = " + deep + "\n", "nested too deeply"),
+             ("config.toml", "busy_timeout_ms = true\n", "busy_timeout_ms"),
+             ("config.toml", "max_content_chars = 1e30\n", "max_content_chars"),
+             ("config.toml", "[embedder]\nname = 1\n", "embedder")]
+    for name, value, key in cases:
+        (home / name).write_text(value if isinstance(value, str) else _json.dumps(value), encoding="utf-8")
+        for argv in (["digest", "a fact"], ["recall", "lanterns"], ["stats"]):
+            proc = run_cli(home, *argv)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1 and "Traceback" not in err, (value, argv, err[-300:])
+            assert len(err.strip().splitlines()) == 1 and key in err, (str(value)[:60], err)
+        (home / name).unlink()
+    proc = subprocess_env_cli(home, {"TIDEMIND_MAX_CONTENT_CHARS": "1_0"}, "recall", "lanterns")
+    assert proc.returncode == 1 and "TIDEMIND_MAX_CONTENT_CHARS" in proc.stderr.decode()
+    (home / "config.toml").write_text('busy_timeout_ms = 5000\nmax_content_chars = 50000\n[clarify]\nhold_hours = 1.5\n')
+    from tidemind.config import load_settings
+    s = load_settings(home)
+    assert (s.busy_timeout_ms, s.max_content_chars, s.extra["clarify"]["hold_hours"]) == (5000, 50_000, 1.5)
+    with Memory.open(home) as m:
+        assert m.stats()["nodes"]["live"] == 1
+    assert _os.environ.get("TIDEMIND_MAX_CONTENT_CHARS") is None
+
+
+def subprocess_env_cli(home, env: dict, *args):
+    import os as _os
+    import subprocess
+    import sys
+
+    from ..conftest import ROOT
+
+    return subprocess.run([sys.executable, "-m", "tidemind.cli", *args], capture_output=True, cwd=ROOT,
+                          env={**_os.environ, "TIDEMIND_HOME": str(home), **env}, timeout=120)

@@ -20,6 +20,7 @@ from .config import load_settings
 from . import __version__, limits
 from .errors import MAX_ID, TideMindError
 from .memory import Memory
+from .store.connection import DISK_ERRORS, storage_error
 from .scopes import check_scope, derive_scopes, legacy_readable
 from .views import title_of
 
@@ -158,6 +159,11 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
                 return fn(*args, **kwargs)
         except TideMindError as exc:
             raise ToolError(str(exc)) from None
+        except (OSError, *DISK_ERRORS) as exc:     # a disk the core met outside a transaction: say why
+            problem = storage_error(exc, settings.db_path)
+            if problem is None:
+                raise
+            raise ToolError(str(problem)) from None
 
     @server.tool(description=DIGEST_DOC, annotations=ToolAnnotations(
         title="Store or change a memory", read_only_hint=False, destructive_hint=True, idempotent_hint=False,

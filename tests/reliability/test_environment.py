@@ -191,3 +191,44 @@ def test_a_full_disk_is_one_line_naming_the_path_and_errno(tmp_path):
         with Memory.open(home) as m:
             assert m.show(kept)["content"] == "the harbour lanterns are lit at dusk"
             assert m.stats()["nodes"]["live"] == 1
+
+
+def _tree(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.is_symlink(), p.is_file() and not p.is_symlink() and p.read_bytes())
+            for p in sorted(folder.rglob("*"))} if folder.exists() else {}
+
+
+def test_install_hooks_refuses_special_files_and_dangling_links_at_a_hosts_config_path(tmp_path):
+    """A FIFO at ~/.claude.json made install-hooks wait for ever (it read the pipe); a symbolic
+    link to nothing made it create folders outside the home. Both, and a device, are refused in
+    one line before any file of any host is written."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cases = {"fifo": lambda base: os.mkfifo(base / ".claude.json"),
+             "device": lambda base: (base / ".claude.json").symlink_to("/dev/null"),
+             "dangling file": lambda base: (base / ".claude.json").symlink_to(outside / "new" / "claude.json"),
+             "dangling folder": lambda base: (base / ".claude").symlink_to(outside / "elsewhere" / ".claude"),
+             "folder": lambda base: (base / ".claude.json").mkdir()}
+    for name, make in cases.items():
+        base = tmp_path / name.replace(" ", "-")
+        (base / ".cursor").mkdir(parents=True)            # a second host, wired by `--host all`
+        if name != "dangling folder":
+            (base / ".claude").mkdir()
+        make(base)
+        before = _tree(base)
+        wired = [["--host", "claude-code"], ["--host", "claude-code", "--dry-run"]]
+        if name != "dangling folder":                   # (`all` finds no Claude Code when its folder is a broken link)
+            wired.append(["--host", "all"])
+        for hosts in wired:
+            proc = run_cli(tmp_path / "tm", "install-hooks", "--base", str(base), *hosts)
+            err = one_line(proc)
+            assert ".claude" in err and "nothing was changed" in err, (name, err)
+        assert _tree(base) == before, name
+        assert _tree(outside) == {}, name
+    assert not (tmp_path / "tm" / "hosts").exists()
+    base = tmp_path / "linked"                           # a link to a real file (a dotfiles checkout) still works
+    (base / ".claude").mkdir(parents=True)
+    (outside / "claude.json").write_text('{"theme": "dark"}\n')
+    (base / ".claude.json").symlink_to(outside / "claude.json")
+    assert run_cli(tmp_path / "tm", "install-hooks", "--base", str(base)).returncode == 0
+    assert (base / ".claude.json").is_symlink() and "tidemind" in (outside / "claude.json").read_text()

@@ -10,7 +10,6 @@ import contextlib
 import datetime as dt
 import errno
 import re
-import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
@@ -144,9 +143,9 @@ class Memory:
             raise InvalidInput("content must be text")
         if not content.strip():
             raise InvalidInput("content is empty or whitespace only; nothing was stored")
-        if not any(unicodedata.category(c)[0] in "LNPS" for c in content):
-            raise InvalidInput("content has no visible character (only spaces, zero-width or control characters);"
-                               " nothing was stored")
+        if not text.has_visible(content):
+            raise InvalidInput("content has no visible character (only spaces, fillers, zero-width or control"
+                               " characters); nothing was stored")
         if "\x00" in content:
             raise InvalidInput("content contains a NUL character; nothing was stored")
         try:

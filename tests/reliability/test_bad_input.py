@@ -580,3 +580,47 @@ def subprocess_env_cli(home, env: dict, *args):
 
     return subprocess.run([sys.executable, "-m", "tidemind.cli", *args], capture_output=True, cwd=ROOT,
                           env={**_os.environ, "TIDEMIND_HOME": str(home), **env}, timeout=120)
+
+
+def test_content_of_only_fillers_is_refused_like_empty_content_and_source_names_are_plain(tmp_path):
+    """U+3164, U+2800, U+115F, U+FFFC (alone or mixed) are letters or symbols to Unicode but show
+    nothing: they were stored as blank memories that prepare served. `source` took U+202E (which
+    shows "claude" as "edualc"), U+2028 and tag characters. Both are refused in one line, on the
+    core, the CLI and MCP, and nothing changes."""
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    server = build_server(str(home), ["personal"])
+    m = server.memory
+    m.digest("the harbour lanterns are lit at dusk")
+    before = fingerprint(m, home)
+    blanks = ["\u3164", "\u2800", "\u115f", "\u1160", "\ufffc", "\uffa0", "\u3164\u2800 \u115f\n\u200b\ufffc",
+              "\u2800" * 50, " \u3164\u0301 ", "\u200b\u3164\u2060"]
+    for blank in blanks:
+        for call in (lambda: m.digest(blank), lambda: m.correct(1, blank)):
+            try:
+                call()
+            except TideMindError as exc:
+                assert "no visible character" in str(exc) and "\n" not in str(exc)
+            else:
+                raise AssertionError(f"{blank!r} was stored")
+        assert "no visible character" in tool_refusal(server, "brain_digest", {"content": blank})
+        proc = run_cli(home, "digest", "-", stdin=blank.encode("utf-8"))
+        assert proc.returncode == 1 and b"no visible character" in proc.stderr
+    sources = ["claude\u202ecode", "claude\u2028code", "claude\u2029", "claude\U000e0041\U000e0042", "\u200bclaude",
+               "a\u2066b\u2069", "claude\u061c"]
+    for bad in sources:
+        for call in (lambda: m.digest("a fact", source_tool=bad), lambda: m.digest("a fact", session=bad)):
+            try:
+                call()
+            except TideMindError as exc:
+                assert "source" in str(exc) and "\n" not in str(exc)
+            else:
+                raise AssertionError(f"source {bad!r} was stored")
+        assert "source" in tool_refusal(server, "brain_digest", {"content": "a fact", "source": {"tool": bad}})
+        proc = run_cli(home, "digest", "a fact", "--source-tool", bad)
+        assert proc.returncode == 1 and len(proc.stderr.decode().strip().splitlines()) == 1
+    assert fingerprint(m, home) == before
+    assert "\u3164" not in m.prepare()["text"]
+    assert m.digest("\u3164 a visible word beside a filler", source_tool="claude-code é 東京")["node_ids"]
+    server.memory.close()

@@ -624,3 +624,28 @@ def test_content_of_only_fillers_is_refused_like_empty_content_and_source_names_
     assert "\u3164" not in m.prepare()["text"]
     assert m.digest("\u3164 a visible word beside a filler", source_tool="claude-code é 東京")["node_ids"]
     server.memory.close()
+
+
+def test_a_byte_order_mark_before_front_matter_or_page_properties_is_not_body_text(tmp_path):
+    """A note saved with a UTF-8 BOM (Notepad, some sync tools) began with U+FEFF, so its
+    `---` front matter (Obsidian) or `tags::` line (Logseq) was read as body text: its tags and
+    title were lost and the YAML was stored as a memory."""
+    home, vault, graph = tmp_path / "home", tmp_path / "vault", tmp_path / "graph"
+    vault.mkdir()
+    (graph / "pages").mkdir(parents=True)
+    (graph / "logseq").mkdir()
+    bom = "\ufeff".encode("utf-8")
+    (vault / "harbour.md").write_bytes(bom + b"---\ntags: [lighthouse, tides]\naliases: [Port]\n---\n"
+                                       b"The harbour lanterns are lit at dusk.\n")
+    (graph / "pages" / "ships.md").write_bytes(bom + b"tags:: sailing\n\n- The schooner leaves at dawn\n")
+    m = Memory.open(home)
+    sync(m, "obsidian", vault, "vault:bom")
+    sync(m, "logseq", graph, "graph:bom")
+    live = {row[0]: row[1] for row in m.conn.execute("SELECT content, id FROM nodes WHERE status='live'")}
+    assert set(live) == {"The harbour lanterns are lit at dusk.\n", "- The schooner leaves at dawn\n"}, live
+    assert not any("\ufeff" in c or "tags:" in c for c in live)
+    harbour = live["The harbour lanterns are lit at dusk.\n"]
+    assert {t["name"] for t in m.show(harbour)["tags"]} >= {"lighthouse", "tides"}
+    schooner = live["- The schooner leaves at dawn\n"]
+    assert "sailing" in {t["name"] for t in m.show(schooner)["tags"]}
+    m.close()

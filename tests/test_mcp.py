@@ -155,8 +155,9 @@ def test_scope_is_derived_from_the_git_repository(tmp_path):
 
 def test_two_repositories_of_one_name_or_with_no_ascii_name_never_share_a_scope(tmp_path):
     """Every repository called "api", and every one whose name has no ASCII letter ("日記"), became
-    one scope and shared its memories. The scope carries the root commit's id (a path hash
-    without git history); memories written under the old name stay readable, not writable."""
+    one scope and shared its memories. The scope carries the repository's own id (random,
+    recorded in its git config: tests/reliability/test_scope_identity.py); memories written under
+    the old name stay readable, not writable."""
     import subprocess
 
     from tidemind.config import load_settings
@@ -175,7 +176,10 @@ def test_two_repositories_of_one_name_or_with_no_ascii_name_never_share_a_scope(
     assert made[2].startswith("project:xn--") and made[3].startswith("project:xn--")
     clone = tmp_path / "clone" / "api"
     subprocess.run(["git", "clone", "-q", str(tmp_path / "a" / "api"), str(clone)], check=True)
-    assert derive_scopes(None, settings, clone)[0] == made[0]          # the id follows the history, not the path
+    assert derive_scopes(None, settings, clone)[0] != made[0]          # a clone is another checkout: its own id
+    ident = made[0].rsplit("@", 1)[1]
+    subprocess.run(["git", "-C", str(clone), "config", "tidemind.scope-id", ident], check=True)   # unless told
+    assert derive_scopes(None, settings, clone)[0] == made[0]
 
     with Memory.open(tmp_path / "home") as m:
         m.digest("written before scopes carried the repository's id", scope="project:api")

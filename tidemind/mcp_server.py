@@ -146,8 +146,13 @@ class _Server(MCPServer):
 def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: Path | None = None) -> MCPServer:
     """A fresh server over the store at `home` (tests build one per case)."""
     settings = load_settings(home)
-    fixed = derive_scopes(scopes, settings, cwd)
-    memory = Memory(settings, actor="mcp", readable_scopes=fixed, writable_scopes=fixed)
+    memory = Memory(settings, actor="mcp", readable_scopes=[], writable_scopes=[])
+    try:
+        fixed = derive_scopes(scopes, settings, cwd, memory.conn)      # (the store: a repository keeps its old scope)
+    except BaseException:
+        memory.close()
+        raise
+    memory.readable, memory.writable = list(fixed), list(fixed)
     legacy_readable(memory, scopes, settings, cwd)
     lock = threading.Lock()          # tools run in worker threads; one connection serves them in turn
     server = _Server("tidemind", version=__version__, instructions=INSTRUCTIONS)

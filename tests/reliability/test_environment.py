@@ -44,14 +44,15 @@ def tmpfs(folder: Path, size: str):
 
 
 @contextlib.contextmanager
-def read_only(folder: Path):
-    """`folder` (a home with a store in it) cannot be written while the block runs."""
+def read_only(folder: Path, mount_point: Path):
+    """Nothing in `folder` can be written while the block runs: the tmpfs at `mount_point` (made
+    by `tmpfs`) remounted read-only as root, the folder's write permissions taken away otherwise."""
     if os.geteuid() == 0:
-        assert _mount("-o", "remount,ro", str(folder.parent)), "the tmpfs could not be remounted read-only"
+        assert _mount("-o", "remount,ro", str(mount_point)), "the tmpfs could not be remounted read-only"
         try:
             yield
         finally:
-            assert _mount("-o", "remount,rw", str(folder.parent))
+            assert _mount("-o", "remount,rw", str(mount_point))
     else:
         paths = [folder, *(p for p in folder.rglob("*"))]
         modes = {p: p.stat().st_mode for p in paths}
@@ -92,7 +93,7 @@ def test_a_read_only_home_answers_reads_and_refuses_writes_in_one_line(tmp_path)
             kept = m.digest("the harbour lanterns are lit at dusk")["node_ids"][0]
             m.embed_pending()
             before = fingerprint(m, home)
-        with read_only(home):
+        with read_only(home, area):
             for argv in (["recall", "harbour lanterns"], ["show", str(kept)], ["stats"], ["prepare"], ["digests"],
                          ["clarify"], ["review", "list"]):
                 proc = run_cli(home, *argv)

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 
 from . import (audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, recall_hits, review, syntheses, tags,
-               task_runs, vectors, provider_state)
+               task_runs, vectors, provider_state, scope_claims)
 from .connection import connect, immediate, rows, scalar, storage_error
 from .visibility import AsOf, visible
 
@@ -57,6 +57,7 @@ CORE_MIGRATIONS = [
     ("0024_syntheses_with_subjects", _syntheses_with_subjects),
     ("0025_provider_state", provider_state.DDL),
     ("0026_tag_rejection_remembers_decided_at", tags.PRIOR_DECIDED_DDL),
+    ("0027_scope_claims", scope_claims.DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 
@@ -121,4 +122,4 @@ def open_store_read_only(db_path: Path, busy_timeout_ms: int, why: str) -> apsw.
 
 __all__ = ["AsOf", "visible", "open_store", "open_store_read_only", "immediate", "rows", "scalar", "backup_to", "connect",
            "audit", "captures", "clarifications", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
-           "vectors", "provider_state"]
+           "vectors", "provider_state", "scope_claims"]

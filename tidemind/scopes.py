@@ -113,7 +113,7 @@ def repo_scope(folder: Path, conn=None) -> str:
 
     A non-ASCII name is kept as punycode of its NFC form ("日記" -> xn--...; the same folder
     name written in NFD, as macOS does, is the same scope)."""
-    recorded = _config_get(folder, SCOPE_ID_KEY)
+    recorded, named = _config_ids(folder)
     if recorded is not None:
         if not _RECORDED_ID.fullmatch(recorded):
             from .errors import InvalidInput
@@ -121,7 +121,6 @@ def repo_scope(folder: Path, conn=None) -> str:
             raise InvalidInput(f"{SCOPE_ID_KEY} in the git config of {folder} is {recorded[:40]!r}, not a TideMind"
                                f" scope id (6 to 64 hex digits); fix it or remove it (git config --local --unset-all"
                                f" {SCOPE_ID_KEY})")
-        named = _config_get(folder, SCOPE_NAME_KEY)
         return _scope(named if named and _usable_name(named) else _names(folder)[0], recorded)
     roots = _roots(folder)
     kept = _kept_scope(folder, roots, conn)
@@ -221,25 +220,29 @@ def _git(folder: Path, *args: str) -> str | None:
     return found.stdout if found.returncode == 0 else None
 
 
-def _config_get(folder: Path, key: str) -> str | None:
-    """The first value recorded (two first uses at once each add theirs: the first added wins)."""
-    found = _git(folder, "config", "--local", "--get-all", key)
-    values = found.split() if found else []
-    return values[0] if values else None
+def _config_ids(folder: Path) -> tuple[str | None, str | None]:
+    """(scope id, scope name) recorded in the repository's git config, in one call (this runs
+    before every prompt). The first value of each: two first uses at once each add theirs, and
+    the first added wins."""
+    found = _git(folder, "config", "--local", "--get-regexp", r"^tidemind\.scope-(id|name)$")
+    values: dict[str, str] = {}
+    for line in (found or "").splitlines():
+        key, _, value = line.partition(" ")
+        values.setdefault(key, value.strip())
+    return values.get(SCOPE_ID_KEY), values.get(SCOPE_NAME_KEY)
 
 
 def _record(folder: Path, ident: str, name: str) -> bool:
     if _git(folder, "config", "--local", "--add", SCOPE_ID_KEY, ident) is None:
         return False
-    if _config_get(folder, SCOPE_NAME_KEY) is None:
+    if _config_ids(folder)[1] is None:
         _git(folder, "config", "--local", SCOPE_NAME_KEY, name)
     return True
 
 
 def _recorded(folder: Path, ident: str, name: str) -> tuple[str, str]:
     """What the config holds after recording: another session's id, if it recorded one first."""
-    first = _config_get(folder, SCOPE_ID_KEY)
-    named = _config_get(folder, SCOPE_NAME_KEY)
+    first, named = _config_ids(folder)
     if first and _RECORDED_ID.fullmatch(first):
         return (named if named and _usable_name(named) else name), first
     return name, ident

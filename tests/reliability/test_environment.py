@@ -118,6 +118,31 @@ def test_a_read_only_home_answers_reads_and_refuses_writes_in_one_line(tmp_path)
             assert m.digest("written again once the home is writable")["node_ids"]
 
 
+def test_a_read_only_store_whose_write_ahead_log_holds_changes_is_not_read_without_them(tmp_path):
+    """Read-only without its shared-memory file, a store is opened immutable, which reads the main
+    file alone: if its write-ahead log holds committed changes, those would be missing from every
+    answer. That store is refused in one line instead of answering without them."""
+    import shutil
+
+    area = tmp_path / "area"
+    ctx = tmpfs(area, "32m") if os.geteuid() == 0 else contextlib.nullcontext(area)
+    with ctx:
+        area.mkdir(exist_ok=True)
+        source, home = tmp_path / "source", area / "home"
+        with Memory.open(source) as m:
+            m.conn.execute("PRAGMA wal_autocheckpoint=0")
+            m.digest("the harbour lanterns are lit at dusk")
+            home.mkdir()
+            for name in ("tidemind.db", "tidemind.db-wal"):            # (no -shm: it is rebuilt from the log)
+                shutil.copy(source / name, home / name)
+        assert (home / "tidemind.db-wal").stat().st_size > 0
+        with read_only(home, area):
+            err = one_line(run_cli(home, "recall", "harbour lanterns"))
+            assert "tidemind.db-wal" in err, err
+        proc = run_cli(home, "recall", "harbour lanterns")             # writable again: the log is read
+        assert proc.returncode == 0 and b"harbour lanterns" in proc.stdout
+
+
 def _page_limited_cli(home: Path, *args: str):
     """The real CLI, with every connection held at its database's current page count: SQLite's
     SQLITE_FULL, as a full disk gives it."""

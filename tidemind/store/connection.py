@@ -91,9 +91,10 @@ def _open_read_only(path: Path) -> apsw.Connection:
 
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     uri = "file:" + quote(str(path.resolve()))
+    wal = path.with_name(path.name + "-wal")
+    last: BaseException | None = None
     for mode in ("?mode=ro", "?mode=ro&immutable=1"):
-        wal = path.with_name(path.name + "-wal")
-        if mode.endswith("immutable=1") and wal.exists() and wal.stat().st_size:
+        if last is not None and wal.exists() and wal.stat().st_size:
             # immutable reads the main file alone: what the write-ahead log holds would be missing
             raise StorageError(f"{path} has changes in {wal.name} that can only be read where the folder can be"
                                f" written ({last})")

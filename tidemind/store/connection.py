@@ -54,8 +54,7 @@ def unwritable(folder: Path) -> OSError | None:
         with tempfile.TemporaryFile(dir=folder, prefix=".tidemind-probe-"):
             return None
     except OSError as exc:
-        exc.filename = exc.filename or str(folder)
-        return exc
+        return OSError(exc.errno, exc.strerror, str(folder))     # (the folder, not the probe's random name)
 
 
 def connect(path: Path | str, busy_timeout_ms: int = 10_000, readonly: bool = False) -> apsw.Connection:

@@ -481,8 +481,15 @@ def test_dates_are_read_where_and_in_the_tense_they_were_written(home):
 
 def test_a_bad_clarify_setting_refuses_before_anything_is_written(home):
     home.mkdir(parents=True)
-    for bad, match in (('ask = "sometimes"', "clarify.ask"), ("kinds = 5", "list of kinds"),
-                       ('kinds = "date"', "list of kinds"), ("hold_hours = -1", "between")):
+    # a value of the wrong type is refused when the settings are read (Memory.open), a value out
+    # of its range when a digest reads the policy
+    for bad, match in (("kinds = 5", "clarify.kinds must be a list"), ('kinds = "date"', "clarify.kinds must be a list"),
+                       ("hold_hours = true", "clarify.hold_hours must be a number")):
+        (home / "config.toml").write_text(f"[clarify]\n{bad}\n")
+        with pytest.raises(InvalidInput, match=match):
+            Memory.open(home)
+    for bad, match in (('ask = "sometimes"', "clarify.ask"), ('kinds = ["dates"]', "unknown kind"),
+                       ("hold_hours = -1", "between")):
         (home / "config.toml").write_text(f"[clarify]\n{bad}\n")
         with Memory.open(home) as m:
             with pytest.raises(InvalidInput, match=match):

@@ -155,8 +155,9 @@ def test_scope_is_derived_from_the_git_repository(tmp_path):
 
 def test_two_repositories_of_one_name_or_with_no_ascii_name_never_share_a_scope(tmp_path):
     """Every repository called "api", and every one whose name has no ASCII letter ("日記"), became
-    one scope and shared its memories. The scope carries the root commit's id (a path hash
-    without git history); memories written under the old name stay readable, not writable."""
+    one scope and shared its memories. The scope carries the repository's own id (random,
+    recorded in its git config: tests/reliability/test_scope_identity.py); memories written under
+    the old name stay readable, not writable."""
     import subprocess
 
     from tidemind.config import load_settings
@@ -175,7 +176,10 @@ def test_two_repositories_of_one_name_or_with_no_ascii_name_never_share_a_scope(
     assert made[2].startswith("project:xn--") and made[3].startswith("project:xn--")
     clone = tmp_path / "clone" / "api"
     subprocess.run(["git", "clone", "-q", str(tmp_path / "a" / "api"), str(clone)], check=True)
-    assert derive_scopes(None, settings, clone)[0] == made[0]          # the id follows the history, not the path
+    assert derive_scopes(None, settings, clone)[0] != made[0]          # a clone is another checkout: its own id
+    ident = made[0].rsplit("@", 1)[1]
+    subprocess.run(["git", "-C", str(clone), "config", "tidemind.scope-id", ident], check=True)   # unless told
+    assert derive_scopes(None, settings, clone)[0] == made[0]
 
     with Memory.open(tmp_path / "home") as m:
         m.digest("written before scopes carried the repository's id", scope="project:api")
@@ -331,3 +335,47 @@ def test_scanning_for_a_request_id_is_linear_and_never_raises():
         scan_id(nasty)
         diagnose(nasty)
         assert time.monotonic() - started < 1.0
+
+
+def test_every_request_with_a_readable_id_gets_an_answer_and_invalid_utf8_is_refused(home):
+    """The SDK read a request whose id is 1.5, true, an object or null as a notification and
+    answered nothing; it dropped a batch and an id with a lone surrogate without a word; and it
+    replaced invalid UTF-8 by U+FFFD, so a digest the CLI refuses was stored over MCP with its
+    bytes changed. Each now gets a JSON-RPC error: id null and -32600 for an id that is not one,
+    the request's own id when it can be read."""
+    import json
+
+    proc, send, reply = _raw_session(home)
+    try:
+        null_id = ['{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', '{"jsonrpc":"2.0","id":2.0,"method":"tools/list"}',
+                   '{"jsonrpc":"2.0","id":true,"method":"tools/list"}', '{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}',
+                   '{"jsonrpc":"2.0","id":null,"method":"tools/list"}', '{"jsonrpc":"2.0","id":[7],"method":"tools/list"}',
+                   '{"jsonrpc":"2.0","id":"a\\ud800","method":"tools/list"}',
+                   '[{"jsonrpc":"2.0","id":9,"method":"tools/list"}]', "[]"]
+        for line in null_id:
+            send(line)
+            answer = reply()
+            assert answer is not None, line
+            assert answer["id"] is None and answer["error"]["code"] == -32600, (line, answer)
+        digest = {"jsonrpc": "2.0", "id": 12, "method": "tools/call",
+                  "params": {"name": "brain_digest", "arguments": {"content": "bad PLACE bytes"}}}
+        raw = json.dumps(digest).replace("PLACE", "\udcff\udcfe").encode("utf-8", "surrogateescape")
+        proc.stdin.write(raw + b"\n")
+        proc.stdin.flush()
+        answer = reply()
+        assert answer["id"] == 12 and answer["error"]["code"] == -32700 and "UTF-8" in answer["error"]["message"]
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":"\xff","method":"tools/list"}\n')     # an id nobody can read: logged
+        proc.stdin.flush()
+        send(json.dumps({"jsonrpc": "2.0", "id": 13, "method": "tools/call",
+                         "params": {"name": "brain_digest", "arguments": {"content": "still serving"}}}))
+        answer = reply()
+        assert answer["id"] == 13 and answer["result"]["structuredContent"]["node_ids"] == [1], answer
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    assert "not valid UTF-8" in proc.stderr.read().decode()
+    with Memory.open(home) as m:
+        assert [r[0] for r in m.conn.execute("SELECT content FROM nodes")] == ["still serving"]
+    from tidemind.mcp_stdio import scan_id
+
+    assert scan_id('{"id": 1.5, "method": ') is None and scan_id('{"id": 15, "method": ') == 15

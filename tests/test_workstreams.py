@@ -413,6 +413,9 @@ def test_project_notes_mark_minted_workstreams_and_thresholds_are_configurable(h
         book = {s["slug"]: s for s in ws.codebook(scope=S)["slugs"]}
         assert book["garden-sensors"]["note"].startswith("import:") and book["recipe-site"]["note"] == f"tag:node {note}"
     (home / "config.json").write_text(_json.dumps({"workstreams": {"ripe_days": "soon"}}))
+    with pytest.raises(InvalidInput, match="ripe_days"):         # refused when the settings are read
+        Memory.open(home)
+    (home / "config.json").write_text(_json.dumps({"workstreams": {"ripe_days": -1}}))
     with Memory.open(home) as m:
         with pytest.raises(InvalidInput, match="ripe_days"):
             Workstreams(m)

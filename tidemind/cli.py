@@ -120,6 +120,10 @@ def _fmt_kv(r: dict) -> str:
 
 def cmd_init(args):
     with _memory(args) as m:
+        if m.read_only:               # readable, but not "ready": nothing could be written there
+            from .errors import StorageError
+
+            raise StorageError(m.read_only)
         _emit(args, {"home": str(m.settings.home), "db": str(m.settings.db_path)},
               lambda r: f"TideMind home ready at {r['home']}")
 
@@ -583,6 +587,10 @@ def cmd_import(args):
             batch = parse_id(args.target, "batch")
             _emit(args, rollback(m, batch), lambda r: r["done"])
             return
+        if args.scope is not None:          # the importer takes its scope as given: checked here, like every --scope
+            from .scopes import check_scope
+
+            args.scope = check_scope(args.scope)
         options = {"exclude": args.exclude or []}
         bar = None
         if sys.stderr.isatty() and not args.json:
@@ -830,6 +838,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _environment(exc: Exception, args) -> str | None:
+    """One line for what the environment did (a full or read-only disk, a file that would not
+    open), or None for a bug, which keeps its traceback."""
+    from .errors import describe_os_error
+
+    if isinstance(exc, OverflowError):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, OSError):
+        return describe_os_error(exc, "a file", "use")
+    from .store.connection import DISK_ERRORS, storage_error
+
+    if isinstance(exc, DISK_ERRORS):
+        from .config import resolve_home
+
+        db = resolve_home(getattr(args, "home", None)) / "tidemind.db"
+        found = storage_error(exc, db)
+        return str(found) if found is not None else f"cannot use {db}: {exc} (SQLite {type(exc).__name__})"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -851,10 +879,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (OSError, OverflowError) as exc:     # the environment, not a bug: say it in one line
-        if os.environ.get("TIDEMIND_DEBUG"):
+    except Exception as exc:
+        message = _environment(exc, args)
+        if message is None or os.environ.get("TIDEMIND_DEBUG"):
             raise
-        message = f"{type(exc).__name__}: {exc}"
         if getattr(args, "json", False):
             print(json.dumps({"error": message}, ensure_ascii=False))
         print(f"tidemind: {message}", file=sys.stderr)

@@ -7,7 +7,9 @@ and hooks), llm (anthropic | ollama | none), anthropic_model, ollama_chat_model.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,26 +45,42 @@ class Settings:
         return self.home / "stream"
 
 
+# The schema every value is checked against when the settings are read, naming the key: a wrong
+# type is refused, never coerced (`busy_timeout_ms: true` became 1 ms, `max_content_chars: "1_0"`
+# became 10, `default_scope: 5` and `embedder: 7` ended in tracebacks far from the config).
+WHOLE_NUMBERS = {"max_content_chars": (1, 10_000_000), "max_note_bytes": (1, 1_000_000_000),
+                 "busy_timeout_ms": (1, 3_600_000)}
+TEXTS = ("embedder", "ollama_host", "ollama_model", "llm", "anthropic_model", "ollama_chat_model")
+# the only keys that hold a table, with the type of each member they read (their modules check the values)
+TABLES = {"clarify": {"ask": "text", "hold_hours": "number", "kinds": "texts", "timezone": "text"},
+          "workstreams": {k: "number" for k in ("ripe_days", "ripe_mass", "ripe_age_days", "alias_share",
+                                                "alias_together")}}
+MAX_TEXT_CHARS = 2_000
+
+
+def _read_config(path: Path, parse) -> dict:
+    if not path.exists():
+        return {}
+    if not path.is_file():                 # a FIFO would block the read for ever; a folder is no config
+        raise InvalidInput(f"cannot read {path}: not a regular file")
+    try:
+        loaded = parse(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise InvalidInput(f"cannot read {path}: it is nested too deeply") from None
+    except (ValueError, OSError) as exc:   # (TOMLDecodeError, JSONDecodeError, UnicodeDecodeError are ValueErrors)
+        raise InvalidInput(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    if not isinstance(loaded, dict):
+        raise InvalidInput(f"{path} must hold a {'JSON object' if path.suffix == '.json' else 'table'} of settings")
+    return loaded
+
+
 def load_settings(home: str | os.PathLike | None = None, **overrides) -> Settings:
+    import tomllib
+
     root = resolve_home(home)
     values: dict = {}
-    toml_cfg = root / "config.toml"
-    if toml_cfg.exists():
-        import tomllib
-
-        try:
-            values.update(tomllib.loads(toml_cfg.read_text(encoding="utf-8")))
-        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
-            raise InvalidInput(f"cannot read {toml_cfg}: {exc}") from None
-    cfg = root / "config.json"
-    if cfg.exists():
-        try:
-            loaded = json.loads(cfg.read_text(encoding="utf-8"))
-        except (ValueError, OSError) as exc:
-            raise InvalidInput(f"cannot read {cfg}: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise InvalidInput(f"{cfg} must hold a JSON object of settings")
-        values.update(loaded)
+    values.update(_read_config(root / "config.toml", tomllib.loads))
+    values.update(_read_config(root / "config.json", json.loads))
     env_map = {
         "TIDEMIND_EMBEDDER": "embedder",
         "TIDEMIND_OLLAMA_HOST": "ollama_host",
@@ -73,16 +91,87 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
     }
     for var, key in env_map.items():
         if os.environ.get(var) and key not in overrides:
-            values[key] = os.environ[var]
+            raw = os.environ[var]
+            if key in WHOLE_NUMBERS:       # the environment holds text: ASCII digits only ("1_0" is not 10)
+                if not (raw.isascii() and raw.isdigit()):
+                    raise InvalidInput(f"environment {var} must be a whole number written in ASCII digits, got"
+                                       f" {raw[:40]!r}")
+                raw = int(raw)
+            values[key] = raw
     values.update({k: v for k, v in overrides.items() if v is not None})
+    _check_values(values)
     known = {f for f in Settings.__dataclass_fields__ if f not in {"home", "extra"}}
     settings = Settings(home=root, **{k: v for k, v in values.items() if k in known})
-    for key in ("max_content_chars", "max_note_bytes", "busy_timeout_ms"):
-        try:
-            setattr(settings, key, int(getattr(settings, key)))
-        except (TypeError, ValueError):
-            raise InvalidInput(f"setting {key} must be a whole number, got {getattr(settings, key)!r}") from None
-        if getattr(settings, key) <= 0:
-            raise InvalidInput(f"setting {key} must be positive")
     settings.extra = {k: v for k, v in values.items() if k not in known}
+    _check_scopes(settings)
     return settings
+
+
+def _scalar(value) -> bool:
+    return isinstance(value, (str, int, float, bool, dt.date, dt.time))     # (TOML has dates and times)
+
+
+def _typed(kind: str, value) -> bool:
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if kind == "text":
+        return isinstance(value, str)
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)        # "texts"
+
+
+def _shown(value) -> str:
+    return f"{type(value).__name__} {json.dumps(value, default=str)[:40]}"
+
+
+def _check_values(values: dict) -> None:
+    for key, value in values.items():
+        if key in WHOLE_NUMBERS:
+            low, high = WHOLE_NUMBERS[key]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidInput(f"setting {key} must be a whole number, got {_shown(value)}")
+            if not low <= value <= high:
+                raise InvalidInput(f"setting {key} must be between {low:,} and {high:,}, got {value:,}"[:200])
+        elif key in TEXTS:
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInput(f"setting {key} must be text, got {_shown(value)}")
+            if len(value) > MAX_TEXT_CHARS or not value.isprintable():
+                raise InvalidInput(f"setting {key} must be at most {MAX_TEXT_CHARS:,} printable characters"
+                                   " (no control characters or line breaks)")
+        elif key in TABLES:
+            if not isinstance(value, dict):
+                raise InvalidInput(f"setting {key} must be a table, got {type(value).__name__}")
+            for inner, member in value.items():
+                kind = TABLES[key].get(inner)
+                if kind is not None and not _typed(kind, member):
+                    wanted = {"number": "a number", "text": "text", "texts": "a list of texts"}[kind]
+                    raise InvalidInput(f"setting {key}.{inner} must be {wanted}, got {_shown(member)}")
+                if not (_scalar(member) or isinstance(member, list) and all(_scalar(v) for v in member)):
+                    raise InvalidInput(f"setting {key}.{inner} holds tables or nested lists; it takes a value or a"
+                                       " list of values")
+        elif key in ("default_scope", "scopes"):
+            continue                       # _check_scopes
+        elif not (_scalar(value) or isinstance(value, list) and all(_scalar(v) for v in value)):
+            raise InvalidInput(f"setting {key} holds a table or nested lists; only {' and '.join(TABLES)} are"
+                               " tables")
+
+
+def _check_scopes(settings: Settings) -> None:
+    """`default_scope` and `scopes` pass the one scope check (NFC, no control or format
+    character, no surrounding whitespace): `default_scope = "personal\\n"` made every digest
+    go to a scope shown as "personal" that no read named."""
+    from .scopes import check_scope
+
+    try:
+        settings.default_scope = check_scope(settings.default_scope)
+    except InvalidInput as exc:
+        raise InvalidInput(f"setting default_scope: {exc}") from None
+    configured = settings.extra.get("scopes")
+    if configured is None:
+        return
+    listed = [configured] if isinstance(configured, str) else configured
+    if not isinstance(listed, list):
+        raise InvalidInput(f"setting scopes must be a scope or a list of scopes, got {configured!r:.60}")
+    try:
+        settings.extra["scopes"] = [check_scope(s) for s in listed]
+    except InvalidInput as exc:
+        raise InvalidInput(f"setting scopes: {exc}") from None

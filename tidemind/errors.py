@@ -28,6 +28,22 @@ class StoreBusy(TideMindError):
     """The database stayed locked by another writer past the busy timeout."""
 
 
+class StorageError(TideMindError):
+    """The disk under the store refused: it is full, read-only, or not ours to write. The
+    message names the path and the errno; the transaction that met it was rolled back."""
+
+
+def describe_os_error(exc: OSError, path=None, doing: str = "write") -> str:
+    """'cannot write /p: No space left on device (errno 28, ENOSPC)': the path and the errno."""
+    import errno as _errno
+
+    where = exc.filename if getattr(exc, "filename", None) else path
+    number = exc.errno
+    name = _errno.errorcode.get(number, "?") if number else "?"
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"cannot {doing} {where}: {reason} (errno {number}, {name})" if number else f"cannot {doing} {where}: {reason}"
+
+
 class ProviderUnavailable(TideMindError):
     """A model service (Ollama, Anthropic) is away or failing: callers that can do without it
     degrade (recall answers from full-text search and says so) instead of failing, and the

@@ -63,8 +63,13 @@ def _open(home, event: dict):
         if not settings.db_path.exists():
             return None, f"no TideMind store at {settings.home} yet"
         cwd = Path(event["cwd"]) if event.get("cwd") else None
-        scopes = derive_scopes(None, settings, cwd)
-        memory = Memory(settings, actor="hook", readable_scopes=scopes, writable_scopes=scopes)
+        memory = Memory(settings, actor="hook", readable_scopes=[], writable_scopes=[])
+        try:
+            scopes = derive_scopes(None, settings, cwd, memory.conn)
+        except BaseException:
+            memory.close()
+            raise
+        memory.readable, memory.writable = list(scopes), list(scopes)
         legacy_readable(memory, None, settings, cwd)
         return memory, None
     except Exception as exc:   # a hook must never break the host

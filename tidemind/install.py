@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 import time
 import tomllib
@@ -165,11 +166,49 @@ def targets(host: str, base: Path, home: str | None, scopes: list[str] | None, p
 
 
 # -- planning: every edit is computed before anything is written --------------------------------------
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def _not_a_file(mode: int) -> str | None:
+    return next((what for test, what in _KINDS if test(mode)), None if stat.S_ISREG(mode) else "not a regular file")
+
+
+def _check_path(path: Path, base: Path) -> None:
+    """Refuse, before anything is written, a host's file that is not a regular file (reading a
+    FIFO at ~/.claude.json blocked install-hooks for ever) or that sits behind a symbolic link to
+    nothing (install followed it and made folders outside the home). A link to an existing file
+    (a dotfiles checkout) is followed as before."""
+    here = path
+    while True:
+        if here.is_symlink() and not here.exists():
+            raise InvalidInput(f"{here} is a symbolic link to {os.readlink(here)}, which does not exist; install-hooks"
+                               " does not create files through it (create its target or remove the link); nothing"
+                               " was changed")
+        if here == base or here.parent == here:
+            break
+        here = here.parent
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror} (errno {exc.errno}); nothing was changed") from None
+    what = _not_a_file(mode)
+    if what is not None:
+        raise InvalidInput(f"{path} is {what}, not a settings file; move it away first, nothing was changed")
+
+
 def _read(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO swapped in: never wait on it
     except FileNotFoundError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        what = _not_a_file(os.fstat(fd).st_mode)
+        if what is not None:
+            raise InvalidInput(f"{path} is {what}, not a settings file; move it away first, nothing was changed")
+        return handle.read()
 
 
 def _decode(path: Path, raw: bytes) -> str:
@@ -348,6 +387,7 @@ def plan(host: str, base: Path, home: str | None, scopes: list[str] | None, inst
     recorded = {f["path"]: f for f in (manifest or {}).get("files", [])}
     changes: dict[Path, Change] = {}
     for target in targets(host, base, home, scopes, platform, overridden):
+        _check_path(target.path, base)
         previous = changes.get(target.path)
         raw = previous.after if previous else _read(target.path)
         before = previous.before if previous else raw
@@ -491,6 +531,10 @@ def detect(base: Path, platform: str = sys.platform, overridden: bool = True) ->
 def run(hosts: list[str], base: str | None, home: str | None, scopes: list[str] | None, uninstall: bool,
         dry_run: bool, platform: str = sys.platform) -> dict:
     """Plan every host, then (unless dry_run) write: a refusal leaves every file as it was."""
+    if scopes:                         # written into each host's command line: checked like every --scope
+        from .scopes import check_scope
+
+        scopes = [check_scope(s) for s in scopes]
     overridden = base is not None
     root = Path(base).expanduser().resolve() if base else Path.home()
     tm_home = resolve_home(home)

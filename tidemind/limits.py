@@ -51,11 +51,22 @@ def check_tags(tags: Sequence[str] | None) -> list[str]:
     return tags
 
 
+# a name shown beside every memory it made: no bidi override (U+202E turned "claude" into
+# "edualc" on screen), line or paragraph separator, tag character or other format character
+_NOT_IN_NAMES = ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
 def check_source(field: str, value: str | None) -> str | None:
-    """A host's `source.tool` or `source.session`: short, printable text (or absent)."""
+    """A host's `source.tool` or `source.session`: short, printable text (or absent), with no
+    control or format character (bidi controls, tag characters) and no line or paragraph
+    separator."""
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > MAX_SOURCE_CHARS or not _printable(value):
         raise InvalidInput(f"source {field} must be text of at most {MAX_SOURCE_CHARS} printable characters"
                            f" (got {type(value).__name__} of length {len(str(value)):,})")
+    bad = next((c for c in value if unicodedata.category(c) in _NOT_IN_NAMES), None)
+    if bad is not None:
+        raise InvalidInput(f"source {field} holds a control, format or separator character (U+{ord(bad):04X}); a"
+                           " source is plain text")
     return value.strip() or None

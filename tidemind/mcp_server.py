@@ -20,7 +20,8 @@ from .config import load_settings
 from . import __version__, limits
 from .errors import MAX_ID, TideMindError
 from .memory import Memory
-from .scopes import derive_scopes, legacy_readable
+from .store.connection import DISK_ERRORS, storage_error
+from .scopes import check_scope, derive_scopes, legacy_readable
 from .views import title_of
 
 INSTRUCTIONS = """TideMind is this user's long-term memory, shared across sessions and tools.
@@ -116,7 +117,10 @@ Choice = Annotated[str, Field(max_length=limits.MAX_CHOICE_CHARS)]
 def _narrow(allowed: list[str], scope: str | list[str] | None) -> list[str] | None:
     if scope is None:
         return None
-    asked = [scope] if isinstance(scope, str) else list(scope)
+    try:
+        asked = [check_scope(s) for s in ([scope] if isinstance(scope, str) else scope)]
+    except TideMindError as exc:
+        raise ToolError(str(exc)) from None
     outside = [s for s in asked if s not in allowed]
     if outside:
         raise ToolError(f"scope {', '.join(outside)} is outside this server's scopes ({', '.join(allowed)});"
@@ -144,8 +148,13 @@ class _Server(MCPServer):
 def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: Path | None = None) -> MCPServer:
     """A fresh server over the store at `home` (tests build one per case)."""
     settings = load_settings(home)
-    fixed = derive_scopes(scopes, settings, cwd)
-    memory = Memory(settings, actor="mcp", readable_scopes=fixed, writable_scopes=fixed)
+    memory = Memory(settings, actor="mcp", readable_scopes=[], writable_scopes=[])
+    try:
+        fixed = derive_scopes(scopes, settings, cwd, memory.conn)      # (the store: a repository keeps its old scope)
+    except BaseException:
+        memory.close()
+        raise
+    memory.readable, memory.writable = list(fixed), list(fixed)
     legacy_readable(memory, scopes, settings, cwd)
     lock = threading.Lock()          # tools run in worker threads; one connection serves them in turn
     server = _Server("tidemind", version=__version__, instructions=INSTRUCTIONS)
@@ -157,6 +166,11 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
                 return fn(*args, **kwargs)
         except TideMindError as exc:
             raise ToolError(str(exc)) from None
+        except (OSError, *DISK_ERRORS) as exc:     # a disk the core met outside a transaction: say why
+            problem = storage_error(exc, settings.db_path)
+            if problem is None:
+                raise
+            raise ToolError(str(problem)) from None
 
     @server.tool(description=DIGEST_DOC, annotations=ToolAnnotations(
         title="Store or change a memory", read_only_hint=False, destructive_hint=True, idempotent_hint=False,

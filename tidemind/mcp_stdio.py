@@ -5,14 +5,17 @@ malformed JSON, 5,000-deep nesting or a lone surrogate (`JSON.stringify` writes 
 the SDK's JSON parser refuses) waited for its timeout. Here every line is first checked the way
 the SDK will read it; a line it would drop is answered with a JSON-RPC error when its request id
 can be read (from the parsed object, else by a linear scan of the raw line), and logged to stderr
-otherwise (a notification, or an id nobody can read). Lines the SDK accepts pass through unchanged.
+otherwise (a notification, or an id nobody can read). A request whose id is there but is not one
+(1.5, true, an object, null: the SDK took those for notifications and answered nothing) and a
+batch are answered with id null and Invalid Request, as JSON-RPC says. Lines are read as bytes
+and decoded here: invalid UTF-8 is refused (the SDK's reader replaced it with U+FFFD, storing text
+the CLI refuses). Lines the SDK accepts pass through unchanged.
 """
 from __future__ import annotations
 
 import json
 import re
 import sys
-from io import TextIOWrapper
 
 import anyio
 import mcp_types as types
@@ -21,7 +24,10 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
-_ID_VALUE = re.compile(r'\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,200}")')
+_ID_VALUE = re.compile(r'\s*(-?\d{1,19}(?![\d.eE])|"(?:[^"\\]|\\.){0,200}")')
+# a request whose id is there but unusable (1.5, true, {}, null, a lone surrogate), or a batch:
+# JSON-RPC answers those with id null and Invalid Request
+NULL_ID = type("NullId", (), {"__repr__": lambda self: "NULL_ID"})()
 
 
 def scan_id(line: str) -> int | str | None:
@@ -78,19 +84,32 @@ def _lone_surrogate(obj) -> bool:
 
 
 def diagnose(line: str) -> tuple[int | str | None, int, str] | None:
-    """None when the SDK will read the line; else (request id or None, JSON-RPC code, message)."""
+    """None when the SDK will read the line; else (request id, NULL_ID or None, JSON-RPC code,
+    message). The SDK read `{"id": 1.5, "method": ...}` (or an id that is true, an object or
+    null) as a notification and answered nothing, and dropped a batch without a word."""
     try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError:
-        pass
+        message = None
+    if message is not None and not isinstance(message, types.JSONRPCNotification):
+        return None
     try:
         obj = json.loads(line)
     except RecursionError:
         return scan_id(line), PARSE_ERROR, "Parse error: the JSON is nested too deeply"
     except ValueError as exc:
         return scan_id(line), PARSE_ERROR, f"Parse error: not valid JSON ({exc})"
-    request_id = _usable_id(json.dumps(obj.get("id"))) if isinstance(obj, dict) else None
+    if message is not None and not (isinstance(obj, dict) and "id" in obj):
+        return None                                    # a notification: nothing to answer
+    if isinstance(obj, list):
+        return (NULL_ID, INVALID_REQUEST, "Invalid Request: batches (a JSON array of messages) are not supported;"
+                " send each request as its own message")
+    request_id = None
+    if isinstance(obj, dict) and "id" in obj:
+        request_id = _usable_id(json.dumps(obj["id"])) if not _lone_surrogate(obj["id"]) else None
+        if request_id is None:
+            shown = json.dumps(obj["id"])[:40] if not _lone_surrogate(obj["id"]) else "a string with a lone surrogate"
+            return NULL_ID, INVALID_REQUEST, f"Invalid Request: an id is a string or a whole number, not {shown}"
     if _lone_surrogate(obj):
         return (request_id, INVALID_PARAMS, "Invalid params: the text holds an unpaired surrogate (\\ud800-\\udfff),"
                 " which is not valid Unicode; nothing was done")
@@ -101,8 +120,9 @@ class _GuardedLines:
     """What the SDK's reader iterates: stdin's lines, minus those answered here."""
 
     def __init__(self, answer):
-        raw = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-        self._lines = anyio.wrap_file(raw)
+        # bytes, decoded here: the SDK's reader replaced invalid UTF-8 with U+FFFD, so text the CLI
+        # refuses was stored over MCP with its bytes changed
+        self._lines = anyio.wrap_file(sys.stdin.buffer)
         self._answer = answer
 
     def __aiter__(self):
@@ -110,9 +130,15 @@ class _GuardedLines:
 
     async def __anext__(self) -> str:
         while True:
-            line = await self._lines.readline()
-            if not line:
+            raw = await self._lines.readline()
+            if not raw:
                 raise StopAsyncIteration
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                await self._answer(scan_id(raw.decode("utf-8", "surrogateescape")), PARSE_ERROR,
+                                   f"Parse error: the message is not valid UTF-8 (byte {exc.start}); nothing was done")
+                continue
             if not line.strip():
                 continue
             problem = diagnose(line)
@@ -132,7 +158,8 @@ async def run(server) -> None:
                   flush=True)
             return
         await ready.wait()
-        error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+        error = types.JSONRPCError(jsonrpc="2.0", id=None if request_id is NULL_ID else request_id,
+                                   error=types.ErrorData(code=code, message=message))
         await writer["stream"].send(SessionMessage(error))
 
     async with stdio_server(stdin=_GuardedLines(answer)) as (read_stream, write_stream):

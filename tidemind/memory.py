@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import re
-import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,13 +21,15 @@ from .importers import store as _import_schema  # noqa: F401  (registers the imp
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
 from . import browse, clarify, lifecycle, limits, secrets, text, units
 from .config import Settings, load_settings
-from .errors import Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StoreBusy, check_id
+from .errors import (Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StorageError, StoreBusy,
+                     check_id, describe_os_error)
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
 from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
                     recall_hits, syntheses,
                     stream, tags, vectors)
-from .store import backup_to, integrity
+from .store import backup_to, integrity, open_store_read_only
+from .store.connection import unwritable
 from .timeutil import Clock, from_iso as parse_iso_dt, parse_iso, system_clock, to_iso
 from . import views
 
@@ -47,11 +49,24 @@ class Memory:
         self.writable = list(writable_scopes) if writable_scopes is not None else None
         if settings.home.exists() and not settings.home.is_dir():
             raise InvalidInput(f"the TideMind home {settings.home} exists and is not a directory")
-        settings.home.mkdir(parents=True, exist_ok=True)
+        self.read_only: str | None = None     # why, when the store could only be opened for reading
+        try:
+            settings.home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(describe_os_error(exc, settings.home, "create the TideMind home")) from None
         try:
             self.conn = open_store(settings.db_path, settings.busy_timeout_ms)
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             raise InvalidInput(f"{settings.db_path} is not a usable TideMind database ({exc})") from None
+        except StorageError:
+            # a read-only home (a read-only mount, another user's folder): reads still answer, opened
+            # for reading only; every write says which path is not writable and why
+            problem = unwritable(settings.home)
+            if problem is None or problem.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) \
+                    or not settings.db_path.is_file():
+                raise
+            self.read_only = describe_os_error(problem, settings.home)
+            self.conn = open_store_read_only(settings.db_path, settings.busy_timeout_ms, self.read_only)
         self._embedder = None
         self._previous = None    # the embedder of the vectors that serve while a switch re-embeds
         self._side = None        # (executor, read connection) for the vector arm, opened on first recall
@@ -76,7 +91,8 @@ class Memory:
             from .store import connect
 
             self._side = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemind-vector"),
-                          connect(self.settings.db_path, self.settings.busy_timeout_ms))
+                          connect(self.settings.db_path, self.settings.busy_timeout_ms,
+                                  readonly=self.read_only is not None))
         return self._side
 
     def __enter__(self):
@@ -127,9 +143,9 @@ class Memory:
             raise InvalidInput("content must be text")
         if not content.strip():
             raise InvalidInput("content is empty or whitespace only; nothing was stored")
-        if not any(unicodedata.category(c)[0] in "LNPS" for c in content):
-            raise InvalidInput("content has no visible character (only spaces, zero-width or control characters);"
-                               " nothing was stored")
+        if not text.has_visible(content):
+            raise InvalidInput("content has no visible character (only spaces, fillers, zero-width or control"
+                               " characters); nothing was stored")
         if "\x00" in content:
             raise InvalidInput("content contains a NUL character; nothing was stored")
         try:
@@ -519,15 +535,16 @@ class Memory:
         return result
 
     def _record_hits(self, node_ids: list[int], at: str) -> None:
-        """Best-effort bookkeeping for reconsolidation and heat: never waits on a busy store."""
-        if not node_ids:
+        """Best-effort bookkeeping for reconsolidation and heat: never waits on a busy store, and
+        never fails a read on a full or read-only disk."""
+        if not node_ids or self.read_only:
             return
         self.conn.setbusytimeout(20)
         try:
             with immediate(self.conn):
                 recall_hits.record(self.conn, node_ids, at)
                 nodes.warm(self.conn, node_ids)
-        except (StoreBusy, apsw.BusyError):
+        except (StoreBusy, StorageError, apsw.BusyError):
             pass
         finally:
             self.conn.setbusytimeout(self.settings.busy_timeout_ms)
@@ -1167,7 +1184,7 @@ class Memory:
         metabolism last saw of it). A service away is a note, never a problem."""
         problems: list[str] = []
         checks: dict[str, str] = {}
-        notes: list[str] = []
+        notes: list[str] = [f"opened read-only: {self.read_only}"] if self.read_only else []
         self.conn.execute("BEGIN")          # one read snapshot: a digest landing meanwhile cannot skew counts
         try:
             found, found_problems = integrity.check(self.conn)

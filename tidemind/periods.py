@@ -45,10 +45,12 @@ def weeks_between(first_day: str, last_day: str) -> list[str]:
     start, end = _date(first_day), _date(last_day)
     if end < start:
         return []
-    end = min(end, start + dt.timedelta(days=371))
-    out, day = [], start - dt.timedelta(days=start.weekday())
+    end = min(end, start + dt.timedelta(days=min(371, (dt.date.max - start).days)))
+    out, day = [], start - dt.timedelta(days=min(start.weekday(), (start - dt.date.min).days))
     while day <= end:
         out.append(week_of(day))
+        if (dt.date.max - day).days < 7:            # (the last days Python can hold: no week after)
+            break
         day += dt.timedelta(days=7)
     return out
 
@@ -60,7 +62,11 @@ def named_period(text: str, today: str | dt.date) -> tuple[str, str] | None:
     A week number without a year is this year's, or last year's when it has not begun yet."""
     today = _date(today)
     if m := _WEEK_OF_DAY.search(text):
-        return "week", week_of(dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
+        try:
+            year, number, _ = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isocalendar()
+        except ValueError:
+            return None
+        return _checked_week(year, number)
     if m := _ISO_WEEK.search(text):
         return _checked_week(int(m.group(1)), int(m.group(2)))
     if m := _WEEK_OF_YEAR.search(text):
@@ -71,9 +77,10 @@ def named_period(text: str, today: str | dt.date) -> tuple[str, str] | None:
         return _checked_week(year, number)
     if m := _ISO_DAY.search(text):
         try:
-            return "day", dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+            day = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
         except ValueError:
             return None
+        return ("day", day.isoformat()) if _checked_week(*day.isocalendar()[:2]) else None
     if m := _RELATIVE.search(text):
         word = (m.group(1) or m.group(2)).lower()
         if word == "this":
@@ -85,9 +92,11 @@ def named_period(text: str, today: str | dt.date) -> tuple[str, str] | None:
 
 
 def _checked_week(year: int, number: int) -> tuple[str, str] | None:
+    """The week, when its seven days are dates Python can hold (9999-W52 ends in the year 10000:
+    it overflowed in recall, which then ended in a traceback); else None, no period."""
     try:
-        dt.date.fromisocalendar(year, number, 1)
-    except ValueError:
+        dt.date.fromisocalendar(year, number, 1) + dt.timedelta(days=6)
+    except (ValueError, OverflowError):
         return None
     return "week", f"{year:04d}-W{number:02d}"
 

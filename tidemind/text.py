@@ -19,6 +19,22 @@ remember recall please thing things anything something go goes going went use us
 """.split())
 
 
+# Characters that are letters or symbols to Unicode but show nothing: the Hangul fillers (U+115F,
+# U+1160, U+3164, U+FFA0), the blank Braille pattern, the object replacement character, and a
+# null notehead. Text of only these (with spaces, zero-width and control characters) was stored
+# as a blank memory that prepare then served.
+BLANK_LIKE = frozenset("\u115f\u1160\u3164\uffa0\u2800\ufffc\U0001d159")
+
+
+def visible(char: str) -> bool:
+    """A character that shows something: a letter, number, punctuation or symbol, not blank-like."""
+    return unicodedata.category(char)[0] in "LNPS" and char not in BLANK_LIKE
+
+
+def has_visible(text: str) -> bool:
+    return any(visible(c) for c in text)
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -387,3 +387,265 @@ def test_cli_ids_are_ascii_digits_only_so_a_typo_never_names_another_memory(tmp_
     m = Memory.open(home)
     assert m.show(10)["content"] == "memory number 9 about the lighthouse"
     m.close()
+
+
+def tool_refusal(server, tool: str, arguments: dict) -> str:
+    """The one-line error a tool call ends in (raised as ToolError, or returned as an error result)."""
+    try:
+        result = asyncio.run(server.call_tool(tool, arguments))
+    except ToolError as exc:
+        message = str(exc)
+    else:
+        assert result.is_error, (tool, arguments)
+        message = result.content[0].text
+    assert message and "\n" not in message, message
+    return message
+
+
+BAD_SCOPES = ["personal\n", "personal\r\n", " personal", "personal ", "personal\t", "per\u200bsonal", "\u202epersonal",
+              "personal\u2028", "personal\u2029", "personal\x00", "personal\U000e0041", "personal\ufeff", "\ud800"]
+
+
+def test_scope_names_with_control_characters_or_surrounding_whitespace_are_refused_everywhere(tmp_path, capsys):
+    """`--scope $'personal\\n'` (or the same in the config) made a scope shown as "personal" that
+    no read ever named: the check matched with `$`, which matches before a final newline. Every
+    way a scope enters refuses it in one line and changes nothing; a name in another Unicode
+    normal form is the same scope."""
+    from tidemind import cli
+    from tidemind.config import load_settings
+    from tidemind.scopes import derive_scopes
+
+    home = tmp_path / "home"
+    m = Memory.open(home)
+    kept = m.digest("the lanterns are lit at dusk", scope="personal")["node_ids"][0]
+    before = fingerprint(m, home)
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "note.md").write_text("a note about lanterns\n")
+    for bad in BAD_SCOPES:
+        for call in (lambda: m.digest("a fact", scope=bad), lambda: m.recall("lanterns", scopes=[bad]),
+                     lambda: m.stats([bad]), lambda: m.prepare(scopes=[bad]),
+                     lambda: derive_scopes([bad], load_settings(home))):
+            try:
+                call()
+            except TideMindError as exc:
+                assert "scope" in str(exc) and "\n" not in str(exc)
+            else:
+                raise AssertionError(f"scope {bad!r} was accepted")
+        server = build_server(str(home), ["personal"])
+        assert "scope" in tool_refusal(server, "brain_digest", {"content": "a fact", "scope": bad})
+        assert "scope" in tool_refusal(server, "brain_recall", {"query": "lanterns", "scope": [bad]})
+        server.memory.close()
+        if "\x00" in bad or "\ud800" in bad:
+            continue                                   # (no command line can carry these)
+        for argv in (["digest", "a fact", "--scope", bad], ["recall", "lanterns", "--scope", bad],
+                     ["import", "obsidian", str(vault), "--scope", bad],
+                     ["install-hooks", "--base", str(tmp_path / "base"), "--scope", bad]):
+            code = cli.main(["--home", str(home), *argv])
+            err = capsys.readouterr().err
+            assert code == 1 and len(err.strip().splitlines()) == 1 and "scope" in err, (argv, err)
+    assert fingerprint(m, home) == before
+    assert not (tmp_path / "base").exists()
+    # the same name in another normal form is the same scope (U+212A KELVIN SIGN is K in NFC)
+    m.digest("cold storage runs at four kelvin", scope="lab:\u212aelvin")
+    assert [i["scope"] for i in m.recall("cold storage", scopes=["lab:Kelvin"])["items"]] == ["lab:Kelvin"]
+    assert m.show(kept)["scope"] == "personal"
+    m.close()
+
+
+def test_a_scope_in_the_config_is_checked_when_it_is_read(tmp_path):
+    """`default_scope = "personal\\n"` in config.toml stored every digest where no read looked."""
+    import json as _json
+
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    run_cli(home, "digest", "the lanterns are lit at dusk")
+    for text, name in (('default_scope = "personal\\n"\n', "config.toml"),
+                       ('default_scope = " personal"\n', "config.toml"),
+                       (_json.dumps({"scopes": ["personal", "project:a\u2028"]}), "config.json"),
+                       (_json.dumps({"scopes": "project:a\t"}), "config.json")):
+        (home / name).write_text(text, encoding="utf-8")
+        for argv in (["digest", "a fact"], ["recall", "lanterns"], ["stats"]):
+            proc = run_cli(home, *argv)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1 and len(err.strip().splitlines()) == 1, (text, argv, err)
+            assert "Traceback" not in err and ("default_scope" in err or "setting scopes" in err), err
+        (home / name).unlink()
+    with Memory.open(home) as m:
+        assert m.stats()["scopes"] == ["personal"] and m.stats()["nodes"]["live"] == 1
+
+
+def test_questions_naming_dates_at_the_ends_of_the_calendar_are_read_as_no_date(tmp_path):
+    """`recall "anything on 9999-12-31"` overflowed (the week searched around it ends in the year
+    10000) and `"notes from December 9999"` raised ValueError: a traceback on the CLI, "Error
+    executing tool" on MCP. Such a date is read as no date: the question is answered from its
+    words, the same on every shell."""
+    import datetime as dt
+
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    server = build_server(str(home), ["personal"])
+    m = server.memory
+    m.digest("the lighthouse keeper logs every ship", scope="personal")
+    edges = ["anything on 9999-12-31", "notes from December 9999", "31 December 9999", "December 31, 9999",
+             "week 52 of 9999", "9999-W52", "the week of 9999-12-31", "on 0001-01-01", "January 0001",
+             "0001-W01", "in December 9999 the lighthouse", "on 9999-12-31 and 2026-03-01"]
+
+    @PROPERTY
+    @given(st.dates(), st.sampled_from(["on {iso}", "{d} {month} {y}", "{month} {d}, {y}", "{month} {y}",
+                                        "week of {iso}", "{y}-W{w:02d}", "week {w} of {y}"]))
+    def generated(day, form):
+        edges.append(form.format(iso=day.isoformat(), d=day.day, month=day.strftime("%B"), y=f"{day.year:04d}",
+                                 w=day.isocalendar()[1]))
+
+    generated()
+    before = fingerprint(m, home)
+    for question in edges:
+        r = m.recall(f"lighthouse {question}", record=False)
+        assert isinstance(r["items"], list)
+        result = asyncio.run(server.call_tool("brain_recall", {"query": f"lighthouse {question}"}))
+        assert not result.is_error, (question, result.content)
+    assert fingerprint(m, home) == before
+    server.memory.close()
+    for question in edges[:12]:
+        proc = run_cli(home, "recall", question)
+        assert proc.returncode == 0 and not proc.stderr, (question, proc.stderr.decode())
+    proc = run_cli(home, "digests", "--week", "9999-W52")
+    assert proc.returncode == 1 and len(proc.stderr.decode().strip().splitlines()) == 1 and b"not a week" in proc.stderr
+    assert run_cli(home, "digests", "--day", dt.date.max.isoformat()).returncode == 0
+
+
+def test_config_values_are_checked_with_their_types_and_bounds_when_read(tmp_path):
+    """A config with `default_scope: 5`, `embedder: 7`, 100,000-deep nesting or
+    `busy_timeout_ms: 1e30` ended in a traceback; `busy_timeout_ms: true` silently became 1 ms and
+    `max_content_chars: "1_0"` became 10. Each is refused in one line naming the key, by every
+    command, and the store is left as it was."""
+    import json as _json
+    import os as _os
+
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    assert run_cli(home, "digest", "the lanterns are lit at dusk").returncode == 0
+    deep = "[" * 100_000 + "]" * 100_000
+    cases = [("config.json", {"default_scope": 5}, "default_scope"),
+             ("config.json", {"embedder": 7}, "embedder"),
+             ("config.json", {"llm": ["none"]}, "llm"),
+             ("config.json", {"busy_timeout_ms": 1e30}, "busy_timeout_ms"),
+             ("config.json", {"busy_timeout_ms": True}, "busy_timeout_ms"),
+             ("config.json", {"busy_timeout_ms": 10**30}, "busy_timeout_ms"),
+             ("config.json", {"busy_timeout_ms": 0}, "busy_timeout_ms"),
+             ("config.json", {"max_content_chars": "1_0"}, "max_content_chars"),
+             ("config.json", {"max_content_chars": "100"}, "max_content_chars"),
+             ("config.json", {"max_content_chars": 1.5}, "max_content_chars"),
+             ("config.json", {"ollama_host": "http://a\nb"}, "ollama_host"),
+             ("config.json", {"clarify": 5}, "clarify"),
+             ("config.json", {"clarify": {"hold_hours": True}}, "clarify.hold_hours"),
+             ("config.json", {"clarify": {"hold_hours": "1_0"}}, "clarify.hold_hours"),
+             ("config.json", {"clarify": {"kinds": [["date"]]}}, "clarify.kinds"),
+             ("config.json", {"workstreams": {"ripe_days": {"a": 1}}}, "workstreams.ripe_days"),
+             ("config.json", {"anything": {"nested": {"deeper": 1}}}, "anything"),
+             ("config.json", '{"x": ' + deep + "}", "nested too deeply"),
+             ("config.toml", "x = " + deep + "\n", "nested too deeply"),
+             ("config.toml", "busy_timeout_ms = true\n", "busy_timeout_ms"),
+             ("config.toml", "max_content_chars = 1e30\n", "max_content_chars"),
+             ("config.toml", "[embedder]\nname = 1\n", "embedder")]
+    for name, value, key in cases:
+        (home / name).write_text(value if isinstance(value, str) else _json.dumps(value), encoding="utf-8")
+        for argv in (["digest", "a fact"], ["recall", "lanterns"], ["stats"]):
+            proc = run_cli(home, *argv)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1 and "Traceback" not in err, (value, argv, err[-300:])
+            assert len(err.strip().splitlines()) == 1 and key in err, (str(value)[:60], err)
+        (home / name).unlink()
+    proc = subprocess_env_cli(home, {"TIDEMIND_MAX_CONTENT_CHARS": "1_0"}, "recall", "lanterns")
+    assert proc.returncode == 1 and "TIDEMIND_MAX_CONTENT_CHARS" in proc.stderr.decode()
+    (home / "config.toml").write_text('busy_timeout_ms = 5000\nmax_content_chars = 50000\n[clarify]\nhold_hours = 1.5\n')
+    from tidemind.config import load_settings
+    s = load_settings(home)
+    assert (s.busy_timeout_ms, s.max_content_chars, s.extra["clarify"]["hold_hours"]) == (5000, 50_000, 1.5)
+    with Memory.open(home) as m:
+        assert m.stats()["nodes"]["live"] == 1
+    assert _os.environ.get("TIDEMIND_MAX_CONTENT_CHARS") is None
+
+
+def subprocess_env_cli(home, env: dict, *args):
+    import os as _os
+    import subprocess
+    import sys
+
+    from ..conftest import ROOT
+
+    return subprocess.run([sys.executable, "-m", "tidemind.cli", *args], capture_output=True, cwd=ROOT,
+                          env={**_os.environ, "TIDEMIND_HOME": str(home), **env}, timeout=120)
+
+
+def test_content_of_only_fillers_is_refused_like_empty_content_and_source_names_are_plain(tmp_path):
+    """U+3164, U+2800, U+115F, U+FFFC (alone or mixed) are letters or symbols to Unicode but show
+    nothing: they were stored as blank memories that prepare served. `source` took U+202E (which
+    shows "claude" as "edualc"), U+2028 and tag characters. Both are refused in one line, on the
+    core, the CLI and MCP, and nothing changes."""
+    from ..conftest import run_cli
+
+    home = tmp_path / "home"
+    server = build_server(str(home), ["personal"])
+    m = server.memory
+    m.digest("the harbour lanterns are lit at dusk")
+    before = fingerprint(m, home)
+    blanks = ["\u3164", "\u2800", "\u115f", "\u1160", "\ufffc", "\uffa0", "\u3164\u2800 \u115f\n\u200b\ufffc",
+              "\u2800" * 50, " \u3164\u0301 ", "\u200b\u3164\u2060"]
+    for blank in blanks:
+        for call in (lambda: m.digest(blank), lambda: m.correct(1, blank)):
+            try:
+                call()
+            except TideMindError as exc:
+                assert "no visible character" in str(exc) and "\n" not in str(exc)
+            else:
+                raise AssertionError(f"{blank!r} was stored")
+        assert "no visible character" in tool_refusal(server, "brain_digest", {"content": blank})
+        proc = run_cli(home, "digest", "-", stdin=blank.encode("utf-8"))
+        assert proc.returncode == 1 and b"no visible character" in proc.stderr
+    sources = ["claude\u202ecode", "claude\u2028code", "claude\u2029", "claude\U000e0041\U000e0042", "\u200bclaude",
+               "a\u2066b\u2069", "claude\u061c"]
+    for bad in sources:
+        for call in (lambda: m.digest("a fact", source_tool=bad), lambda: m.digest("a fact", session=bad)):
+            try:
+                call()
+            except TideMindError as exc:
+                assert "source" in str(exc) and "\n" not in str(exc)
+            else:
+                raise AssertionError(f"source {bad!r} was stored")
+        assert "source" in tool_refusal(server, "brain_digest", {"content": "a fact", "source": {"tool": bad}})
+        proc = run_cli(home, "digest", "a fact", "--source-tool", bad)
+        assert proc.returncode == 1 and len(proc.stderr.decode().strip().splitlines()) == 1
+    assert fingerprint(m, home) == before
+    assert "\u3164" not in m.prepare()["text"]
+    assert m.digest("\u3164 a visible word beside a filler", source_tool="claude-code é 東京")["node_ids"]
+    server.memory.close()
+
+
+def test_a_byte_order_mark_before_front_matter_or_page_properties_is_not_body_text(tmp_path):
+    """A note saved with a UTF-8 BOM (Notepad, some sync tools) began with U+FEFF, so its
+    `---` front matter (Obsidian) or `tags::` line (Logseq) was read as body text: its tags and
+    title were lost and the YAML was stored as a memory."""
+    home, vault, graph = tmp_path / "home", tmp_path / "vault", tmp_path / "graph"
+    vault.mkdir()
+    (graph / "pages").mkdir(parents=True)
+    (graph / "logseq").mkdir()
+    bom = "\ufeff".encode("utf-8")
+    (vault / "harbour.md").write_bytes(bom + b"---\ntags: [lighthouse, tides]\naliases: [Port]\n---\n"
+                                       b"The harbour lanterns are lit at dusk.\n")
+    (graph / "pages" / "ships.md").write_bytes(bom + b"tags:: sailing\n\n- The schooner leaves at dawn\n")
+    m = Memory.open(home)
+    sync(m, "obsidian", vault, "vault:bom")
+    sync(m, "logseq", graph, "graph:bom")
+    live = {row[0]: row[1] for row in m.conn.execute("SELECT content, id FROM nodes WHERE status='live'")}
+    assert set(live) == {"The harbour lanterns are lit at dusk.\n", "- The schooner leaves at dawn\n"}, live
+    assert not any("\ufeff" in c or "tags:" in c for c in live)
+    harbour = live["The harbour lanterns are lit at dusk.\n"]
+    assert {t["name"] for t in m.show(harbour)["tags"]} >= {"lighthouse", "tides"}
+    schooner = live["- The schooner leaves at dawn\n"]
+    assert "sailing" in {t["name"] for t in m.show(schooner)["tags"]}
+    m.close()

@@ -50,10 +50,9 @@ def policy(settings) -> Policy:
     ask = raw.get("ask", "ambiguous")
     if ask not in ("ambiguous", "never"):
         raise InvalidInput(f"setting clarify.ask must be \"ambiguous\" or \"never\", got {ask!r}")
-    try:
-        hold = float(raw.get("hold_hours", 72))
-    except (TypeError, ValueError):
-        raise InvalidInput(f"setting clarify.hold_hours must be a number, got {raw.get('hold_hours')!r}") from None
+    hold = raw.get("hold_hours", 72)
+    if isinstance(hold, bool) or not isinstance(hold, (int, float)):      # float("1_0") was 10, True was 1 hour
+        raise InvalidInput(f"setting clarify.hold_hours must be a number, got {hold!r}")
     if not 0 < hold <= 24 * 365:
         raise InvalidInput("setting clarify.hold_hours must be between 0 and 8760")
     kinds = raw.get("kinds", KINDS)

@@ -225,7 +225,7 @@ class LogseqParser:
 
     def parse_note(self, rel: str, text: str, settings: dict) -> Note:
         org = rel.endswith(".org")
-        lines = text.splitlines(keepends=True)
+        lines = text.removeprefix("\ufeff").splitlines(keepends=True)     # a BOM hid the page properties
         head, parts = _split_org(lines) if org else _split_markdown(lines)
         page_props = _page_properties(head, org)
         title = page_props.get("title") or page_name(rel)

@@ -226,7 +226,7 @@ class ObsidianParser:
 
     def parse_note(self, rel: str, text: str, settings: dict) -> Note:
         skipped: list[dict] = []
-        raw_meta, body, _ = split_frontmatter(text)
+        raw_meta, body, _ = split_frontmatter(text.removeprefix("\ufeff"))    # a BOM hid the front matter
         meta: dict = {}
         if raw_meta is not None:
             try:

@@ -76,8 +76,31 @@ def _date(year: str, month: int, day: str) -> dt.date | None:
         return None
 
 
+def _searchable(found: Window) -> Window | None:
+    """The window, when the stretch searched around it is made of dates Python can hold: "on
+    9999-12-31" (its week after) and "December 9999" (the month after) overflowed, and recall
+    ended in a traceback (the MCP client saw "Error executing tool"). Such a date is read as no
+    date."""
+    if found.kind == "month" and found.year is None:
+        return found                                   # (a month of any year: no stretch is searched)
+    try:
+        _, end = found.bounds()
+        end + dt.timedelta(days=1)                     # the search's exclusive end
+    except (OverflowError, ValueError):
+        return None
+    return found
+
+
 def window(query: str) -> Window | None:
-    """The first date the query names, most precise form first."""
+    """The first usable date the query names, most precise form first."""
+    for found in _windows(query):
+        usable = _searchable(found)
+        if usable is not None:
+            return usable
+    return None
+
+
+def _windows(query: str):
     for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
         found = pattern.search(query)
         if found:
@@ -85,19 +108,18 @@ def window(query: str) -> Window | None:
                 (found.group(2), found.group(1), found.group(3))
             date = _date(year, _MONTH[name.lower()], day)
             if date:
-                return Window("day", day=date, said=found.group(0))
+                yield Window("day", day=date, said=found.group(0))
     found = _ISO_DAY.search(query)
     if found:
         date = _date(found.group(1), int(found.group(2)), found.group(3))
         if date:
-            return Window("day", day=date, said=found.group(0))
+            yield Window("day", day=date, said=found.group(0))
     found = _MONTH_YEAR.search(query)
     if found and 1 <= int(found.group(2)) <= 9999:
-        return Window("month", year=int(found.group(2)), month=_MONTH[found.group(1).lower()], said=found.group(0))
+        yield Window("month", year=int(found.group(2)), month=_MONTH[found.group(1).lower()], said=found.group(0))
     found = _IN_MONTH.search(query)
     if found:
-        return Window("month", month=_MONTH[found.group(1).lower()], said=found.group(1))
+        yield Window("month", month=_MONTH[found.group(1).lower()], said=found.group(1))
     found = _YEAR_ALONE.search(query)
     if found:
-        return Window("year", year=int(found.group(1)), said=found.group(1))
-    return None
+        yield Window("year", year=int(found.group(1)), said=found.group(1))

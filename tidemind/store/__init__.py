@@ -9,8 +9,8 @@ from pathlib import Path
 import apsw
 
 from . import (audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, recall_hits, review, syntheses, tags,
-               task_runs, vectors, provider_state)
-from .connection import connect, immediate, rows, scalar
+               task_runs, vectors, provider_state, scope_claims)
+from .connection import connect, immediate, rows, scalar, storage_error
 from .visibility import AsOf, visible
 
 
@@ -57,6 +57,7 @@ CORE_MIGRATIONS = [
     ("0024_syntheses_with_subjects", _syntheses_with_subjects),
     ("0025_provider_state", provider_state.DDL),
     ("0026_tag_rejection_remembers_decided_at", tags.PRIOR_DECIDED_DDL),
+    ("0027_scope_claims", scope_claims.DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 
@@ -78,17 +79,47 @@ def open_store(db_path: Path, busy_timeout_ms: int = 10_000) -> apsw.Connection:
     db_path = Path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     conn = connect(db_path, busy_timeout_ms)
-    newer = migrations.unknown(conn)
-    if newer:          # its tables may have changed in ways this code would corrupt
-        conn.close()
-        from ..errors import InvalidInput
+    try:
+        newer = migrations.unknown(conn)
+        if newer:          # its tables may have changed in ways this code would corrupt
+            from ..errors import InvalidInput
 
-        raise InvalidInput(f"{db_path} was written by a newer TideMind ({', '.join(newer[:3])}); upgrade TideMind"
-                           " to open it")
-    migrations.migrate(conn, backup=lambda p: backup_to(conn, p), backup_dir=db_path.parent / "backups")
+            raise InvalidInput(f"{db_path} was written by a newer TideMind ({', '.join(newer[:3])}); upgrade"
+                               " TideMind to open it")
+        migrations.migrate(conn, backup=lambda p: backup_to(conn, p), backup_dir=db_path.parent / "backups")
+    except BaseException as exc:
+        number = conn.system_errno
+        conn.close()
+        problem = storage_error(exc, db_path, number) if isinstance(exc, (apsw.Error, OSError)) else None
+        if problem is None:
+            raise
+        raise problem from None
     return conn
 
 
-__all__ = ["AsOf", "visible", "open_store", "immediate", "rows", "scalar", "backup_to", "connect",
+def open_store_read_only(db_path: Path, busy_timeout_ms: int, why: str) -> apsw.Connection:
+    """The store opened for reading only, where its folder cannot be written (`why` says so):
+    reads answer, every write is refused in one line (store.connection.immediate). A store that
+    still needs a migration cannot be read that way: migrating writes it."""
+    from ..errors import InvalidInput, StorageError
+
+    conn = connect(db_path, busy_timeout_ms, readonly=True)
+    try:
+        newer = migrations.unknown(conn)
+        todo = migrations.pending(conn, create=False)
+    except apsw.Error as exc:
+        conn.close()
+        raise StorageError(f"{why}, and {db_path} cannot be read there either ({exc})") from None
+    if newer:
+        conn.close()
+        raise InvalidInput(f"{db_path} was written by a newer TideMind ({', '.join(newer[:3])}); upgrade TideMind"
+                           " to open it")
+    if todo:
+        conn.close()
+        raise StorageError(f"{why}; {db_path} needs upgrading to this version of TideMind first, which writes it")
+    return conn
+
+
+__all__ = ["AsOf", "visible", "open_store", "open_store_read_only", "immediate", "rows", "scalar", "backup_to", "connect",
            "audit", "captures", "clarifications", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
-           "vectors", "provider_state"]
+           "vectors", "provider_state", "scope_claims"]

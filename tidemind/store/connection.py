@@ -11,28 +11,101 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
+import errno
 import importlib.util
 import os
 
 import apsw
 
-from ..errors import StoreBusy
+from ..errors import StorageError, StoreBusy, describe_os_error
+
+# What the disk says when it is full, read-only or not ours: one line naming the path and the errno
+# (a traceback on the CLI, "Error executing tool" with no reason on MCP, before)
+DISK_ERRORS = (apsw.FullError, apsw.ReadOnlyError, apsw.CantOpenError, apsw.IOError, apsw.PermissionsError)
+DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
+
+
+def storage_error(exc: BaseException, path, system_errno: int = 0) -> StorageError | None:
+    """The StorageError to raise for `exc` met on the store at `path`, or None when it is not the
+    disk's doing. SQLite reports the OS error apart (`system_errno`); SQLITE_FULL without one is
+    the disk (or the page limit) being full."""
+    if isinstance(exc, StorageError):
+        return exc
+    if isinstance(exc, OSError):
+        return StorageError(describe_os_error(exc, path)) if exc.errno in DISK_ERRNOS else None
+    if not isinstance(exc, DISK_ERRORS):
+        return None
+    number = system_errno if system_errno in DISK_ERRNOS else 0
+    if not number and isinstance(exc, apsw.FullError):
+        number = errno.ENOSPC
+    if not number:                 # read-only, cannot open, I/O: the disk's doing only if the folder refuses
+        problem = unwritable(Path(path).parent)
+        if problem is None:
+            return None            # (e.g. a damaged file: its own error says more)
+        number = problem.errno
+    return StorageError(describe_os_error(OSError(number, os.strerror(number)), path))
+
+
+def unwritable(folder: Path) -> OSError | None:
+    """Why nothing can be written in `folder` (the OSError of trying), or None when something can."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".tidemind-probe-"):
+            return None
+    except OSError as exc:
+        return OSError(exc.errno, exc.strerror, str(folder))     # (the folder, not the probe's random name)
 
 
 def connect(path: Path | str, busy_timeout_ms: int = 10_000, readonly: bool = False) -> apsw.Connection:
-    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-    conn = apsw.Connection(str(path), flags=flags)
-    conn.setbusytimeout(busy_timeout_ms)
-    conn.enable_load_extension(True)
-    conn.load_extension(_vec_extension())
-    conn.enable_load_extension(False)
-    if not readonly:
-        _retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchall())
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA synchronous=NORMAL")   # durability of acknowledged digests comes from the fsync'd stream file
-    conn.execute("PRAGMA secure_delete=ON")
-    conn.execute("PRAGMA temp_store=MEMORY")
+    """A connection with TideMind's settings. `readonly` opens the file for reading only; when the
+    folder cannot hold the WAL's shared-memory file (a read-only home, a read-only mount) SQLite
+    cannot open a WAL database that way, and it is opened immutable: nothing can change it there."""
+    if readonly:
+        conn = _open_read_only(Path(path))
+    else:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    try:
+        conn.setbusytimeout(busy_timeout_ms)
+        conn.enable_load_extension(True)
+        conn.load_extension(_vec_extension())
+        conn.enable_load_extension(False)
+        if not readonly:
+            _retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchall())
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")   # durability of acknowledged digests comes from the fsync'd stream file
+        conn.execute("PRAGMA secure_delete=ON")
+        conn.execute("PRAGMA temp_store=MEMORY")
+    except DISK_ERRORS as exc:
+        problem = storage_error(exc, path, conn.system_errno)
+        conn.close()
+        if problem is None:
+            raise
+        raise problem from None
     return conn
+
+
+def _open_read_only(path: Path) -> apsw.Connection:
+    from urllib.parse import quote
+
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    uri = "file:" + quote(str(path.resolve()))
+    wal = path.with_name(path.name + "-wal")
+    last: BaseException | None = None
+    for mode in ("?mode=ro", "?mode=ro&immutable=1"):
+        if last is not None and wal.exists() and wal.stat().st_size:
+            # immutable reads the main file alone: what the write-ahead log holds would be missing
+            raise StorageError(f"{path} has changes in {wal.name} that can only be read where the folder can be"
+                               f" written ({last})")
+        conn = apsw.Connection(uri + mode, flags=flags)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            return conn
+        except (apsw.CantOpenError, apsw.ReadOnlyError) as exc:     # (no -shm, and none can be made here)
+            number = conn.system_errno
+            conn.close()
+            last = storage_error(exc, path, number) or exc
+    raise last
 
 
 def _vec_extension() -> str:
@@ -116,23 +189,46 @@ def yield_to_waiting_writers(conn: apsw.Connection, limit_s: float = 5.0) -> flo
 
 @contextlib.contextmanager
 def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Not re-entrant."""
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Not re-entrant. A disk that
+    refuses (full, read-only: the database's or the stream file's) ends it in a StorageError
+    naming the path and the errno, after the rollback."""
     try:
         with _announced(conn):
             conn.execute("BEGIN IMMEDIATE")
     except apsw.BusyError:
         raise StoreBusy("the database stayed locked by another writer; try again") from None
+    except DISK_ERRORS as exc:
+        problem = storage_error(exc, conn.filename, conn.system_errno)
+        if problem is None:
+            raise
+        raise problem from None
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
+    except BaseException as exc:
+        number = conn.system_errno
+        _rollback(conn)
+        problem = storage_error(exc, conn.filename, number) if isinstance(exc, (apsw.Error, OSError)) else None
+        if problem is not None and problem is not exc:
+            raise problem from None
         raise
     else:
         try:
             conn.execute("COMMIT")
         except apsw.BusyError:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise StoreBusy("could not commit: the database is locked; nothing was written") from None
+        except DISK_ERRORS as exc:
+            number = conn.system_errno
+            _rollback(conn)
+            problem = storage_error(exc, conn.filename, number)
+            if problem is None:
+                raise
+            raise problem from None
+
+
+def _rollback(conn: apsw.Connection) -> None:
+    if conn.in_transaction:        # (SQLite may have rolled back already: a full disk can end the transaction)
+        conn.execute("ROLLBACK")
 
 
 def rows(conn: apsw.Connection, sql: str, params=()) -> list[dict]:

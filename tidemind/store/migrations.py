@@ -32,9 +32,16 @@ def register(owner: str, migrations: list[Migration]) -> None:
     _REGISTRY[owner] = list(migrations)
 
 
-def pending(conn: apsw.Connection) -> list[tuple[str, str, object]]:
-    conn.execute(LEDGER)
-    done = {(o, n) for o, n in conn.execute("SELECT owner, name FROM migrations")}
+def pending(conn: apsw.Connection, create: bool = True) -> list[tuple[str, str, object]]:
+    """The registered migrations this database has not had (`create`: make the ledger when it
+    has none; a read-only connection reads it only)."""
+    if create:
+        conn.execute(LEDGER)
+        done = {(o, n) for o, n in conn.execute("SELECT owner, name FROM migrations")}
+    elif scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='migrations'"):
+        done = {(o, n) for o, n in conn.execute("SELECT owner, name FROM migrations")}
+    else:
+        done = set()
     return [(owner, name, sql) for owner, items in _REGISTRY.items()
             for name, sql in items if (owner, name) not in done]
 

@@ -84,3 +84,36 @@ def test_install_service_writes_both_units(home, tmp_path):
     plist = open(r["written"]["launchd"]).read()
     assert "ExecStart=" in unit and unit.rstrip().endswith("WantedBy=default.target") and " daemon" in unit
     assert "<string>daemon</string>" in plist and str(home) in plist
+
+
+def test_a_backlog_is_worked_off_round_after_round_not_one_batch_per_interval(home):
+    """Issue 23: at the daemon's pace link-evaluate confirmed about 110 links a run, one run per
+    ten minutes: three conversations took 8.5 hours of daemon time to settle. A task that stops at
+    its batch with work left reports `backlog` and is due again at once, and the daemon's next
+    round follows without its usual wait. Here the clock never moves: before, the second round
+    at the same instant ran nothing."""
+    import datetime as dt
+
+    from tidemind.metabolism.scheduler import backlog, run_due
+    from tidemind_daemon.runner import BACKLOG_TICK_S, DAEMON_BATCH
+
+    instant = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.timezone.utc)
+    with Memory.open(home, clock=lambda: instant) as m:
+        for i in range(3 * DAEMON_BATCH + 7):
+            m.digest(f"Turn {i}: the harbour crane number {i} lifted container {i * 7} onto the ship Aurora"
+                     f" {i % 11} before the tide turned at pier {i % 5}.", scope="project:port", session=f"s{i // 40}")
+        rounds = []
+        while True:
+            reports = run_due(m, batch=DAEMON_BATCH, clock=lambda: instant)
+            rounds.append({r["task"]: r for r in reports})
+            if not backlog(reports) or len(rounds) > 20:
+                break
+        assert 3 < len(rounds) <= 20, [sorted(r) for r in rounds]
+        assert rounds[1]["link-propose"]["nodes"] == DAEMON_BATCH         # due again at the same instant
+        assert m.conn.execute("SELECT count(*) FROM embed_queue").fetchone()[0] == 0
+        cursor = m.conn.execute("SELECT cursor FROM task_runs WHERE task='link-propose'").fetchone()[0]
+        assert cursor == m.conn.execute("SELECT max(id) FROM nodes").fetchone()[0]      # every memory proposed for
+        # and with nothing left, the next round waits for the intervals as before
+        assert not any(r.get("backlog") for r in rounds[-1].values())
+        assert [r["task"] for r in run_due(m, batch=DAEMON_BATCH, clock=lambda: instant)] == []
+    assert BACKLOG_TICK_S < 1

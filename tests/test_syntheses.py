@@ -115,12 +115,17 @@ def test_archive_withdraws_and_unarchive_brings_back_the_persons_decision(mem):
     run_due(mem, only=["crystallize"], force=True)
     fish = next(c for c in _current(mem, "crystal") if ids["fish"][0] in c["members"])
     item = next(i for i in mem.review_list() if i["payload"]["synthesis"] == fish["id"])
+    text = mem.prepare()["text"]
+    # unreviewed, a crystal is served as what it is: an offline extract, never a lesson or decision
+    assert "(crystal, offline extract, unreviewed, derived)" in text
+    assert "(crystal" not in text.split("## Lessons")[1].split("\n## ")[0] if "## Lessons" in text else True
     mem.review_decide(item["id"], "approved")
-    assert "(crystal, derived) system: \"Aquarium" in mem.prepare()["text"]
+    assert "(crystal, approved, derived) system: \"Aquarium" in mem.prepare()["text"]
+    assert "## Summaries of linked memories" in mem.prepare()["text"]
     quoted = int(CITED.match(fish["text"].splitlines()[1]).group(2))
     mem.archive(quoted)
     assert syntheses.get(mem.conn, fish["id"])["status"] == "withdrawn"
-    assert "(crystal, derived) system: \"Aquarium" not in mem.prepare()["text"]
+    assert "(crystal, approved, derived) system: \"Aquarium" not in mem.prepare()["text"]
     run_due(mem, only=["crystallize"], force=True)
     # the rest of the chain is two clusters now, neither a crystal of the archived memory
     assert all(quoted not in c["members"] for c in _current(mem, "crystal"))
@@ -128,7 +133,7 @@ def test_archive_withdraws_and_unarchive_brings_back_the_persons_decision(mem):
     run_due(mem, only=["crystallize"], force=True)
     back = syntheses.get(mem.conn, fish["id"])
     assert back["status"] == "approved" and back["members"] == sorted(ids["fish"])   # revived with its approval
-    assert "(crystal, derived) system: \"Aquarium" in mem.prepare()["text"]
+    assert "(crystal, approved, derived) system: \"Aquarium" in mem.prepare()["text"]
     assert sum(c["members"] == sorted(ids["fish"]) for c in _current(mem, "crystal")) == 1
     actions = [a for (a,) in mem.conn.execute("SELECT action FROM audit_log WHERE action LIKE 'syntheses%'")]
     assert actions == ["syntheses_withdrawn"]

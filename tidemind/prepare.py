@@ -63,8 +63,14 @@ def _line(node: dict) -> str:
     return f"- [{node['id']}] {node.get('by', 'system')}: {quote(node['content'])}"
 
 
+def _made_by(s: dict) -> str:
+    """What a synthesis is until a person approves it: an offline extract (sentences picked from
+    the memories it cites, no model) or a model's summary."""
+    return "offline extract" if "offline" in (s.get("generator") or "") else "model summary"
+
+
 def _synthesis_line(s: dict) -> str:
-    label = s["kind"] if s["status"] == "approved" else f"{s['kind']}, unreviewed"
+    label = f"{s['kind']}, approved" if s["status"] == "approved" else f"{s['kind']}, {_made_by(s)}, unreviewed"
     body = " ".join(re.sub(r"(?m)^- ", "", s["text"]).split())
     if s.get("title"):
         body = f"{s['title']}: {body}"
@@ -84,7 +90,7 @@ def _this_week(conn, scopes: Sequence[str], today: str) -> list[str]:
         when = s["period"] if s["kind"] == "daily" else f"last week ({s['period']})"
         head = f"- {when}" + (f" · {s['scope']}" if len(scopes) > 1 else "")
         body = " ".join(re.sub(r"(?m)^- ", "", s["text"]).split())
-        status = "" if s["status"] == "approved" else " (digest, unreviewed, derived)"
+        status = "" if s["status"] == "approved" else f" (digest, {_made_by(s)}, unreviewed)"
         lines.append(f"{head}{status}: {quote((s['title'] + ' — ' if s['title'] else '') + body, LINE_CHARS - 60)}")
     return lines
 
@@ -120,7 +126,9 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
                 for r in review.approved_lessons(conn, scopes)]
     # only syntheses whose every member the reader can see now (checked in SQL): a crystal citing
     # a corrected, archived or forgotten memory is withdrawn, and never served while it waits
-    approved += [_synthesis_line(s) for s in syntheses.servable(conn, scopes, ("lesson", "crystal"), 12)]
+    approved += [_synthesis_line(s) for s in syntheses.servable(conn, scopes, ("lesson",), 12)]
+    # a crystal is a summary of linked memories, never a lesson or a decision: its own section
+    summaries = [_synthesis_line(s) for s in syntheses.servable(conn, scopes, ("crystal",), 6)]
     # only questions still holding a memory back: once a hold lapses the memory is searchable,
     # and repeating a stale question at every session start would turn notes into an interrogation
     now = to_iso(system_clock())
@@ -137,6 +145,7 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
         ("About the person (as agents recorded it, not their own words)", [_line(n) for n in about_reported]),
         ("Lessons, principles and decisions", approved + [_line(n) for n in lessons]),
         (f"Recent memories in {write_scope}", [_line(n) for n in recent]),
+        ("Summaries of linked memories (derived, not decisions)", summaries),
         ("This week (digests by the day a memory is about)", this_week),
         ("Needs attention", [f"- review {r['id']}: node {r['node_id']} repeats a claim that node "
                              f"{r['other_node_id']} corrected; trust node {r['other_node_id']} until a person decides"

@@ -22,9 +22,10 @@ from pathlib import Path
 
 from tidemind.config import load_settings
 from tidemind.memory import Memory
-from tidemind.metabolism.scheduler import owner_id, run_due
+from tidemind.metabolism.scheduler import backlog, owner_id, run_due
 from tidemind.timeutil import system_clock, to_iso
 
+BACKLOG_TICK_S = 0.5    # between rounds while a task has work left
 DAEMON_BATCH = 128      # keeps one task's batch to about a second, so shutdown stays prompt
 ALREADY_RUNNING = 3
 
@@ -121,11 +122,13 @@ def run(home: str | None, once: bool = False, tick_s: float = 30.0, stop: StopFl
         log("llm", provider=getattr(llm, "name", "none"))
         try:
             while not stop.is_set():
-                for report in run_due(memory, owner=owner, batch=DAEMON_BATCH, stopping=stop.is_set, llm=llm):
+                reports = run_due(memory, owner=owner, batch=DAEMON_BATCH, stopping=stop.is_set, llm=llm)
+                for report in reports:
                     log("task", **report)
                 if once:
                     break
-                stop.wait(tick_s)
+                # work left behind (a fresh import): the next round at once, a breath for other writers
+                stop.wait(BACKLOG_TICK_S if backlog(reports) else tick_s)
         finally:
             memory.close()
     finally:

@@ -223,7 +223,8 @@ class AnnotateTask:
         if strategy is None and done < budget and not ctx.stopping():
             retagged, more = self._retag(ctx, scopes, budget - done)
             proposed += more
-        return {"annotated": done, "tags_proposed": proposed, "llm_fallbacks": fallbacks, "retagged": retagged}
+        return {"annotated": done, "tags_proposed": proposed, "llm_fallbacks": fallbacks, "retagged": retagged,
+                "backlog": len(todo) >= budget and done == len(todo)}
 
     def _retag(self, ctx: TaskContext, scopes: dict, limit: int) -> tuple[int, int]:
         """Nodes tagged when their scope was half its size or less get their tags chosen again

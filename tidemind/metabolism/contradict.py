@@ -33,7 +33,7 @@ class ContradictTask:
 
         done, filed = file_pair_items(ctx, self.name, "contradiction", 5, MIN_COSINE, judge,
                                       ctx.batch or self.batch_size)
-        return {"nodes": done, "contradictions": filed}
+        return {"backlog": done >= (ctx.batch or self.batch_size), "nodes": done, "contradictions": filed}
 
 
 register(ContradictTask())

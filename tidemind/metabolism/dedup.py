@@ -28,7 +28,7 @@ class DedupTask:
 
     def run(self, ctx: TaskContext) -> dict:
         done, filed = file_pair_items(ctx, self.name, "merge", 3, MIN_COSINE, duplicate, ctx.batch or self.batch_size)
-        return {"nodes": done, "merge_items": filed}
+        return {"backlog": done >= (ctx.batch or self.batch_size), "nodes": done, "merge_items": filed}
 
 
 register(DedupTask())

@@ -11,7 +11,9 @@ class EmbedTask:
     needs_llm = False
 
     def run(self, ctx: TaskContext) -> dict:
-        return ctx.memory.embed_pending(batch=ctx.batch or self.batch_size, limit=(ctx.batch or self.batch_size) * 8)
+        report = ctx.memory.embed_pending(batch=ctx.batch or self.batch_size, limit=(ctx.batch or self.batch_size) * 8)
+        # more queued than one run takes (a fresh import): due again at once
+        return {**report, "backlog": bool(report.get("embedded")) and bool(report.get("queue"))}
 
 
 register(EmbedTask())

@@ -37,20 +37,23 @@ class LinkEvaluateTask:
     needs_llm = False
 
     def run(self, ctx: TaskContext) -> dict:
-        todo = links.pending(ctx.conn, ctx.batch or self.batch_size, strongest_first=True, room_below=MAX_LINKS)
+        todo = links.pending(ctx.conn, ctx.batch or self.batch_size, room_below=MAX_LINKS,
+                             bars=(CONFIRM_AT, CROSS_CONFIRM_AT))
         ids = sorted({i for l in todo for i in (l["source_id"], l["target_id"])})
-        counts = {"confirmed": 0, "rejected_by_model": 0, "undecided": 0}
+        counts = {"confirmed": 0, "rejected_by_model": 0, "undecided": 0, "expired": 0}
         verdicts = self._ask_model(ctx, todo) if ctx.llm is not None else {}
-        group = nodes.groups(ctx.conn, ids)
+        confirmed = links.partners(ctx.conn, ids, ("confirmed",))
+        group = nodes.groups(ctx.conn, [*ids, *(p for partners in confirmed.values() for p in partners)])
         within = lambda a, b: group.get(a) == group.get(b)
         # confirmed links each memory has, inside its session or note and outside it
         room: dict[tuple[int, bool], int] = {}
-        for i, partners in links.partners(ctx.conn, ids, ("confirmed",)).items():
+        for i, partners in confirmed.items():
             for p in partners:
-                key = (i, group.get(i) == group.get(p) if p in group else False)
+                key = (i, within(i, p))
                 room[key] = room.get(key, 0) + 1
         used = lambda i, inside: room.get((i, inside), 0)
-        scored = sorted(todo, key=lambda l: (-(l["strength"] or 0.0), l["id"]))
+        bar = lambda l: CONFIRM_AT if within(l["source_id"], l["target_id"]) else CROSS_CONFIRM_AT
+        scored = sorted(todo, key=lambda l: (-((l["strength"] or 0.0) - bar(l)), l["id"]))
         now = ctx.now()
         with immediate(ctx.conn):
             for l in scored:
@@ -64,10 +67,16 @@ class LinkEvaluateTask:
                     if status == "confirmed" and full:
                         counts["undecided"] += 1             # the model agrees, but each end has its best few
                         continue
-                elif not full and strength >= (CONFIRM_AT if inside else CROSS_CONFIRM_AT):
-                    status = "confirmed"
-                    reason = (f"offline judge: related {strength:.2f}"
-                              f" ({'in one session or note' if inside else 'across sessions or notes'})")
+                elif strength >= (CONFIRM_AT if inside else CROSS_CONFIRM_AT):
+                    where = "in one session or note" if inside else "across sessions or notes"
+                    if full:
+                        # clear enough, but an end already has its best few of this kind: it leaves
+                        # the inbox (a stronger proposal later may bring it back), and stops taking
+                        # the place of weaker ones in the judge's strongest-first batch
+                        status, reason = "expired", f"offline judge: related {strength:.2f} ({where}), but an end" \
+                                                    " already has its best few links"
+                    else:
+                        status, reason = "confirmed", f"offline judge: related {strength:.2f} ({where})"
                 else:
                     counts["undecided"] += 1
                     continue
@@ -81,7 +90,10 @@ class LinkEvaluateTask:
                              **({"judge": ctx.llm.name} if l["id"] in verdicts else {}))
                 counts[status] += 1
             cutoff = to_iso(from_iso(now) - dt.timedelta(days=EXPIRE_DAYS))
-            counts["expired"] = links.expire_pending(ctx.conn, cutoff, now)
+            counts["expired"] += links.expire_pending(ctx.conn, cutoff, now)
+        # more to judge only when this batch was full and decided something (undecided ones wait)
+        counts["backlog"] = len(todo) >= (ctx.batch or self.batch_size) and counts["confirmed"] + \
+            counts["rejected_by_model"] + counts["expired"] > 0
         return counts
 
     def _ask_model(self, ctx: TaskContext, todo: list[dict]) -> dict[int, tuple[str, str]]:

@@ -53,7 +53,8 @@ class LinkProposeTask:
                                  node_id=node_id, links=made)
                 task_runs.set_cursor(ctx.conn, self.name, node_id)
             last = node_id
-        return {"nodes": done, "proposed": proposed, "cursor": last}
+        return {"nodes": done, "proposed": proposed, "cursor": last,
+                "backlog": bool(todo) and done == (ctx.batch or self.batch_size)}
 
 
 register(LinkProposeTask())

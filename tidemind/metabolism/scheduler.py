@@ -149,10 +149,19 @@ def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock
 
 
 def is_due(state: dict, task: Task, now: str) -> bool:
-    last = state.get(task.name, {}).get("last_finished")
-    if not last:
+    """Due when its interval has passed since it last finished, or at once when it last stopped
+    at its batch with work left (`backlog` in its report): a freshly imported store settles in
+    minutes of daemon time, not in hours of one batch per interval."""
+    run = state.get(task.name, {})
+    last = run.get("last_finished")
+    if not last or (run.get("counts") or {}).get("backlog"):
         return True
     return (from_iso(now) - from_iso(last)).total_seconds() >= task.interval_s
+
+
+def backlog(reports: list[dict]) -> bool:
+    """Whether any task of a round stopped at its batch with work left."""
+    return any(r.get("backlog") for r in reports if r.get("status") == "ok")
 
 
 def run_due(memory: Memory, owner: str | None = None, clock: Clock = system_clock, only: Sequence[str] = (),

@@ -300,7 +300,7 @@ class CrystallizeTask(_Synthesis):
                         if item is not None:
                             review.set_payload_key(ctx.conn, item, "superseded_by_synthesis", sid)
                     grown += 1
-        return {"crystals": made, "grown": grown}
+        return {"crystals": made, "grown": grown, "backlog": made >= (ctx.batch or self.batch_size)}
 
 
 # -- daily and weekly digests -------------------------------------------------------------------
@@ -356,7 +356,7 @@ class TemporalTask(_Synthesis):
                     with immediate(ctx.conn):
                         syntheses.withdraw(ctx.conn, row["id"], "no memories left in the period", ctx.now())
                     withdrawn += 1
-        return {"digests": made, "withdrawn": withdrawn}
+        return {"digests": made, "withdrawn": withdrawn, "backlog": made >= limit}
 
     def _digest(self, ctx, strategy, generator, kind, scope, period, ids, subject) -> int:
         found = nodes.get_visible(ctx.conn, ids, [scope])

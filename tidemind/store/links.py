@@ -212,11 +212,14 @@ def count_by_status(conn: apsw.Connection, scopes: Sequence[str] | None = None) 
 
 
 def pending(conn: apsw.Connection, limit: int, scopes: Sequence[str] | None = None,
-            strongest_first: bool = False, room_below: int | None = None) -> list[dict]:
+            strongest_first: bool = False, room_below: int | None = None,
+            bars: tuple[float, float] | None = None) -> list[dict]:
     """Pending links whose two ends are both live (and in `scopes` when given), oldest first (or
-    strongest first: the judge decides the clearest pairs before the degree cap fills). With
-    `room_below`, only links whose two ends have fewer confirmed links than that (the others wait
-    until a person removes one, or expire)."""
+    strongest first: the judge decides the clearest pairs before the degree cap fills; with
+    `bars` (within one session or note, across them), by how far each clears its own bar, so
+    proposals that cannot be confirmed never crowd out weaker ones that can). With `room_below`,
+    only links whose two ends have fewer confirmed links than that (the others wait until a
+    person removes one, or expire)."""
     in_scopes, params = "", []
     if scopes:
         pred_a, pa = visible("a", scopes)
@@ -227,13 +230,18 @@ def pending(conn: apsw.Connection, limit: int, scopes: Sequence[str] | None = No
                   " + (SELECT count(*) FROM links c WHERE c.status='confirmed' AND c.target_id={n})")
         in_scopes += f" AND {degree.format(n='l.source_id')} < ? AND {degree.format(n='l.target_id')} < ?"
         params += [room_below, room_below]
+    order, order_params = ("coalesce(l.strength, 0) DESC, l.id" if strongest_first else "l.id"), []
+    if bars is not None:
+        same = ("coalesce('s:' || a.session, 'c:' || a.capture_id) = coalesce('s:' || b.session, 'c:' || b.capture_id)")
+        order = f"coalesce(l.strength, 0) - CASE WHEN {same} THEN ? ELSE ? END DESC, l.id"
+        order_params = list(bars)
     return rows(conn, f"""
         SELECT l.id, l.source_id, l.target_id, l.relation, l.strength, l.created_at, l.proposed_by,
                a.scope AS source_scope, b.scope AS target_scope, a.session AS source_session,
                b.session AS target_session, a.capture_id AS source_capture, b.capture_id AS target_capture
         FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
         WHERE l.status = 'pending' AND a.status = 'live' AND b.status = 'live'{in_scopes}
-        ORDER BY {"coalesce(l.strength, 0) DESC, l.id" if strongest_first else "l.id"} LIMIT ?""", [*params, limit])
+        ORDER BY {order} LIMIT ?""", [*params, *order_params, limit])
 
 
 def expire_pending(conn: apsw.Connection, created_before: str, at: str) -> int:

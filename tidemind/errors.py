@@ -82,4 +82,6 @@ def parse_id(text: str, what: str = "node") -> int:
     if not isinstance(text, str) or not _ASCII_DIGITS.fullmatch(text):
         raise InvalidInput(f"{what} id must be written as ASCII digits only (no spaces, signs or"
                            f" separators), got {str(text)[:40]!r}")
+    if len(text.lstrip("0")) > len(str(MAX_ID)):      # (int() of 4,300+ digits raises; nothing that long is an id)
+        raise InvalidInput(f"{what} id out of range: {text[:40]}…")
     return check_id(int(text), what)

@@ -118,7 +118,7 @@ def build(conn: apsw.Connection, scopes: Sequence[str], write_scope: str, hint: 
     # "their own words" only where the person wrote them (typed, or their own notes); what an
     # agent recorded about them is shown as such
     about = pick(lambda n: n["by"] in ("person", "import") and _about(n["content"]), 12)
-    about_reported = pick(lambda n: _about(n["content"]), 6)
+    about_reported = pick(lambda n: n["by"] not in ("person", "import") and _about(n["content"]), 6)
     lessons = pick(lambda n: bool(_LESSON.search(n["content"])), 10)
     recent = pick(lambda n: n["scope"] == write_scope, 15)
     flagged = review.open_in_scopes(conn, scopes, ("contradiction",))

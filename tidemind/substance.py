@@ -64,14 +64,17 @@ _CAPTION_BOILERPLATE = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo
                                   re.IGNORECASE)
 _SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?): ")
 _FRONT_MATTER = re.compile(r"\A\ufeff?---\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
-_PROPERTY = re.compile(r"^\s*[-*]?\s*[\w-]+::.*$", re.MULTILINE)                 # Logseq page/block properties
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.MULTILINE)
+_PROPERTY = re.compile(r"^[ \t]*[-*]?[ \t]*[\w-]+::.*$", re.MULTILINE)                 # Logseq page/block properties
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.MULTILINE)
 _EMBED = re.compile(r"!\[\[[^\]]*\]\]|!\[[^\]]*\]\([^)]*\)|\{\{[^}]*\}\}|\(\([0-9a-f-]{8,}\)\)", re.IGNORECASE)
-_LINK_ONLY_LINE = re.compile(r"^\s*[-*+]?\s*(?:\[\[[^\]]*\]\]|\[[^\]]*\]\([^)]*\)|<?https?://\S+>?)\s*$", re.MULTILINE)
+_LINK_ONLY_LINE = re.compile(r"^[ \t]*[-*+]?[ \t]*(?:\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([^)\n]*\)|<?https?://\S+>?)[ \t]*$",
+                             re.MULTILINE)
 _URL = re.compile(r"https?://\S+")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$", re.MULTILINE)
-_TODO = re.compile(r"^\s*[-*+]?\s*(?:\[[ xX]?\]|TODO|DONE|LATER|NOW|DOING)\s*$", re.MULTILINE)
-_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
+_TODO = re.compile(r"^[ \t]*[-*+]?[ \t]*(?:\[[ xX]?\]|TODO|DONE|LATER|NOW|DOING)[ \t]*$", re.MULTILINE)
+# (line patterns use [ \t], never \s, beside ^ in MULTILINE: \s matches newlines, and a section of
+# a few hundred blank lines took minutes of backtracking)
+_LIST_MARK = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+", re.MULTILINE)
 
 
 def speaker(text: str) -> str | None:

@@ -243,13 +243,25 @@ def _tampered(m: Memory, target: Path, kind: str) -> None:
         name, sql = c.execute("SELECT name, sql FROM sqlite_master WHERE type='trigger' LIMIT 1").fetchone()
         c.execute(f'DROP TRIGGER "{name}"')
         c.execute(sql.replace("BEGIN", "BEGIN SELECT 1;", 1))
+    elif kind == "check-loosened":        # the CHECK no longer allows 'forgotten': forget would fail after
+        sql = c.execute("SELECT sql FROM sqlite_master WHERE name='nodes'").fetchone()[0]
+        c.execute("PRAGMA writable_schema=ON")
+        c.execute("UPDATE sqlite_master SET sql=? WHERE name='nodes'",
+                  (sql.replace("'superseded','forgotten'", "'superseded'"),))
+        c.execute("PRAGMA writable_schema=OFF")
+    elif kind == "default-changed":
+        sql = c.execute("SELECT sql FROM sqlite_master WHERE name='nodes'").fetchone()[0]
+        c.execute("PRAGMA writable_schema=ON")
+        c.execute("UPDATE sqlite_master SET sql=? WHERE name='nodes'", (sql.replace("DEFAULT 1.0", "DEFAULT 1e300"),))
+        c.execute("PRAGMA writable_schema=OFF")
     elif kind == "text-rewritten":
         c.execute("UPDATE nodes SET content = 'words nobody wrote' WHERE id = 1")
     c.close()
 
 
 @pytest.mark.parametrize("kind", ["ledger-emptied", "three-tables", "captures-columns", "no-fts", "backdoor-trigger",
-                                  "extra-view", "changed-trigger", "text-rewritten"])
+                                  "extra-view", "changed-trigger", "check-loosened", "default-changed",
+                                  "text-rewritten"])
 def test_a_backup_is_checked_whole_in_a_side_file_before_anything_is_replaced(home, tmp_path, kind):
     """`restore` swapped in a backup with its migrations ledger emptied, with 3 tables, with other
     `captures` columns (every command then tracebacked), one without nodes_fts (digest tracebacked

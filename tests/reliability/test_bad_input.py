@@ -365,7 +365,8 @@ def test_cli_ids_are_ascii_digits_only_so_a_typo_never_names_another_memory(tmp_
     m = Memory.open(home)
     before = fingerprint(m, home)
     m.close()
-    bad_ids = ["1_0", "\uff13", "\u0664", "\u09eb", " 1", "1 ", "+1", "1.0", "0x1", "１０", "01_0", "-1", ""]
+    bad_ids = ["1_0", "\uff13", "\u0664", "\u09eb", " 1", "1 ", "+1", "1.0", "0x1", "１０", "01_0", "-1", "",
+               "9" * 5000]                                   # (int() of 4,300+ digits raises ValueError)
     commands = [["forget"], ["archive"], ["unarchive"], ["show"], ["correct", "{id}", "new text"],
                 ["links", "confirm"], ["review", "show"], ["review", "approve"], ["clarify", "skip"],
                 ["tags", "confirm", "{id}", "lighthouse"]]

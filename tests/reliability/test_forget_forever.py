@@ -137,3 +137,80 @@ def test_a_lesson_goes_with_the_failures_it_was_made_from(home, tmp_path):
     hits = [str(p) for p in home.rglob("*") if p.is_file() and p.suffix in (".db", "") and b"ship-quokka" in
             p.read_bytes()]
     assert hits == [], hits
+
+
+def _vault(tmp_path: Path, notes: dict[str, str]) -> Path:
+    vault = tmp_path / "v"
+    vault.mkdir(exist_ok=True)
+    for name, text in notes.items():
+        (vault / name).write_text(text)
+    return vault
+
+
+def test_a_forgotten_logseq_task_marked_done_or_tagged_stays_out(tmp_path: Path):
+    """The review of issue 29: `- TODO call the bank about account KX7731` forgotten, then marked
+    DONE (or given #home) came back: a marker, a tag or a property is not new words."""
+    graph = tmp_path / "graph"
+    (graph / "pages").mkdir(parents=True)
+    page = graph / "pages" / "errands.md"
+    page.write_text("- TODO call the bank about account KX7731 and the overdraft\n- buy stamps at the post office\n")
+    m = Memory.open(tmp_path / "home")
+    sync(m, "logseq", graph, "vault:g")
+    (task,) = [r[0] for r in m.conn.execute("SELECT id FROM nodes WHERE content LIKE '%KX7731%'")]
+    m.forget(task)
+    for changed in ("- DONE call the bank about account KX7731 and the overdraft\n",
+                    "- DONE call the bank about account KX7731 and the overdraft #home\n"):
+        page.write_text(changed + "- buy stamps at the post office\n")
+        r = sync(m, "logseq", graph, "vault:g")
+        assert r["created"] == 0 and r["kept_out"] == 1, r
+    assert not m.conn.execute("SELECT count(*) FROM nodes WHERE status='live' AND content LIKE '%KX7731%'").fetchone()[0]
+    m.close()
+
+
+def test_what_is_kept_out_is_only_what_was_forgotten(tmp_path: Path):
+    """Also from that review: a new five-sentence section that quotes one forgotten sentence was
+    dropped whole, and forgetting a heading-only section kept out every later heading-only unit
+    (its words were nothing, and nothing matched nothing)."""
+    vault = _vault(tmp_path, {"a.md": "# A\n\n## Pointer\n\nSee the wiki for details.\n\n## Empty heading\n"})
+    m = Memory.open(tmp_path / "home")
+    sync(m, "obsidian", vault, "vault:v")
+    for (node_id,) in m.conn.execute("SELECT id FROM nodes WHERE content LIKE '%wiki%' OR content LIKE"
+                                     " '%Empty heading%'").fetchall():
+        m.forget(node_id)
+    (vault / "b.md").write_text("# B\n\n## Launch plan\n\nThe launch is on the ninth. Marketing sends the mail"
+                                " at noon. See the wiki for details. Support doubles the night shift. The status"
+                                " page goes green at six.\n\n## Todo\n")
+    r = sync(m, "obsidian", vault, "vault:v")
+    assert r["kept_out"] == 0, r
+    assert m.conn.execute("SELECT count(*) FROM nodes WHERE status='live' AND content LIKE '%Launch plan%'"
+                          ).fetchone()[0] == 1
+    m.close()
+
+
+def test_forgotten_words_stay_out_when_the_vault_folder_moves(tmp_path: Path):
+    vault = _vault(tmp_path, {"a.md": "# A\n\n## Health\n\nZorblax vaccine appointment on the fourth, bring the"
+                                      " yellow card.\n\n## Other\n\nThe bike needs new brake pads.\n"})
+    m = Memory.open(tmp_path / "home")
+    sync(m, "obsidian", vault, "vault:v")
+    (health,) = [r[0] for r in m.conn.execute("SELECT id FROM nodes WHERE content LIKE '%Zorblax%'")]
+    m.forget(health)
+    moved = tmp_path / "v-moved"
+    vault.rename(moved)
+    r = sync(m, "obsidian", moved, "vault:v2")
+    assert r["kept_out"] == 1, r
+    assert not m.conn.execute("SELECT count(*) FROM nodes WHERE status='live' AND content LIKE '%Zorblax%'"
+                              ).fetchone()[0]
+    m.close()
+
+
+def test_a_section_of_blank_lines_is_judged_at_once():
+    """The substance judgement's line patterns backtracked cubically on blank lines: 1,000 of
+    them took 67 s, and one such note held up the annotate and link passes for minutes."""
+    import time
+
+    from tidemind.substance import carries_content
+
+    start = time.process_time()
+    for text in (" \n" * 2000 + "x", "\n" * 4000 + "x", "\t\n" * 2000):
+        assert carries_content(text) is False
+    assert time.process_time() - start < 5.0          # (cubic: hours at this size)

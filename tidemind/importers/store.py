@@ -136,7 +136,11 @@ register("importers", [("0001_engine", DDL), ("0002_dangling_reasons", DANGLING_
                        ("0005_notes_index", _backfill_note_hashes), ("0006_hidden_by_import", HIDDEN_DDL),
                        ("0007_chunked_batches", CHUNKS_DDL), ("0008_kept_out", KEPT_OUT_DDL)])
 
-_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s.*$|^\s*-?\s*title::.*$", re.MULTILINE)
+_HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$|^[ \t]*-?[ \t]*title::.*$", re.MULTILINE)
+# what a block's words are not: a Logseq marker or priority, a tag, a property ("TODO call the bank"
+# marked DONE, or given #home, says the same thing)
+_NOT_WORDS = re.compile(r"^[ \t]*[-*+]?[ \t]*(?:TODO|DONE|LATER|NOW|DOING|WAITING|WAIT|CANCELED|CANCELLED|IN-PROGRESS)\b|"
+                        r"\[#[ABC]\]|(?<![\w#])#(?:\[\[[^\]\n]*\]\]|[\w/-]+)|^[ \t]*[\w-]+::.*$", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -144,16 +148,24 @@ def _fold(text: str) -> str:
     return " ".join(words(text))
 
 
+def _strip(text: str) -> str:
+    return _NOT_WORDS.sub(" ", _HEADING_LINE.sub(" ", text or ""))
+
+
 def _body(text: str) -> str:
-    """The words a section says, without its heading (renaming a heading is not new text)."""
-    return _fold(_HEADING_LINE.sub(" ", text or ""))
+    """The words a section says, without its heading (renaming a heading is not new text), its
+    markers, tags and properties."""
+    return _fold(_strip(text))
 
 
 def _sentence_hashes(text: str) -> list[str]:
-    body = _HEADING_LINE.sub(" ", text or "")
+    body = _strip(text)
     found = {hashlib.sha256(f.encode("utf-8")).hexdigest()[:24]
              for f in (_fold(piece) for piece in _SENTENCE_END.split(body)) if len(f.split()) >= 3}
     return sorted(found)
+
+
+_EMPTY_BODY = hashlib.sha256(b"").hexdigest()
 
 
 def _fingerprint(text: str) -> tuple[str, list[str]]:
@@ -173,8 +185,8 @@ def keep_out(conn, node_id: int, text: str, reason: str, at: str) -> None:
     syncs, wherever they move to. A forget replaces an archive's entry by hashes alone."""
     roots = _roots_of_node(conn, node_id)
     conn.execute("DELETE FROM import_kept_out WHERE node_id=?", (node_id,))
-    if not roots or not (text or "").strip():
-        return
+    if not roots or not _body(text):
+        return                       # a heading alone says nothing to recognise its words by
     body_hash, sentences = _fingerprint(text)
     for source, root in roots:
         conn.execute("INSERT INTO import_kept_out(source, root, reason, node_id, body_hash, sentence_hashes, at)"
@@ -188,19 +200,24 @@ def let_in(conn, node_id: int) -> None:
 
 
 class KeptOut:
-    """The texts a person took out of one folder, to test a parsed unit against before it is
-    stored as new. A unit is kept out when its body is the same as one of them, when at least
-    half of its sentences or of theirs are shared, or (archived: the words are there to compare)
-    when it shares most of its content words with one."""
+    """The texts a person took out of notes of this kind (whichever folder: a vault moved or
+    renamed is the same person's notes), to test a parsed unit against before it is stored as
+    new. A unit is kept out when its body is the same as one of them (markers, tags, properties
+    and its heading aside), when at least half of its sentences are theirs, when all of a
+    forgotten text of two or more sentences is inside it, or (archived: the words are there to
+    compare) when it shares most of its content words with one. A forgotten text is known by
+    hashes only, so a one-sentence unit edited word by word is new words to it."""
 
     def __init__(self, conn, source: str, root: str):
         self.entries = []
         for r in rows(conn, "SELECT k.reason, k.node_id, k.body_hash, k.sentence_hashes, n.content, n.status"
                             " FROM import_kept_out k LEFT JOIN nodes n ON n.id = k.node_id"
-                            " WHERE k.source=? AND k.root=?", (source, root)):
+                            " WHERE k.source=?", (source,)):
             if r["reason"] == "archived" and r["status"] != "archived":
                 continue             # unarchived or corrected since: no longer out
-            words_of = set(content_words(_HEADING_LINE.sub(" ", r["content"]))) if r["content"] else set()
+            if r["body_hash"] == _EMPTY_BODY:
+                continue             # (kept before empty bodies were skipped: it would match every heading)
+            words_of = set(content_words(_strip(r["content"]))) if r["content"] else set()
             self.entries.append((r["reason"], r["body_hash"], set(json.loads(r["sentence_hashes"])), words_of))
         self.by_body = {e[1]: e for e in self.entries}
 
@@ -211,14 +228,16 @@ class KeptOut:
         """Why this unit's text stays out ('forgotten' or 'archived'), or None."""
         if not self.entries:
             return None
+        if not _body(text):
+            return None              # nothing but a heading, markers or tags: nothing to recognise
         body_hash, sentences = _fingerprint(text)
         if body_hash in self.by_body:
             return self.by_body[body_hash][0]
         mine = set(sentences)
-        unit_words = set(content_words(_HEADING_LINE.sub(" ", text)))
+        unit_words = set(content_words(_strip(text)))
         for reason, _, theirs, their_words in self.entries:
             shared = len(mine & theirs)
-            if shared and (shared * 2 >= len(mine) or shared * 2 >= len(theirs)):
+            if shared and (shared * 2 >= len(mine) or (len(theirs) >= 2 and shared == len(theirs))):
                 return reason
             if their_words and unit_words and \
                     len(unit_words & their_words) / len(unit_words | their_words) >= 0.6:

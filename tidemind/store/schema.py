@@ -36,10 +36,41 @@ def _objects(conn: apsw.Connection) -> dict[tuple[str, str], object]:
         if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
             columns = tuple(sorted((r[1], (r[2] or "").upper(), r[3], r[5])
                                    for r in conn.execute(f'PRAGMA table_xinfo("{name}")')))
-            found[(kind, name)] = (table, columns)
+            found[(kind, name)] = (table, (columns, _table_parts(sql)))
         else:
             found[(kind, name)] = (table, _normal_sql(sql))
     return found
+
+
+def _table_parts(sql: str | None) -> frozenset[str]:
+    """A CREATE TABLE's column definitions and constraints as a set: CHECKs, DEFAULTs, foreign
+    keys and collations count (a backup whose `nodes` CHECK forbade 'forgotten' passed a check of
+    column names and types, and then no memory could be forgotten), while the order ALTER TABLE
+    ADD COLUMN appended them in does not (an older store migrated forward)."""
+    sql = re.sub(r"--[^\n]*", " ", sql or "")       # comments (a migration's notes) first: they hold quotes
+    start, end = sql.find("("), sql.rfind(")")
+    if start < 0 or end < start:
+        return frozenset({_normal_sql(sql) or ""})
+    parts, depth, current, quote = [], 0, [], None
+    for ch in sql[start + 1:end]:
+        if quote:
+            current.append(ch)
+            quote = None if ch == quote else quote
+            continue
+        if ch in "'\"`[":
+            quote = "]" if ch == "[" else ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    parts.append(sql[end + 1:])                      # WITHOUT ROWID, STRICT
+    return frozenset(p for p in (_normal_sql(part) for part in parts) if p)
 
 
 @functools.lru_cache(maxsize=1)

@@ -21,6 +21,18 @@ def hook(home, event_name, event: dict | str | None):
     return proc, time.monotonic() - start
 
 
+def shell_transcript(path, asked: str, calls: list[tuple[str, str, bool]]):
+    """A Claude Code transcript: the person's request, then shell calls (command, result, failed)."""
+    lines = [{"type": "user", "message": {"role": "user", "content": asked}}]
+    for n, (command, result, failed) in enumerate(calls):
+        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]}})
+        lines.append({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{n}", "is_error": failed, "content": result}]}})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
 def _repo(tmp_path, name="shop"):
     repo = tmp_path / name
     (repo / ".git").mkdir(parents=True)
@@ -139,16 +151,9 @@ def test_a_repeated_failure_learns_what_worked_instead_and_becomes_do_x_instead(
     with Memory.open(home) as m:
         m.digest("The shop builds with npm.", scope=scope)
     error = "npm ERR! missing script: build"
-    lines = [{"type": "user", "message": {"role": "user", "content": "build the shop"}}]
-    for n, (command, result, failed) in enumerate([("npm run build", error, True), ("npm run build", error, True),
-                                                  ("cat package.json", '{"scripts": {"compile": "tsc"}}', False),
-                                                  ("npm run compile", "done in 2.1s", False)]):
-        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]}})
-        lines.append({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{n}", "is_error": failed, "content": result}]}})
-    transcript = tmp_path / "t.jsonl"
-    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    transcript = shell_transcript(tmp_path / "t.jsonl", "build the shop", [
+        ("npm run build", error, True), ("npm run build", error, True),
+        ("cat package.json", '{"scripts": {"compile": "tsc"}}', False), ("npm run compile", "done in 2.1s", False)])
     proc, _ = hook(home, "stop", {"cwd": str(repo), "transcript_path": str(transcript), "session_id": "s1"})
     assert "1 proposed lesson" in proc.stdout.decode()
     for _ in range(2):                        # the host runs the stop hook after every turn: counted once

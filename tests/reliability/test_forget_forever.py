@@ -35,13 +35,18 @@ def _walrus_live(m: Memory) -> list[int]:
     return found + [h["id"] for h in hits if "walrus" in h["content"]]
 
 
+def _vault(tmp_path: Path, notes: dict[str, str]) -> Path:
+    vault = tmp_path / "v"
+    vault.mkdir(exist_ok=True)
+    for name, text in notes.items():
+        (vault / name).write_text(text)
+    return vault
+
+
 @pytest.mark.parametrize("how", ["forget", "archive"])
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_words_a_person_took_out_stay_out_of_every_later_sync(tmp_path: Path, how, change):
-    vault = tmp_path / "v"
-    vault.mkdir()
-    (vault / "plan.md").write_text(PLAN)
-    (vault / "other.md").write_text(OTHER)
+    vault = _vault(tmp_path, {"plan.md": PLAN, "other.md": OTHER})
     m = Memory.open(tmp_path / "home")
     sync(m, "obsidian", vault, "vault:v")
     (walrus,) = [r[0] for r in m.conn.execute("SELECT id FROM nodes WHERE content LIKE '%walrus%'")]
@@ -76,10 +81,7 @@ def test_words_a_person_took_out_stay_out_of_every_later_sync(tmp_path: Path, ho
 
 
 def test_unarchive_lets_the_words_come_back(tmp_path: Path):
-    vault = tmp_path / "v"
-    vault.mkdir()
-    (vault / "plan.md").write_text(PLAN)
-    (vault / "other.md").write_text(OTHER)
+    vault = _vault(tmp_path, {"plan.md": PLAN, "other.md": OTHER})
     m = Memory.open(tmp_path / "home")
     sync(m, "obsidian", vault, "vault:v")
     (walrus,) = [r[0] for r in m.conn.execute("SELECT id FROM nodes WHERE content LIKE '%walrus%'")]
@@ -101,21 +103,14 @@ def test_a_lesson_goes_with_the_failures_it_was_made_from(home, tmp_path):
     from tidemind.metabolism.scheduler import run_due
     from tidemind.store import review
 
-    from ..test_hooks import _repo, _scope_of, hook
+    from ..test_hooks import _repo, _scope_of, hook, shell_transcript
 
     repo = _repo(tmp_path)
     scope = _scope_of(home, repo)
     error = "make: *** No rule to make target 'deploy-zorblax'.  Stop."
-    lines = [{"type": "user", "message": {"role": "user", "content": "deploy the shop"}}]
-    for n, (command, result, failed) in enumerate([("make deploy-zorblax", error, True),
-                                                  ("make deploy-zorblax", error, True),
-                                                  ("make ship-quokka", "shipped in 3.2s", False)]):
-        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}]}})
-        lines.append({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{n}", "is_error": failed, "content": result}]}})
-    transcript = tmp_path / "t.jsonl"
-    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    transcript = shell_transcript(tmp_path / "t.jsonl", "deploy the shop", [
+        ("make deploy-zorblax", error, True), ("make deploy-zorblax", error, True),
+        ("make ship-quokka", "shipped in 3.2s", False)])
     with Memory.open(home) as m:
         m.digest("The shop deploys from the main branch.", scope=scope)
     hook(home, "stop", {"cwd": str(repo), "transcript_path": str(transcript), "session_id": "s1"})
@@ -137,14 +132,6 @@ def test_a_lesson_goes_with_the_failures_it_was_made_from(home, tmp_path):
     hits = [str(p) for p in home.rglob("*") if p.is_file() and p.suffix in (".db", "") and b"ship-quokka" in
             p.read_bytes()]
     assert hits == [], hits
-
-
-def _vault(tmp_path: Path, notes: dict[str, str]) -> Path:
-    vault = tmp_path / "v"
-    vault.mkdir(exist_ok=True)
-    for name, text in notes.items():
-        (vault / name).write_text(text)
-    return vault
 
 
 def test_a_forgotten_logseq_task_marked_done_or_tagged_stays_out(tmp_path: Path):

@@ -63,3 +63,14 @@ def test_ordinals_dates_and_file_names_are_not_values():
                         "The staging database listens on port 6432.") == "different_values"
     assert disagreement("The billing service is deployed to production.",
                         "The billing service is not deployed to production any more.") == "negation"
+
+
+def test_a_tag_names_something():
+    """Issue 23: the offline tagger's least coherent tags on conversations-dev were small talk and
+    vague nouns ("difference" on 37 turns about different things, "world", "challenges")."""
+    from tidemind.substance import says_a_topic
+
+    for vague in ("difference", "world", "challenges", "positive-changes", "opportunities", "the-world", "2023"):
+        assert not says_a_topic(vague), vague
+    for topic in ("pottery", "camping-trip", "lgbtq-support-group", "staging-database", "sourdough"):
+        assert says_a_topic(topic), topic

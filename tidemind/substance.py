@@ -107,6 +107,23 @@ def body(text: str) -> str:
     return _CAPTION_BOILERPLATE.sub(" ", text)
 
 
+# nouns and adjectives of no topic: what a tag made of nothing but these (and small talk) would
+# gather is everything ("difference", "world", "challenges", "opportunities")
+VAGUE = frozenset("""
+world difference impact challenges challenge opportunities opportunity successes stories story emotions emotion
+values value solutions solution situation situations backgrounds background adventure adventures escape smiles
+smile bunch spots spot offers offer magical rough hand hands white black signs sign things thing stuff kinds kind
+ways way lots lot part parts side sides place places idea ideas reason reasons feelings feeling happiness
+sadness positive negative amazing awesome cool nice great good bad
+""".split())
+
+
+def says_a_topic(name: str) -> bool:
+    """Whether a tag name names something: not only small talk and vague words."""
+    words = [w for w in content_words(name.replace("-", " ")) if not w.isdigit()]
+    return bool(words) and not all(w in CHATTER or w in VAGUE for w in words)
+
+
 def spoken(text: str) -> str:
     """The text without what is not anyone's words about a topic: the speaker label, a shared
     photo's caption boilerplate, embeds, images and addresses (headings and properties stay:

@@ -127,7 +127,7 @@ class ScopeTagging:
                                                            confirmed=self.confirmed,
                                                            lift=self.lift if self._background else None):
             name = self.names.get(key) or tag_slug(surface)
-            if name:
+            if name and (key in self.confirmed or substance.says_a_topic(name)):
                 self.names.setdefault(key, name)
                 out.append((name, confidence))
         return out

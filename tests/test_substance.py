@@ -74,3 +74,46 @@ def test_a_tag_names_something():
         assert not says_a_topic(vague), vague
     for topic in ("pottery", "camping-trip", "lgbtq-support-group", "staging-database", "sourdough"):
         assert says_a_topic(topic), topic
+
+
+def test_a_full_metabolism_over_notes_files_nothing_about_boilerplate(tmp_path):
+    """As a new user met it on the Obsidian help vault and the Logseq docs graph: contradictions
+    between step lines of two guides ("10. You're done!" / "8. You're done!") and between empty
+    journal pages, merges of identical headings of different notes ("## General") and of two
+    image-only blocks. Imported, metabolised to rest: none of those, and no link or tag on them,
+    while the notes that say something are linked."""
+    from tidemind.importers.engine import sync
+    from tidemind.memory import Memory
+    from tidemind.metabolism.scheduler import run_due
+
+    vault = tmp_path / "vault"
+    (vault / "Daily").mkdir(parents=True)
+    steps = "\n".join(f"{n}. Step {n} of installing the {{app}} plugin." for n in range(1, 10))
+    for app, last in (("sync", 10), ("publish", 8)):
+        (vault / f"Install {app}.md").write_text(
+            f"# Install {app}\n\n{steps.replace('{app}', app)}\n\n## Done\n\n{last}. You're done!\n\n"
+            f"## General\n\n![[screenshot-{app}.png]]\n")
+    for day in ("2020-10-06", "2020-10-16", "2020-10-26"):
+        (vault / "Daily" / f"{day}.md").write_text(f"---\ntitle: Oct {int(day[-2:])}th, 2020\n---\n")
+    (vault / "Staging.md").write_text("# Staging\n\nThe staging Postgres database listens on port 5433 behind"
+                                      " PgBouncer with 40 server connections.\n")
+    (vault / "Staging pool.md").write_text("# Staging pool\n\nPgBouncer pools the staging Postgres connections:"
+                                           " 40 server connections on port 5433.\n")
+    with Memory.open(tmp_path / "home") as m:
+        sync(m, "obsidian", vault, "vault:help")
+        for _ in range(4):
+            run_due(m, force=True)
+        content = dict(m.conn.execute("SELECT id, content FROM nodes WHERE status='live'"))
+        boiler = {i for i, text in content.items() if not carries_content(text)}
+        # the done lines and the image sections (an empty journal page is not even a memory)
+        assert {i for i, text in content.items() if "done!" in text or "![[" in text} == boiler, boiler
+        pairs = m.conn.execute("SELECT kind, node_id, other_node_id FROM review_items WHERE other_node_id IS NOT"
+                               " NULL").fetchall()
+        assert not [p for p in pairs if p[1] in boiler or p[2] in boiler], pairs
+        linked = m.conn.execute("SELECT source_id, target_id FROM links WHERE status IN ('confirmed','pending')"
+                                ).fetchall()
+        assert not [l for l in linked if set(l) & boiler], [(content[a][:30], content[b][:30]) for a, b in linked]
+        tagged = {n for (n,) in m.conn.execute("SELECT node_id FROM node_tags WHERE status='proposed'")}
+        assert not tagged & boiler
+        staging = {i for i, text in content.items() if "PgBouncer" in text}
+        assert any(set(l) == staging for l in linked)        # what says something is still linked

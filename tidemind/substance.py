@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from .search.scoring import speaker  # noqa: F401  (one reading of a speaker label; callers use it from here)
 from .text import content_words
 
 MIN_SPECIFIC = 2
@@ -62,7 +63,6 @@ fulfillment rewarding satisfying satisfaction brighter bright future hopefully g
 _CAPTION_BOILERPLATE = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo|picture|image|video)s?(?: of)?:?|"
                                   r"\b(?:a|an) (?:photography|photo|picture|image|close up|closeup) of\b|\]",
                                   re.IGNORECASE)
-_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?): ")
 _FRONT_MATTER = re.compile(r"\A\ufeff?---\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _PROPERTY = re.compile(r"^[ \t]*[-*]?[ \t]*[\w-]+::.*$", re.MULTILINE)                 # Logseq page/block properties
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.MULTILINE)
@@ -77,9 +77,11 @@ _TODO = re.compile(r"^[ \t]*[-*+]?[ \t]*(?:\[[ xX]?\]|TODO|DONE|LATER|NOW|DOING)
 _LIST_MARK = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+", re.MULTILINE)
 
 
-def speaker(text: str) -> str | None:
-    found = _SPEAKER.match(text or "")
-    return found.group(1) if found else None
+def _unlabelled(text: str) -> str:
+    """The text after its speaker label ("Caroline: ..."), as recall reads the label."""
+    text = text.lstrip()
+    who = speaker(text)
+    return text[len(who) + 1:] if who else text
 
 
 def _table_header_only(text: str) -> bool:
@@ -103,8 +105,7 @@ def body(text: str) -> str:
     text = _TABLE_RULE.sub(" ", text)
     text = _TODO.sub(" ", text)
     text = _LIST_MARK.sub("", text)
-    text = _SPEAKER.sub("", text.lstrip())
-    return _CAPTION_BOILERPLATE.sub(" ", text)
+    return _CAPTION_BOILERPLATE.sub(" ", _unlabelled(text))
 
 
 # nouns and adjectives of no topic: what a tag made of nothing but these (and small talk) would
@@ -130,8 +131,7 @@ def spoken(text: str) -> str:
     they name what a note is about)."""
     text = _EMBED.sub(" ", text or "")
     text = _URL.sub(" ", text)
-    text = _SPEAKER.sub("", text.lstrip())
-    return _CAPTION_BOILERPLATE.sub(" ", text)
+    return _CAPTION_BOILERPLATE.sub(" ", _unlabelled(text))
 
 
 def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:

@@ -7,7 +7,7 @@ import json
 import re
 
 from .. import secrets
-from ..text import content_words, words
+from ..text import content_words, fold
 
 from ..store import nodes
 from ..store.connection import rows
@@ -144,10 +144,6 @@ _NOT_WORDS = re.compile(r"^[ \t]*[-*+]?[ \t]*(?:TODO|DONE|LATER|NOW|DOING|WAITIN
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def _fold(text: str) -> str:
-    return " ".join(words(text))
-
-
 def _strip(text: str) -> str:
     return _NOT_WORDS.sub(" ", _HEADING_LINE.sub(" ", text or ""))
 
@@ -155,13 +151,13 @@ def _strip(text: str) -> str:
 def _body(text: str) -> str:
     """The words a section says, without its heading (renaming a heading is not new text), its
     markers, tags and properties."""
-    return _fold(_strip(text))
+    return fold(_strip(text))
 
 
 def _sentence_hashes(text: str) -> list[str]:
     body = _strip(text)
     found = {hashlib.sha256(f.encode("utf-8")).hexdigest()[:24]
-             for f in (_fold(piece) for piece in _SENTENCE_END.split(body)) if len(f.split()) >= 3}
+             for f in (fold(piece) for piece in _SENTENCE_END.split(body)) if len(f.split()) >= 3}
     return sorted(found)
 
 

@@ -265,9 +265,8 @@ class CrystallizeTask(_Synthesis):
             if MIN_CLUSTER <= len(component) <= MAX_CLUSTER:
                 clusters.append((scope_of[start], sorted(component)))
         # a crystal speaks for memories that carry content: a greeting joined to a cluster is left out
-        texts = nodes.contents(ctx.conn, [i for _, members in clusters for i in members])
         clusters = [(scope, kept) for scope, members in clusters
-                    if len(kept := [i for i in members if substance.carries_content(texts.get(i, ""))]) >= MIN_CLUSTER]
+                    if len(kept := _with_content(ctx.conn, members, scope)) >= MIN_CLUSTER]
         standing = {s["subject"]: s for s in syntheses.current_of_kind(ctx.conn, "crystal")}
         strategy, generator = self.generator(ctx)
         made = grown = 0
@@ -327,9 +326,8 @@ class TemporalTask(_Synthesis):
                         for s in syntheses.current_of_kind(ctx.conn, kind, scope)}
             weeks: dict[str, list[int]] = {}
             # a day is digested from its memories that carry content, and a day with none gets no digest
-            texts = nodes.contents(ctx.conn, [i for ids in days.values() for i in ids])
-            days = {day: kept for day, ids in days.items()
-                    if (kept := [i for i in ids if substance.carries_content(texts.get(i, ""))])}
+            with_content = set(_with_content(ctx.conn, [i for ids in days.values() for i in ids], scope))
+            days = {day: kept for day, ids in days.items() if (kept := [i for i in ids if i in with_content])}
             for day, ids in days.items():
                 weeks.setdefault(week_of(day), []).extend(ids)
             todo = []           # week by week, its days then itself: what is read for one is reused
@@ -452,6 +450,12 @@ def check_failure_rule(said: str):
             return "the rule quotes the error"
         return None
     return check
+
+
+def _with_content(conn, node_ids: list[int], scope: str) -> list[int]:
+    """The ids, in order, of the visible memories among them that carry content (`substance`)."""
+    rows = nodes.get_visible_many(conn, node_ids, [scope], columns=("id", "content"))
+    return [i for i in node_ids if i in rows and substance.carries_content(rows[i]["content"])]
 
 
 class LessonsTask(_Synthesis):

@@ -563,12 +563,3 @@ def groups(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
             out[node_id] = f"session:{session}" if session else f"capture:{capture}"
     return out
 
-
-def contents(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
-    """id → authored text, for passes that judge what a memory says (chunked under SQLite's limit)."""
-    ids = list(dict.fromkeys(node_ids))
-    out: dict[int, str] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        out.update(conn.execute(f"SELECT id, content FROM nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk))
-    return out

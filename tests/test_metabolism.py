@@ -483,3 +483,31 @@ def test_whole_scope_ranking_agrees_with_pair_scores_and_sees_only_the_scope(mem
     assert relate.PassScopes(mem.conn, mem.embedder, {"project:a": 1})["project:a"].holds
     monkeypatch.setattr(relate, "HOLD_PAYS", few - 1)
     assert not relate.PassScopes(mem.conn, mem.embedder, {"project:a": 1})["project:a"].holds
+
+
+def test_far_apart_turns_relate_by_a_rare_word_of_their_own_not_by_the_talks_topic(mem):
+    """Across sessions, two turns must say one rare thing both. A word half the talk says
+    ("community" in a talk about volunteering), or words only their neighbours said, are the
+    topic of the whole talk: linking by them joined encouragements to every event (issue 23)."""
+    from tidemind.metabolism import relate
+
+    # "community" in one memory of ten: too common to be rare (3%), not so common it says nothing (30%)
+    filler = [f"Maria: The {'community' if n % 10 == 0 else 'allotment'} garden plot {n} needs {w} this week."
+              for n, w in enumerate(["mulch", "compost", "seedlings", "watering", "weeding", "fencing"] * 20)]
+    for n, text in enumerate(filler):
+        mem.digest(text, scope="talk", session=f"filler-{n % 10}")
+    first = [mem.digest(t, scope="talk", session="s1")["node_ids"][0] for t in (
+        "John: The food drive collected canned goods and toiletries for the shelter.",
+        "Maria: Let's join forces and build a safe, bustling community together!",
+        "John: The shelter wants more canned goods and toiletries next month.")]
+    later = [mem.digest(t, scope="talk", session="s9")["node_ids"][0] for t in (
+        "Maria: The community food drive collected canned goods again, with a bakery donating bread.",
+        "John: The food drive at the shelter doubled its canned goods this year.")]
+    run_due(mem, only=["embed"], force=True)
+    score = relate.Relatedness(mem.conn, "talk", mem.embedder).score
+    encouragement, drive_again, drive_doubled = first[1], later[0], later[1]
+    # the encouragement shares only "community" (said in most of the talk) with a later turn about the drive,
+    # whose words it meets only in its neighbours
+    assert score(encouragement, drive_again) == 0.0
+    # the food drive's turns say rare things both ("toiletries"/"canned goods", "shelter")
+    assert score(first[0], drive_doubled) > 0.0

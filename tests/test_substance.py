@@ -24,6 +24,11 @@ EMPTY = [
     "- [ ]",
     "| Field | Type | Description |\n|---|---|---|",           # a table's header row
     "John: Thanks! Your encouragement means a lot to me. I'm feeling motivated and ready to keep pushing.",
+    # small talk inflected, and what is left of a contraction ("haven't" -> "haven")
+    "Nate: Hey Joanna, what's been up? Haven't seen you since we last talked.",
+    "Tim: Hey John, been a while since we chatted. How's it going?",
+    # a shared photo's caption describes every photo: people, poses, colours, places in the frame
+    "Tim: Thanks! [shares a photo: a photo of a man and a woman standing next to a white table]",
 ]
 FULL = [
     "The staging database listens on port 5433 behind PgBouncer.",
@@ -31,6 +36,7 @@ FULL = [
     "## Deploys\n\nRun the migrations inside BEGIN IMMEDIATE before restarting the web workers.",
     "| Field | Type |\n|---|---|\n| port | integer |",
     "- TODO renew the TLS certificate for the billing gateway",
+    "Nate: Look at him! [shares a photo: a photo of a turtle sitting on a rock next to a lettuce leaf]",
 ]
 
 

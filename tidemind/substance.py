@@ -57,12 +57,52 @@ challenge challenges challenging tackle tackling capable potential boundaries li
 perspectives focus focused sharp mind minds ourselves yourself themselves myself self act acts actions small big
 understanding reminder remind reminds reminded awesome special truly deserve deserves worth worthwhile fulfilling
 fulfillment rewarding satisfying satisfaction brighter bright future hopefully glad
+since last seen while ages missed busy crazy wild ride spill beans
 """.split())
+
+# what is left of a contraction once it is split into words ("haven't" -> "haven", "t"), and the
+# spoken forms of "going to", "got to"
+CONTRACTED = frozenset("haven hasn hadn didn doesn don isn aren wasn weren couldn wouldn shouldn ain ve ll re "
+                       "gonna gotta wanna ya".split())
+
+_SUFFIXES = ("ing", "ed", "es", "s", "er", "est", "ly")
+
+
+def is_chatter(word: str) -> bool:
+    """A word of small talk, also inflected ("chatted", "talked", "reminding", "keeps")."""
+    if word in CHATTER:
+        return True
+    for suffix in _SUFFIXES:
+        base = word[:-len(suffix)]
+        if word.endswith(suffix) and len(base) >= 3:
+            if base in CHATTER or base + "e" in CHATTER or (len(base) > 3 and base[-1] == base[-2] and base[:-1] in CHATTER):
+                return True
+    return False
 
 # what a shared photo's caption adds that says nothing ("[shares a photo: a photography of ...]")
 _CAPTION_BOILERPLATE = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo|picture|image|video)s?(?: of)?:?|"
                                   r"\b(?:a|an) (?:photography|photo|picture|image|close up|closeup) of\b|\]",
                                   re.IGNORECASE)
+# A shared photo's caption is a captioning model's description, not anyone's words: its people,
+# poses, places in the frame and colours ("a man and a woman standing next to a white table")
+# describe every photo; only what is in it ("a turtle", "a trophy") can say what a turn is about.
+_CAPTION = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo|picture|image|video)s?(?: of)?:?([^\]]*)\]",
+                      re.IGNORECASE)
+CAPTION_GENERIC = frozenset("""
+man men woman women person people group couple boy boys girl girls child children kid kids baby guy lady young old
+sitting sits standing stands holding holds walking posing laying lying wearing smiling looking filled shaking hanging
+leaning showing shows taken
+top front next background foreground around middle side near behind bottom corner inside outside
+white black blue red green yellow brown gray grey pink purple orange dark light colorful
+photo photography picture image view close closeup bunch pair lot two three four several many various
+""".split())
+
+
+def _plain_captions(text: str) -> str:
+    return _CAPTION.sub(lambda m: " " + " ".join(w for w in m.group(1).split()
+                                                 if w.strip(".,;:!?").casefold() not in CAPTION_GENERIC) + " ", text)
+
+
 _FRONT_MATTER = re.compile(r"\A\ufeff?---\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _PROPERTY = re.compile(r"^[ \t]*[-*]?[ \t]*[\w-]+::.*$", re.MULTILINE)                 # Logseq page/block properties
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.MULTILINE)
@@ -105,7 +145,7 @@ def body(text: str) -> str:
     text = _TABLE_RULE.sub(" ", text)
     text = _TODO.sub(" ", text)
     text = _LIST_MARK.sub("", text)
-    return _CAPTION_BOILERPLATE.sub(" ", _unlabelled(text))
+    return _CAPTION_BOILERPLATE.sub(" ", _plain_captions(_unlabelled(text)))
 
 
 # nouns and adjectives of no topic: what a tag made of nothing but these (and small talk) would
@@ -131,7 +171,7 @@ def spoken(text: str) -> str:
     they name what a note is about)."""
     text = _EMBED.sub(" ", text or "")
     text = _URL.sub(" ", text)
-    return _CAPTION_BOILERPLATE.sub(" ", _unlabelled(text))
+    return _CAPTION_BOILERPLATE.sub(" ", _plain_captions(_unlabelled(text)))
 
 
 def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:
@@ -143,7 +183,7 @@ def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:
         skip |= {part.casefold() for part in who.split()}
     if _table_header_only(text or ""):
         return []
-    return [w for w in content_words(body(text)) if w not in CHATTER and w not in skip
+    return [w for w in content_words(body(text)) if not is_chatter(w) and w not in CONTRACTED and w not in skip
             and not (w.isdigit() and len(w) < 4) and len(w) > 2]
 
 
@@ -157,5 +197,5 @@ def carries_content(text: str, names: Iterable[str] = ()) -> bool:
         return False
     # both counted with repeats: a guide's "1. Step 1 of installing the sync plugin" nine times over
     # says "step" nine times and "installing", "sync", "plugin" nine times each
-    chatter = sum(1 for w in content_words(body(text)) if w in CHATTER)
+    chatter = sum(1 for w in content_words(body(text)) if is_chatter(w))
     return len(specific) >= MIN_SHARE * (len(specific) + chatter)

@@ -213,10 +213,13 @@ class Relatedness:
             ok = row is not None and substance.carries_content(row["content"], self._names)
             if ok and self.documents >= SMALL_SCOPE:
                 self.words(node_id)
-                rare = max(2.0, SPECIFIC_SHARE * self.documents)
-                ok = sum(1 for s in self._vec[node_id] if self._df.get(s, 0) <= rare) >= MIN_SPECIFIC
+                ok = sum(1 for s in self._vec[node_id] if self._rare(s)) >= MIN_SPECIFIC
             self._substantive[node_id] = ok
         return self._substantive[node_id]
+
+    def _rare(self, stem: str) -> bool:
+        """A stem in few of a large scope's memories (every stem of a small scope)."""
+        return self.documents < SMALL_SCOPE or self._df.get(stem, 0) <= max(2.0, SPECIFIC_SHARE * self.documents)
 
     # -- scores ----------------------------------------------------------------------------------
     def score(self, a: int, b: int, cosine: float | None = None) -> float:
@@ -227,9 +230,12 @@ class Relatedness:
             return 0.0                  # one of them says nothing the other's context says
         if sum(1 for s in ca if s in cb) < MIN_SHARED:
             return 0.0                  # one word in common is a coincidence ("two feedings" / "feed the fish")
+        apart = self.distance(a, b)
+        if apart is None and not any(s in wb and self._rare(s) for s in wa):
+            return 0.0                  # far apart, they must say one rare thing both: neighbours' words or a
+                                        # common one ("community" in a talk about volunteering) are the talk's topic
         small, big = (ca, cb) if len(ca) <= len(cb) else (cb, ca)
         total = WORD_WEIGHT * sum(x * big.get(s, 0.0) for s, x in small.items())
-        apart = self.distance(a, b)
         total += ADJACENT.get(apart, 0.0) if apart is not None else 0.0
         if cosine is None:
             vecs = self.vector([a, b])

@@ -108,6 +108,21 @@ def test_who_speaks_is_not_a_tag_but_what_they_talk_about_is(mem):
     assert {"kyoto", "food-drive", "homeless-shelter"} <= proposed
 
 
+def test_a_tag_names_a_thing_not_what_someone_does_or_an_interjection(mem):
+    """Tags a person would use: never a verb ("watching", "winning"), an interjection ("woah") or
+    an abstract noun of no topic ("importance", "obstacles") -- all seen on conversations-dev."""
+    turns = ["Tim: I was watching the Lakers game; winning the playoffs would mean a lot to the team.",
+             "John: Woah, watching the Lakers in the playoffs is intense. Winning matters, obstacles too.",
+             "Tim: The importance of the Lakers bench showed in the playoffs: winning is a team habit.",
+             "John: Woah! I keep watching Lakers highlights; the playoffs importance is huge, obstacles aside.",
+             "Tim: Winning streaks and obstacles: the Lakers face the Celtics in the playoffs next."]
+    ids = [mem.digest(t, scope="conv:tj")["node_ids"][0] for t in turns]
+    run_due(mem, only=["annotate"], force=True)
+    proposed = set().union(*(_names(mem, n) for n in ids))
+    assert not proposed & {"watching", "winning", "woah", "importance", "obstacles", "obstacle"}, proposed
+    assert {"lakers", "playoffs"} <= proposed, proposed
+
+
 def test_a_name_a_person_confirmed_in_the_scope_comes_first_in_their_spelling(mem):
     first = mem.digest("Ana asked for a pull request per feature.")["node_ids"][0]
     mem.tag_add(first, "pull-request")

@@ -156,6 +156,8 @@ values value solutions solution situation situations backgrounds background adve
 smile bunch spots spot offers offer magical rough hand hands white black signs sign things thing stuff kinds kind
 ways way lots lot part parts side sides place places idea ideas reason reasons feelings feeling happiness
 sadness positive negative amazing awesome cool nice great good bad
+importance connection connections power quality interest interests recommendation recommendations suggestion
+suggestions obstacle obstacles setback setbacks faith improvement improvements resources energy trust
 """.split())
 
 

@@ -21,7 +21,7 @@ FUNCTION = STOPWORDS | _words("""
 across along among amongst around behind beside besides beyond despite inside onto outside per since
 though throughout toward towards unless upon via whether within without yet also either neither nor
 everyone everybody someone somebody anyone anybody nobody none one ones whatever whoever whichever
-another else etc vs us every others i'm i've i'll i'd you're you've you'll you'd he's she's it's we're we've
+another else etc vs us every others whenever wherever however i'm i've i'll i'd you're you've you'll you'd he's she's it's we're we've
 we'll they're they've they'll that's there's here's what's who's let's can't won't didn't doesn't isn't
 wasn't aren't weren't couldn't shouldn't wouldn't haven't hasn't hadn't mustn't gonna wanna gotta kinda
 sorta lemme dunno y'all ain't shall may might must can will would should could ought cannot
@@ -41,7 +41,7 @@ reach realise realize receive recognise recognize recommend recover reduce refus
 remind remove replace require resolve respond retry reveal say see seem send serve should shout show
 set sit spend stand start stay succeed suggest suppose take talk teach tell tend thank think try turn
 understand verify wait wake want wish wonder worry would write appreciate express tackle cultivate
-celebrate explore
+celebrate explore watch win chill rush count
 """)
 
 # past forms of irregular verbs (their base forms that are as often nouns, "drive", "ride",
@@ -67,7 +67,7 @@ absolutely seriously honestly especially exactly nearly mostly super forward for
 INTERJECTIONS = _words("""
 hey hi hello heya hiya wow whoa oh ooh ah aah aww yeah yes yep yup nope nah no ok okay haha hahaha
 lol lmao omg thanks thank thx congrats congratulations sure sorry bye goodbye cheers hmm huh ugh yay
-woohoo phew oops alright ha hehe btw fyi imo imho tbh asap
+woohoo phew oops alright ha hehe btw fyi imo imho tbh asap woah whoah wowza yikes
 """)
 
 ADJECTIVES = _words("""

@@ -324,3 +324,62 @@ def test_a_title_name_in_every_memory_of_the_scope_weighs_nothing_in_the_plural_
     group = [(1, "The Kestrel export failed for users in Berlin."), (2, "Kestrel export retried for users overnight."),
              (3, "The Kestrel export now skips inactive users.")]
     assert shared_names(group, {"users": 0.0, "kestrel": 3.0, "export": 2.0, "berlin": 5.0}) == ["Kestrel export"]
+
+
+TALK = [  # two events of one conversation, one session, with chatter between them
+    "Tim: I started learning the ukulele last month; the chord shapes for G and C hurt my fingers.",
+    "John: Nice job, Tim!",
+    "Tim: My ukulele teacher says the calluses come after three weeks of daily chord practice.",
+    "John: Wow! The chord changes on a ukulele get easier once the calluses come, keep at it.",
+    "John: Meanwhile my basketball team lost the playoff game against the Hornets by two points.",
+    "Tim: Oh no! Was the Hornets game close until the end?",
+    "John: The Hornets scored a three pointer in the last second of the playoff game.",
+    "Tim: A playoff loss to the Hornets by two points must sting, what a basketball season.",
+]
+
+
+def test_a_crystal_is_about_one_thing_keeps_who_said_it_and_drops_the_chatter(mem):
+    """One event or topic a crystal (issue 23): a session linked end to end is one component, but
+    two groups about two things; each sentence names its speaker; 'Nice job, Tim!' is not quoted."""
+    ids = [mem.digest(t, scope="talk", session="s1")["node_ids"][0] for t in TALK]
+    with immediate(mem.conn):
+        # one chain of confirmed links through both events, as the linker leaves neighbouring turns:
+        # strong within an event, weak where the talk moves on (ukulele -> playoff game)
+        for a, b in zip(ids, ids[1:]):
+            links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now(),
+                      strength=0.2 if (a, b) == (ids[3], ids[4]) else 0.9)
+        for a, b in [(ids[0], ids[2]), (ids[0], ids[3]), (ids[2], ids[3]),
+                     (ids[4], ids[6]), (ids[4], ids[7]), (ids[6], ids[7]), (ids[5], ids[6])]:
+            links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now(), strength=0.5)
+    run_due(mem, only=["crystallize"], force=True)
+    crystals = _current(mem, "crystal")
+    assert len(crystals) == 2, [c["members"] for c in crystals]
+    ukulele, playoff = set(ids[:4]), set(ids[4:])
+    for crystal in crystals:
+        members = set(crystal["members"])
+        assert members <= ukulele or members <= playoff, crystal["members"]
+        assert ids[1] not in members                          # the chatter is no member
+        for line in crystal["text"].splitlines():
+            sentence, cited = CITED.match(line).groups()
+            speaker = mem.show(int(cited))["content"].split(":")[0]
+            assert sentence.startswith(speaker + ": "), line   # who said it
+            assert "Nice job" not in sentence and sentence != f"{speaker}: Wow!"
+
+
+def test_a_crystal_whose_group_came_apart_is_withdrawn_and_an_approved_one_stays(mem):
+    ids = _three_topics(mem)
+    run_due(mem, only=["crystallize"], force=True)
+    by_topic = {k: next(c for c in _current(mem, "crystal") if set(c["members"]) == set(chain))
+                for k, chain in ids.items()}
+    mem.review_decide(next(i["id"] for i in mem.review_list() if i["payload"].get("synthesis") == by_topic["fish"]["id"]),
+                      "approved")
+    for topic in ("pg", "fish"):                 # a person rejects the links that held two groups together
+        marks = ",".join("?" * len(ids[topic]))
+        for (lid,) in mem.conn.execute(f"SELECT id FROM links WHERE source_id IN ({marks})", ids[topic]).fetchall():
+            mem.link_decide(lid, "rejected_by_user")
+    report = run_due(mem, only=["crystallize"], force=True)[0]
+    assert report["dissolved"] == 1
+    current = {c["id"] for c in _current(mem, "crystal")}
+    assert by_topic["pg"]["id"] not in current                   # withdrawn: nothing holds it together
+    assert by_topic["fish"]["id"] in current                     # a person approved it: it stays
+    assert by_topic["bread"]["id"] in current

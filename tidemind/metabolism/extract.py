@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from typing import Callable, Sequence
 
+from .. import substance
 from ..text import STOPWORDS, content_words
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
@@ -115,6 +116,7 @@ def central(members: Sequence[Member], idf: dict[str, float], k: int, per_member
     """Up to `k` (node id, sentence) pairs: the most central sentences of the group, at most
     `per_member` from one memory, none that repeats a chosen one; by score, or by node id."""
     reading = reading or Reading()
+    names = {part.casefold() for _, text in members if (who := substance.speaker(text)) for part in who.split()}
     vectors = {nid: _vector(reading.words_of(nid, text), idf) for nid, text in members}
     centroid: dict[str, float] = {}
     for vec in vectors.values():
@@ -127,9 +129,12 @@ def central(members: Sequence[Member], idf: dict[str, float], k: int, per_member
         # the others' centroid is centroid - own: its norm without building it
         others2 = c_norm2 - 2 * sum(centroid[w] * v for w, v in own.items()) + sum(v * v for v in own.values())
         others = math.sqrt(max(others2, 0.0)) or 1.0
+        who = substance.speaker(text)
         for index, (sentence, words) in enumerate(reading.sentences_of(nid, text)):
-            if len(words) < 2 and len(members) > 1:
-                continue
+            if len(members) > 1 and (len(words) < 2 or not substance.carries_content(sentence, names)):
+                continue                # "Nice job, John!", "Wow, Maria!": a summary drops the chatter
+            if who and index and not sentence.startswith(who + ":"):
+                sentence = f"{who}: {sentence}"      # who said it stays with what they said
             vec = _vector(words, idf)
             echo = sum(v * (centroid.get(w, 0.0) - own.get(w, 0.0)) for w, v in vec.items()) / others
             # among equals, an earlier sentence and a fuller one: the first sentence usually says what it is about

@@ -217,6 +217,10 @@ class Relatedness:
             self._substantive[node_id] = ok
         return self._substantive[node_id]
 
+    def rare_words(self, node_id: int) -> set[str]:
+        """The stems of the memory's own specific words that are rare in the scope."""
+        return {s for s in self.words(node_id) if self._rare(s)}
+
     def _rare(self, stem: str) -> bool:
         """A stem in few of a large scope's memories (every stem of a small scope)."""
         return self.documents < SMALL_SCOPE or self._df.get(stem, 0) <= max(2.0, SPECIFIC_SHARE * self.documents)

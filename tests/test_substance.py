@@ -29,6 +29,12 @@ EMPTY = [
     "Tim: Hey John, been a while since we chatted. How's it going?",
     # a shared photo's caption describes every photo: people, poses, colours, places in the frame
     "Tim: Thanks! [shares a photo: a photo of a man and a woman standing next to a white table]",
+    # markup of notes apps: org blocks and drawers, Logseq block attributes, callouts, hashtags
+    "#+BEGIN_TIP\n#+END_TIP",
+    "## NOW :PROPERTIES: :now: 1614348097567 :END:",
+    "![demo.gif](../assets/demo.gif){:height 538, :width 485}",
+    "> [!example] Variables",
+    "#docs #card #ff0000",
 ]
 FULL = [
     "The staging database listens on port 5433 behind PgBouncer.",
@@ -123,3 +129,19 @@ def test_a_full_metabolism_over_notes_files_nothing_about_boilerplate(tmp_path):
         assert not tagged & boiler
         staging = {i for i, text in content.items() if "PgBouncer" in text}
         assert any(set(l) == staging for l in linked)        # what says something is still linked
+
+
+def test_tasks_are_no_claims_and_a_not_must_deny_what_the_other_says():
+    """Seen on the Logseq docs graph: two journal tasks with other version numbers filed as a
+    contradiction, and a guide's 'is not shown by default' against another's text without it."""
+    assert disagreement("## NOW Write changelog for v0.0.10 today for the release",
+                        "## DONE Write changelog for v0.0.9 today for the release") is None
+    assert disagreement("- [ ] renew the billing gateway certificate on port 443",
+                        "- [x] renew the billing gateway certificate on port 8443") is None
+    cloze = "For example, {{cloze something}}, you can click it to reveal its content. You can have many in a block."
+    assert disagreement(cloze, "The content in a cloze is not shown by default. " + cloze) is None
+    # plain negation and other values stay contradictions
+    assert disagreement("The nightly deploy runs on Fridays from the build box.",
+                        "The nightly deploy does not run on Fridays from the build box.") == "negation"
+    assert disagreement("The staging database listens on port 5433.",
+                        "The staging database listens on port 6432.") == "different_values"

@@ -383,3 +383,23 @@ def test_a_crystal_whose_group_came_apart_is_withdrawn_and_an_approved_one_stays
     assert by_topic["pg"]["id"] not in current                   # withdrawn: nothing holds it together
     assert by_topic["fish"]["id"] in current                     # a person approved it: it stays
     assert by_topic["bread"]["id"] in current
+
+
+def test_a_summary_quotes_sentences_not_headings_and_a_day_of_headings_gets_no_digest(mem):
+    """Seen on the Obsidian help vault: crystals quoted 'View types' and 'Start a time-lapse
+    animation' (section headings) as if they were sentences."""
+    notes = ["## Kanban board cards by due date\nSorting puts overdue kanban cards first, then by title.",
+             "## Kanban board cards by status column\nGrouping keeps kanban cards in column order, then by title.",
+             "## Kanban board cards past their due date\nFiltering hides overdue kanban cards until cleared."]
+    ids = [mem.digest(t, scope="vault:help", session="kanban")["node_ids"][0] for t in notes]
+    with immediate(mem.conn):
+        for a, b in [(ids[0], ids[1]), (ids[1], ids[2]), (ids[0], ids[2])]:
+            links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now(), strength=0.8)
+    heading_only = [mem.digest(t, scope="vault:empty", valid_at="2026-03-03T10:00:00Z")["node_ids"][0]
+                    for t in ("## Kanban board settings", "## Kanban board archive")]
+    run_due(mem, only=["crystallize", "temporal"], force=True)
+    crystal = next(c for c in _current(mem, "crystal") if c["scope"] == "vault:help")
+    quoted = [CITED.match(line).group(1) for line in crystal["text"].splitlines()]
+    assert quoted and not any(q.startswith(("Kanban board", "#")) for q in quoted), quoted
+    assert not [d for kind in ("daily", "weekly") for d in _current(mem, kind) if d["scope"] == "vault:empty"]
+    assert heading_only

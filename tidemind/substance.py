@@ -110,6 +110,12 @@ _EMBED = re.compile(r"!\[\[[^\]]*\]\]|!\[[^\]]*\]\([^)]*\)|\{\{[^}]*\}\}|\(\([0-
 _LINK_ONLY_LINE = re.compile(r"^[ \t]*[-*+]?[ \t]*(?:\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([^)\n]*\)|<?https?://\S+>?)[ \t]*$",
                              re.MULTILINE)
 _URL = re.compile(r"https?://\S+")
+# markup that is no one's words: org/Logseq block markers and drawers ("#+BEGIN_NOTE",
+# ":PROPERTIES: :now: 1614348097567 :END:"), Logseq block attributes ("{:width 485}") and
+# Obsidian callout markers ("> [!example]")
+_MARKUP = re.compile(r"#\+[A-Za-z_]+:?|:(?:PROPERTIES|LOGBOOK):.*?:END:|\{:[^{}\n]*\}|\[![A-Za-z-]+\][+-]?",
+                     re.DOTALL)
+_HASHTAG = re.compile(r"(?<![\w&#/])#(?=[A-Za-z])[\w/-]+")         # a tag is filed as a tag, not said
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
 _TODO = re.compile(r"^[ \t]*[-*+]?[ \t]*(?:\[[ xX]?\]|TODO|DONE|LATER|NOW|DOING)[ \t]*$", re.MULTILINE)
 # (line patterns use [ \t], never \s, beside ^ in MULTILINE: \s matches newlines, and a section of
@@ -134,12 +140,15 @@ def _table_header_only(text: str) -> bool:
 
 def body(text: str) -> str:
     """The words a unit says: without front matter, properties, headings, embeds, images,
-    link-only lines, table rules, bare TODO markers, a speaker label and caption boilerplate."""
+    markup, hashtags, link-only lines, table rules, bare TODO markers, a speaker label and
+    caption boilerplate."""
     text = text or ""
     text = _FRONT_MATTER.sub(" ", text)
     text = _PROPERTY.sub(" ", text)
     text = _HEADING.sub(" ", text)
     text = _EMBED.sub(" ", text)
+    text = _MARKUP.sub(" ", text)
+    text = _HASHTAG.sub(" ", text)
     text = _LINK_ONLY_LINE.sub(" ", text)
     text = _URL.sub(" ", text)
     text = _TABLE_RULE.sub(" ", text)
@@ -169,9 +178,10 @@ def says_a_topic(name: str) -> bool:
 
 def spoken(text: str) -> str:
     """The text without what is not anyone's words about a topic: the speaker label, a shared
-    photo's caption boilerplate, embeds, images and addresses (headings and properties stay:
+    photo's caption boilerplate, embeds, images, markup and addresses (headings and properties stay:
     they name what a note is about)."""
     text = _EMBED.sub(" ", text or "")
+    text = _MARKUP.sub(" ", text)
     text = _URL.sub(" ", text)
     return _CAPTION_BOILERPLATE.sub(" ", _plain_captions(_unlabelled(text)))
 

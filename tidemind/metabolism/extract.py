@@ -56,7 +56,8 @@ class Reading:
         if nid not in self.sentences:
             if len(self.sentences) >= self.limit:
                 self.forget()
-            self.sentences[nid] = [(s, content_words(s)) for s in sentences(text)]
+            # a summary quotes what was said: a heading names a section, it says nothing
+            self.sentences[nid] = [(s, content_words(s)) for s in sentences(text, headings=False)]
         return self.sentences[nid]
 
     def names_of(self, nid: int, text: str) -> dict[str, tuple[str, int]]:
@@ -71,13 +72,17 @@ class Reading:
 _ABBREVIATION = re.compile(r"(?:^|\s|\()(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr|St|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Rev|Hon|Inc|Ltd|Co"
                            r"|Corp|No|Nos|Vol|Fig|approx|vs|cf|ca|e\.g|i\.e|[A-Z])\.$")
 _LINE = re.compile(r"\n+")
+_HEADING_LINE = re.compile(r"[ \t]{0,3}#{1,6}[ \t]")
 
 
-def sentences(text: str) -> list[str]:
+def sentences(text: str, headings: bool = True) -> list[str]:
     """The sentences of a text: each line is cut after . ! ? before a capital or a digit, except
-    after a title or an abbreviation (Dr., St., e.g.) or an initial (J. Smith)."""
+    after a title or an abbreviation (Dr., St., e.g.) or an initial (J. Smith); without heading
+    lines when `headings` is False."""
     out: list[str] = []
     for line in _LINE.split(text or ""):
+        if not headings and _HEADING_LINE.match(line):
+            continue
         line = _BULLET.sub("", " ".join(line.split())).strip()
         held: list[str] = []           # pieces of one sentence: joined once (linear in the line)
         for piece in _SENTENCE_END.split(line):

@@ -274,6 +274,8 @@ class CrystallizeTask(_Synthesis):
             title, text, wrote = self.summarise(ctx, strategy, generator, scope, members, texts, k=5,
                                                 in_time_order=False, fallback_title=f"{len(members)} linked memories")
             self.reading.forget()            # a memory is in one cluster: nothing read here is read again
+            if not _CITE.search(text):
+                continue                     # nothing said that a summary can quote: headings, markup, chatter
             sid = self.write(ctx, subject=subject, kind="crystal", scope=scope, members=members, title=title,
                              text=text, generator=wrote, review_kind="crystal", node_id=members[0])
             if sid is None:
@@ -375,6 +377,8 @@ class TemporalTask(_Synthesis):
         title, text, wrote = self.summarise(ctx, strategy, generator, scope, ids, texts, k=k, in_time_order=True,
                                             fallback_title=when, period=when)
         shown = len({int(c) for c in _CITE.findall(text)})
+        if not shown:
+            return 0                 # nothing said that a summary can quote: headings, markup, chatter
         if len(ids) > shown:
             text += f"\n({len(ids)} memories in all; {len(ids) - shown} more not quoted here)"
         return 1 if self.write(ctx, subject=subject, kind=kind, scope=scope, members=ids, title=title, text=text,

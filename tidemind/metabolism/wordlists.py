@@ -42,6 +42,8 @@ remind remove replace require resolve respond retry reveal say see seem send ser
 set sit spend stand start stay succeed suggest suppose take talk teach tell tend thank think try turn
 understand verify wait wake want wish wonder worry would write appreciate express tackle cultivate
 celebrate explore watch win chill rush count
+manage browse delete remove insert configure disable enable expand navigate rename press select toggle
+hover scroll adjust specify click tap customize install uninstall
 """)
 
 # past forms of irregular verbs (their base forms that are as often nouns, "drive", "ride",
@@ -111,6 +113,8 @@ anything nothing while chance chances matter matters stuff look looks feeling fe
 degree degrees percent percentage km kms kg kgs mg ml ppm euro euros dollar dollars cent cents meter meters
 metre metres mile miles litre litres liter liters gram grams kilo kilos pound pounds cm mm inch inches foot
 feet mph kph gb mb kb tb ms
+ctrl cmd shift alt esc backspace pgup pgdn
+introduction description usage functionality result results characters context area
 """)
 
 DAYS_MONTHS = _words("""
@@ -127,7 +131,9 @@ sixth seventh eighth ninth tenth once
 """)
 
 # capitalised words that are not names even mid-sentence
-CAPITAL_STOP = _words("i ok todo fixme note notes am pm") | DAYS_MONTHS
+# keys are written capitalised ("press Ctrl+Shift+P"): that does not make them names
+KEYS = _words("ctrl cmd shift alt esc backspace")
+CAPITAL_STOP = _words("i ok todo fixme note notes am pm") | DAYS_MONTHS | KEYS
 
 # titles that belong to the name after them ("Dr. Patel" is one name), never a tag alone
 HONORIFICS = _words("dr mr mrs ms mx prof st sr jr")

@@ -49,8 +49,6 @@ MAX_TAGS = 3
 MIN_DOCS = 2                 # "recurs": in at least this many memories of the scope
 SHARE_FROM = 8               # from this many memories on, a candidate in too large a share tags nothing
 MAX_SHARE = {"name": 0.5, "phrase": 0.5, "word": 0.34}
-LARGE_SCOPE, LARGE_MAX_SHARE = 100, 0.2   # in a large scope, a name on a fifth of it is what the whole is about
-                                          # ('logseq' on 21% of the Logseq docs graph): it sorts nothing
 BASE = {"confirmed": 0.9, "name": 0.7, "phrase": 0.65, "word": 0.5}
 MIN_LIFT = 1.5               # a single word's share in its scope over its share in the whole store
 BACKGROUND_FROM = 100        # memories outside the scope before the store is a background at all
@@ -293,9 +291,6 @@ class ScopeStats:
         """The speaker, or what the other calls them ("Mel" for Melanie)."""
         return any(s == key or (len(key) >= 3 and " " not in key and s.startswith(key)) for s in speakers)
 
-    def max_share(self, kind: str) -> float:
-        return min(MAX_SHARE[kind], LARGE_MAX_SHARE) if self.docs >= LARGE_SCOPE else MAX_SHARE[kind]
-
     def min_docs(self, kind: str) -> int:
         """A name or phrase recurs when two memories share it; a single word is more often
         shared by chance, the more so in a large scope (3 from 100 memories, 4 from 1,000)."""
@@ -333,7 +328,7 @@ class ScopeStats:
                 scored.append((self.confidence("confirmed", df), key))
                 continue
             kind = self.kind(key, flags)
-            if df < self.min_docs(kind) or (self.docs >= SHARE_FROM and df > self.max_share(kind) * self.docs):
+            if df < self.min_docs(kind) or (self.docs >= SHARE_FROM and df > MAX_SHARE[kind] * self.docs):
                 continue
             if kind == "word" and not as_noun:
                 continue                            # never seen where a noun goes: "appreciate", "lucky"

@@ -661,6 +661,9 @@ def cmd_bench(args):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tidemind", description="A local-first memory for agents.")
     p.add_argument("--home", default=None, help="data directory (default: $TIDEMIND_HOME or ~/.tidemind)")
+    p.add_argument("--store", default=None,
+                   help="the store: a SQLite file or a database URL (default: $TIDEMIND_STORE, the config's"
+                        " `store`, or tidemind.db in the home)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -850,9 +853,12 @@ def _environment(exc: Exception, args) -> str | None:
     from .store.connection import DISK_ERRORS, storage_error
 
     if isinstance(exc, DISK_ERRORS):
-        from .config import resolve_home
+        from .config import load_settings, resolve_home
 
-        db = resolve_home(getattr(args, "home", None)) / "tidemind.db"
+        try:
+            db = load_settings(getattr(args, "home", None)).db_path
+        except TideMindError:
+            db = resolve_home(getattr(args, "home", None)) / "tidemind.db"
         found = storage_error(exc, db)
         return str(found) if found is not None else f"cannot use {db}: {exc} (SQLite {type(exc).__name__})"
     return None
@@ -867,6 +873,10 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"error": str(exc)}, ensure_ascii=False))
         print(f"tidemind: {exc}", file=sys.stderr)
         return 1
+    if args.store is not None:
+        # through the environment, so that every way in (hooks, the MCP server, a daemon started
+        # from here) opens the same store the command was pointed at
+        os.environ["TIDEMIND_STORE"] = args.store
     try:
         args.func(args)
     except TideMindError as exc:

@@ -3,7 +3,8 @@
 Precedence: explicit argument > environment (TIDEMIND_*) > `config.json` > `config.toml` in the
 home > defaults. Keys: embedder, ollama_host, ollama_model, max_content_chars, max_note_bytes
 (the largest note file an importer reads), busy_timeout_ms, default_scope, scopes (for `serve`
-and hooks), llm (anthropic | ollama | none), anthropic_model, ollama_chat_model.
+and hooks), llm (anthropic | ollama | none), anthropic_model, ollama_chat_model, store (a SQLite
+file or a database URL; default tidemind.db in the home).
 """
 from __future__ import annotations
 
@@ -34,11 +35,25 @@ class Settings:
     ollama_model: str = "nomic-embed-text"
     busy_timeout_ms: int = 10_000
     default_scope: str = "personal"
+    store: str = ""                       # where the store is: empty is tidemind.db in the home (store/backend.py)
     extra: dict = field(default_factory=dict)
 
     @property
+    def store_location(self):
+        from .store.backend import locate
+
+        return locate(self.store, self.home)
+
+    @property
     def db_path(self) -> Path:
-        return self.home / "tidemind.db"
+        """The SQLite file of the store (a store in another backend has none: said in one line)."""
+        from .store.backend import backend_for
+
+        location = self.store_location
+        backend_for(location)
+        if location.path is None:
+            raise InvalidInput(f"store {location} is no SQLite file")
+        return location.path
 
     @property
     def stream_dir(self) -> Path:
@@ -50,7 +65,7 @@ class Settings:
 # became 10, `default_scope: 5` and `embedder: 7` ended in tracebacks far from the config).
 WHOLE_NUMBERS = {"max_content_chars": (1, 10_000_000), "max_note_bytes": (1, 1_000_000_000),
                  "busy_timeout_ms": (1, 3_600_000)}
-TEXTS = ("embedder", "ollama_host", "ollama_model", "llm", "anthropic_model", "ollama_chat_model")
+TEXTS = ("embedder", "ollama_host", "ollama_model", "llm", "anthropic_model", "ollama_chat_model", "store")
 # the only keys that hold a table, with the type of each member they read (their modules check the values)
 TABLES = {"clarify": {"ask": "text", "hold_hours": "number", "kinds": "texts", "timezone": "text"},
           "workstreams": {k: "number" for k in ("ripe_days", "ripe_mass", "ripe_age_days", "alias_share",
@@ -88,6 +103,7 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
         "TIDEMIND_OLLAMA_MODEL": "ollama_model",
         "TIDEMIND_MAX_CONTENT_CHARS": "max_content_chars",
         "TIDEMIND_MAX_NOTE_BYTES": "max_note_bytes",
+        "TIDEMIND_STORE": "store",
     }
     for var, key in env_map.items():
         if os.environ.get(var) and key not in overrides:

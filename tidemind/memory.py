@@ -25,10 +25,11 @@ from .errors import (Conflict, InvalidInput, NotFound, ProviderUnavailable, Scop
                      check_id, describe_os_error)
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall
-from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, open_store, review, scalar,
+from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, review, scalar,
                     recall_hits, syntheses,
                     stream, tags, vectors)
-from .store import backup_to, integrity, open_store_read_only
+from .store import integrity
+from .store.backend import backend_for
 from .store.connection import unwritable
 from .timeutil import Clock, from_iso as parse_iso_dt, parse_iso, system_clock, to_iso
 from . import views
@@ -54,8 +55,10 @@ class Memory:
             settings.home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(describe_os_error(exc, settings.home, "create the TideMind home")) from None
+        location = settings.store_location
+        backend = backend_for(location)      # a store no backend of this version can open: one line, nothing made
         try:
-            self.conn = open_store(settings.db_path, settings.busy_timeout_ms)
+            self.conn = backend.open(location, settings.busy_timeout_ms)
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             raise InvalidInput(f"{settings.db_path} is not a usable TideMind database ({exc})") from None
         except StorageError:
@@ -66,7 +69,7 @@ class Memory:
                     or not settings.db_path.is_file():
                 raise
             self.read_only = describe_os_error(problem, settings.home)
-            self.conn = open_store_read_only(settings.db_path, settings.busy_timeout_ms, self.read_only)
+            self.conn = backend.open_read_only(location, settings.busy_timeout_ms, self.read_only)
         self._embedder = None
         self._previous = None    # the embedder of the vectors that serve while a switch re-embeds
         self._side = None        # (executor, read connection) for the vector arm, opened on first recall
@@ -1151,7 +1154,7 @@ class Memory:
         if target.exists() and target.is_dir():
             target = target / f"tidemind-backup-{self.now()[:19].replace(':', '')}.db"
         try:
-            backup_to(self.conn, target)
+            backend_for(self.settings.store_location).backup(self.conn, target)
         except (apsw.CantOpenError, OSError) as exc:
             raise InvalidInput(f"cannot write a backup to {target}: {exc}") from None
         return {"backup": str(target), "bytes": target.stat().st_size}

@@ -1,0 +1,88 @@
+"""The store seam (issue 27): one setting names where the store is, a registry of backends opens
+it. SQLite is the default and the only backend of this version; any other store is refused in one
+line before anything is created, and its password is never echoed."""
+import json
+
+import pytest
+
+from tidemind.config import load_settings
+from tidemind.errors import InvalidInput
+from tidemind.memory import Memory
+from tidemind.store import backend
+
+from .conftest import run_cli
+
+
+def test_the_default_store_is_the_homes_sqlite_file(home):
+    location = load_settings(home).store_location
+    assert (location.scheme, location.path) == ("sqlite", home.resolve() / "tidemind.db")
+
+
+@pytest.mark.parametrize("written", ["elsewhere.db", "sqlite:///{tmp}/elsewhere.db", "{tmp}/elsewhere.db"])
+def test_a_sqlite_store_anywhere_holds_the_memories(home, tmp_path, written):
+    store = written.format(tmp=tmp_path)
+    with Memory.open(home, store=store) as m:
+        node = m.digest("The staging database listens on port 5433.")["node_ids"][0]
+    expected = (home / "elsewhere.db") if written == "elsewhere.db" else tmp_path / "elsewhere.db"
+    assert expected.resolve().is_file() and not (home / "tidemind.db").exists()
+    with Memory.open(home, store=store) as m:                  # opened again: the same memory
+        assert m.show(node)["content"] == "The staging database listens on port 5433."
+
+
+def test_the_cli_the_environment_and_the_config_name_the_same_store(home, tmp_path, monkeypatch):
+    target = tmp_path / "shared" / "memory.db"
+    proc = run_cli(home, "--store", str(target), "--json", "digest", "Backups run nightly at 02:00.")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert target.is_file() and not (home / "tidemind.db").exists()
+    monkeypatch.setenv("TIDEMIND_STORE", f"sqlite://{target}")
+    assert load_settings(home).db_path == target
+    monkeypatch.delenv("TIDEMIND_STORE")
+    assert load_settings(home).db_path != target
+    (home / "config.json").write_text(json.dumps({"store": str(target)}))
+    with Memory.open(home) as m:
+        assert [h["content"] for h in m.recall("nightly backups")["items"]][:1] == ["Backups run nightly at 02:00."]
+
+
+@pytest.mark.parametrize("store, says", [
+    ("postgresql://tm:s3cret-pw@db.example:5432/memory", "PostgreSQL database, and this version of TideMind stores"),
+    ("postgres://tm:s3cret-pw@db.example/memory", "PostgreSQL database"),
+    ("mysql://tm:s3cret-pw@db.example/memory", "no backend for mysql://"),
+])
+def test_a_store_no_backend_can_open_is_refused_in_one_line_and_nothing_is_made(home, store, says):
+    with pytest.raises(InvalidInput, match=says) as caught:
+        Memory.open(home, store=store)
+    assert "s3cret-pw" not in str(caught.value)                  # a URL's password is never shown
+    assert not (home / "tidemind.db").exists()
+    proc = run_cli(home, "--store", store, "stats", check_json=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and says in err and "s3cret-pw" not in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_backend_plugs_in_by_its_scheme(home, tmp_path):
+    """A third backend registers its schemes and is what `Memory` opens (here one that keeps its
+    SQLite file under another name, standing in for a server)."""
+    opened = []
+
+    class Elsewhere(backend.SQLiteBackend):
+        schemes = ("elsewhere",)
+
+        def open(self, location, busy_timeout_ms):
+            opened.append(location.target)
+            return super().open(backend.Location("sqlite", str(tmp_path / "served.db")), busy_timeout_ms)
+
+    backend.register(Elsewhere())
+    try:
+        with Memory.open(home, store="elsewhere://box/memory") as m:
+            m.digest("Served from elsewhere.")
+        assert opened == ["elsewhere://box/memory"] and (tmp_path / "served.db").is_file()
+        assert "elsewhere" in backend.schemes()
+    finally:
+        backend._BACKENDS.pop("elsewhere", None)
+
+
+def test_a_store_setting_must_be_text(home):
+    home.mkdir(parents=True)
+    (home / "config.json").write_text(json.dumps({"store": 5}))
+    with pytest.raises(InvalidInput, match="setting store must be text"):
+        load_settings(home)

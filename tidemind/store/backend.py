@@ -1,0 +1,116 @@
+"""Which database holds the store: the seam a second backend plugs into.
+
+A store is named by the `store` setting (config key `store`, environment TIDEMIND_STORE, or the
+CLI's `--store`): a path to a SQLite file, `sqlite:///absolute/path.db`, or a URL whose scheme
+names another backend (`postgresql://...`). Unset, it is `tidemind.db` in the home, as always.
+
+`Memory` opens its connection here and nowhere else; a backend is an object with `open`,
+`open_read_only` and `backup`, registered under its URL schemes. SQLite is the one this version
+has. Above this module nothing knows which backend it talks to; the table modules of `store/`
+hold the SQL (for now in SQLite's dialect: FTS5, sqlite-vec, json_each) and are where a second
+backend's dialect will have to be taught, table family by table family (docs/DESIGN.md §5).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
+
+from ..errors import InvalidInput
+
+DEFAULT_FILE = "tidemind.db"
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a store is: its backend's scheme, and a file path (SQLite) or the URL it was given."""
+    scheme: str
+    target: str
+
+    @property
+    def path(self) -> Path | None:
+        return Path(self.target) if self.scheme == "sqlite" else None
+
+    def __str__(self) -> str:
+        # a URL may carry a password: never shown whole
+        if self.scheme == "sqlite":
+            return self.target
+        parts = urlsplit(self.target)
+        host = parts.hostname or ""
+        return f"{parts.scheme}://{host}{':' + str(parts.port) if parts.port else ''}{parts.path}"
+
+
+@runtime_checkable
+class Backend(Protocol):
+    schemes: tuple[str, ...]
+
+    def open(self, location: Location, busy_timeout_ms: int): ...
+
+    def open_read_only(self, location: Location, busy_timeout_ms: int, why: str): ...
+
+    def backup(self, conn, target: Path) -> None: ...
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> None:
+    for scheme in backend.schemes:
+        _BACKENDS[scheme] = backend
+
+
+def schemes() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def locate(store: str | None, home: Path) -> Location:
+    """The store a setting names. Empty: the home's own SQLite file; a relative path is read
+    against the home (a config file's path means the same wherever TideMind is run from)."""
+    text = (store or "").strip()
+    if not text:
+        return Location("sqlite", str(home / DEFAULT_FILE))
+    scheme, sep, rest = text.partition("://")
+    if not sep or (len(scheme) == 1 and scheme.isalpha()):       # a plain path (or a Windows drive)
+        return Location("sqlite", str((home / Path(text).expanduser()).resolve()))
+    scheme = scheme.lower()
+    if scheme in ("sqlite", "file"):
+        path = unquote(urlsplit(text).path)
+        if not path:
+            raise InvalidInput(f"store {text!r} names no file: write sqlite:///absolute/path.db")
+        return Location("sqlite", str((home / Path(path).expanduser()).resolve()))
+    if scheme == "postgres":
+        scheme = "postgresql"
+    return Location(scheme, text)
+
+
+def backend_for(location: Location) -> Backend:
+    found = _BACKENDS.get(location.scheme)
+    if found is None:
+        if location.scheme == "postgresql":
+            raise InvalidInput(f"store {location} is a PostgreSQL database, and this version of TideMind stores in"
+                               f" SQLite only ({', '.join(schemes())}); leave `store` unset to use"
+                               " tidemind.db in the home")
+        raise InvalidInput(f"store {location}: no backend for {location.scheme}:// (this version has:"
+                           f" {', '.join(schemes())})")
+    return found
+
+
+class SQLiteBackend:
+    """The embedded default: one file, FTS5 and sqlite-vec, opened in WAL mode."""
+    schemes = ("sqlite",)
+
+    def open(self, location: Location, busy_timeout_ms: int):
+        from . import open_store
+        return open_store(location.path, busy_timeout_ms)
+
+    def open_read_only(self, location: Location, busy_timeout_ms: int, why: str):
+        from . import open_store_read_only
+        return open_store_read_only(location.path, busy_timeout_ms, why)
+
+    def backup(self, conn, target: Path) -> None:
+        from . import backup_to
+        backup_to(conn, target)
+
+
+register(SQLiteBackend())

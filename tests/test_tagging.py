@@ -59,6 +59,13 @@ def _names(mem, node_id, status="proposed") -> set[str]:
     return {t["name"] for t in tags.for_nodes(mem.conn, [node_id])[node_id] if t["status"] == status}
 
 
+def _proposed_in(mem, scope: str, texts: list[str]) -> set[str]:
+    """Every name the offline tagger proposes on these memories, digested into one scope."""
+    ids = [mem.digest(t, scope=scope)["node_ids"][0] for t in texts]
+    run_due(mem, only=["annotate"], force=True)
+    return set().union(*(_names(mem, n) for n in ids))
+
+
 def test_offline_tags_are_names_that_recur_in_the_scope_and_never_cross_topics(mem):
     topic_of = _digest_topics(mem)
     before = _authored(mem)
@@ -116,9 +123,7 @@ def test_a_tag_names_a_thing_not_what_someone_does_or_an_interjection(mem):
              "Tim: The importance of the Lakers bench showed in the playoffs: winning is a team habit.",
              "John: Woah! I keep watching Lakers highlights; the playoffs importance is huge, obstacles aside.",
              "Tim: Winning streaks and obstacles: the Lakers face the Celtics in the playoffs next."]
-    ids = [mem.digest(t, scope="conv:tj")["node_ids"][0] for t in turns]
-    run_due(mem, only=["annotate"], force=True)
-    proposed = set().union(*(_names(mem, n) for n in ids))
+    proposed = _proposed_in(mem, "conv:tj", turns)
     assert not proposed & {"watching", "winning", "woah", "importance", "obstacles", "obstacle"}, proposed
     assert {"lakers", "playoffs"} <= proposed, proposed
 
@@ -131,9 +136,7 @@ def test_buttons_and_keys_are_no_tags(mem):
              "The Kanban plugin keeps boards in Markdown; press **Enter** on a card to open it, Ctrl+Shift+E to edit.",
              "Kanban cards move with Ctrl+Shift+Up; click **Delete** to drop a card and **Enter** to add one.",
              "Archive a Kanban board from its menu; press Ctrl+Shift+A, then **Enter**."]
-    ids = [mem.digest(t, scope="vault:help")["node_ids"][0] for t in steps]
-    run_due(mem, only=["annotate"], force=True)
-    proposed = set().union(*(_names(mem, n) for n in ids))
+    proposed = _proposed_in(mem, "vault:help", steps)
     assert not proposed & {"delete", "enter", "ctrl", "shift", "ctrl-shift"}, proposed
     assert "kanban" in proposed, proposed
 

@@ -170,6 +170,24 @@ def test_a_date_the_question_names_prefers_memories_of_that_time(mem):
     assert first("What did Melanie do on 10 June, 2023?") == june
 
 
+def test_a_questions_date_is_matched_on_the_time_axis_never_against_derived_date_words(mem):
+    """Seen on real chats (issue 24): the text derived at digest time ("today = Monday 22 January
+    2024 (2024-01-22)") was searchable, so a question's "2024" matched every turn's derivation and
+    the greetings of that day outranked the answer (it came fourth). And "yesterday" written on
+    the 23rd is the 22nd."""
+    greetings = _turns(mem, "chat", "s1", ["Anna: hi! how is it going today?", "Ben: good morning, busy today",
+                                           "Anna: today was long, talk tomorrow"], valid_at="2024-01-22T09:00:00")
+    told = _turns(mem, "chat", "s2", ["Ben: Yesterday I finally fixed the boiler with a new thermostat."],
+                  valid_at="2024-01-23T08:00:00")[0]
+    mem.embed_pending()
+    anchors = {i: mem.show(i)["derived"].get("anchors", {}).get("value", "") for i in greetings + [told]}
+    assert "2024-01-22" in anchors[told] and all("2024" in anchors[g] for g in greetings)   # anchored as before
+    derived_text = dict(mem.conn.execute("SELECT id, derived_text FROM nodes"))
+    assert not any("2024" in (derived_text[i] or "") for i in greetings + [told])         # never searched as words
+    r = mem.recall("What did Ben fix on 22 January 2024?", scopes=["chat"], limit=5, record=False)
+    assert r["items"][0]["id"] == told, [i["content"] for i in r["items"]]
+
+
 def test_query_dates_are_read_in_every_common_form():
     import datetime as dt
 
@@ -189,6 +207,43 @@ def test_query_dates_are_read_in_every_common_form():
     june = window("in June 2023")
     assert june.fit(dt.date(2023, 6, 30)) == 1.0 and june.fit(dt.date(2023, 7, 2)) == 0.3
     assert june.fit(dt.date(2023, 9, 1)) == 0.0 and june.fit(dt.date(2022, 6, 1)) == 0.0
+
+
+def test_numeric_and_yearless_dates_and_the_side_a_question_asks_about():
+    """Issue 24: 10.01.2024 (day first, as written with dots), 05/07/2023 (month first unless it
+    cannot be), "May 7th" and "the 7th of May" (any year), and "before X" / "after X" / "since X"
+    searching that side of the date, not the date itself."""
+    import datetime as dt
+
+    from tidemind.search.when import window
+
+    assert window("what did she bake on 10.01.2024?").day == dt.date(2024, 1, 10)
+    assert window("on 07.05.23").day == dt.date(2023, 5, 7)
+    assert window("on 05/07/2023").day == dt.date(2023, 5, 7)
+    assert window("on 25/12/2023").day == dt.date(2023, 12, 25)
+    assert window("on 2023/05/07").day == dt.date(2023, 5, 7)
+    for said in ("what happened on May 7th?", "what happened on the 7th of May?", "on 7 May"):
+        w = window(said)
+        assert (w.kind, w.month, w.day_of_month) == ("monthday", 5, 7), said
+        assert w.fit(dt.date(2021, 5, 7)) == 1.0 and w.fit(dt.date(2023, 5, 10)) == 0.5 and w.fit(dt.date(2023, 6, 7)) == 0
+    assert window("on 31.02.2023") is None and window("on 13/13/2023") is None and window("release 1.2") is None
+    before = window("What did Maria do before May 3, 2023?")
+    assert before.side == "before" and before.bounds() == (dt.date(2023, 1, 31), dt.date(2023, 5, 3))
+    assert before.fit(dt.date(2023, 5, 1)) == 1.0 and before.fit(dt.date(2023, 4, 10)) == 0.6
+    assert before.fit(dt.date(2023, 5, 3)) == 0.0 and before.fit(dt.date(2023, 5, 4)) == 0.0
+    since = window("what has he painted since May 2023?")
+    assert since.side == "after" and since.fit(dt.date(2023, 6, 3)) == 1.0 and since.fit(dt.date(2023, 5, 20)) == 0.0
+    assert window("what did Jon do after the 7th of May?").fit(dt.date(2022, 5, 9)) == 1.0
+    assert window("until 10.01.2024").side == "before" and window("on 10.01.2024").side == "on"
+
+
+def test_a_question_before_a_date_finds_what_came_before_it(mem):
+    before = _turns(mem, "conv", "d1", ["Maria: I ran the charity 5k with my sister."], valid_at="2023-04-28T10:00:00")[0]
+    _turns(mem, "conv", "d2", ["Maria: I ran the charity 5k again with my sister."], valid_at="2023-05-20T10:00:00")
+    mem.embed_pending()
+    first = lambda q: mem.recall(q, scopes=["conv"], limit=5, record=False)["items"][0]["id"]
+    assert first("Who did Maria run the charity 5k with before 3 May, 2023?") == before
+    assert first("Who did Maria run the charity 5k with before 03.05.2023?") == before
 
 
 def test_another_scopes_words_do_not_change_this_scopes_ranking(mem):
@@ -221,3 +276,17 @@ def test_token_totals_are_kept_per_scope_and_rebuilt_by_the_migration(mem):
         mem.conn.execute("DELETE FROM fts_terms WHERE term_id = ?", (fts.TOKENS,))
         fts.count_tokens(mem.conn)                                  # what the migration runs
     assert fts.scope_sizes(mem.conn, ["project:a", "project:b"]) == (2, 5)
+
+
+def test_the_migration_takes_date_anchors_out_of_an_older_stores_search(mem):
+    from tidemind.store import derived, immediate
+
+    node = _turns(mem, "chat", "s1", ["Anna: see you tomorrow at the climbing gym"], valid_at="2024-01-22T09:00:00")[0]
+    with immediate(mem.conn):          # as an older version mirrored it: every anchor line searchable
+        value = mem.show(node)["derived"]["anchors"]["value"]
+        mem.conn.execute("UPDATE nodes SET derived_text=? WHERE id=?", (value, node))
+    found = lambda q: [i["id"] for i in mem.recall(q, scopes=["chat"], limit=5, record=False)["items"]]
+    assert node in found("Tuesday")                  # (its anchor: "tomorrow = Tuesday 23 January 2024 ...")
+    with immediate(mem.conn):
+        derived.unindex_date_anchors(mem.conn)
+    assert node not in found("Tuesday") and node in found("climbing gym")

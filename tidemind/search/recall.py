@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 from .. import views
 from ..errors import ProviderUnavailable
-from ..store import AsOf, fts, links, nodes, review, tags as tag_store, vectors, visible
+from ..store import AsOf, derived, fts, links, nodes, review, tags as tag_store, vectors, visible
 from ..text import STOPWORDS, content_words, words
 from ..timeutil import from_iso
 from . import diverge, fusion, scoring, when
@@ -46,6 +46,7 @@ from .lexical import Lexical
 FTS_CANDIDATES = 100
 RESCORE = True                # BM25 within the scopes read (`lexical`), not FTS5's whole-table bm25()
 DATED_CANDIDATES = 40
+ANCHORED_SHARE = 0.5       # a memory found by its date anchor alone: half the weakest word match of the window
 VEC_CANDIDATES = 48
 SCAN_LIMIT = 20_000
 COS_FLOOR, COS_FULL = 0.20, 0.50
@@ -207,7 +208,8 @@ def gather(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     # FTS5 found them; they are scored within the scopes read (see `lexical`)
     if RESCORE:
         pool.lexical = {i: score for i in pool.lexical if (score := words_in.bm25(pool.rows[i])) > 0}
-    features = scoring.compute(pool, set(words(req.query)), dated)
+    anchored = derived.anchored_days(conn, pool.candidates) if dated else {}
+    features = scoring.compute(pool, set(words(req.query)), dated, anchored)
     ranked = scoring.score(features)
     if everything:
         shortlist = set(pool.candidates)
@@ -419,15 +421,21 @@ def _lexical(conn: apsw.Connection, req: RecallRequest, where: str, params: list
     if not req.use_lexical:
         return {}
     hits = {i: -s for i, s in fts_arm(conn, req, where, params)}
-    if dated is not None and not (dated.kind == "month" and dated.year is None):     # (a month of any year: no stretch)
+    if dated is not None and dated.searched_stretch():
         start, end = dated.bounds()
-        terms, _ = query_terms(conn, req.query, req.scopes, prune=False)
+        window_where = f"{where} AND n.valid_from >= ? AND n.valid_from < ?"
+        window_params = [*params, start.isoformat(), (end + dt.timedelta(days=1)).isoformat()]
+        # the date is matched by time here, so its words are left out of this search
+        terms, _ = query_terms(conn, req.query.replace(dated.said, " "), req.scopes, prune=False)
         expression = fts.match_expression(terms)
-        if expression:
-            window_where = f"{where} AND n.valid_from >= ? AND n.valid_from < ?"
-            window_params = [*params, start.isoformat(), (end + dt.timedelta(days=1)).isoformat()]
-            for i, s in fts.search(conn, expression, window_where, window_params, DATED_CANDIDATES):
-                hits[i] = max(hits.get(i, 0.0), -s)
+        found = fts.search(conn, expression, window_where, window_params, DATED_CANDIDATES) if expression else []
+        for i, s in found:
+            hits[i] = max(hits.get(i, 0.0), -s)
+        # a memory whose date anchor names that time ("last Friday", written on the 23rd) competes
+        # too, below every word match: its time fits, its words are scored like any other's
+        floor = min((-s for _, s in found), default=1.0) * ANCHORED_SHARE
+        for i in derived.anchored_within(conn, window_where, window_params, dated.fit_span):
+            hits.setdefault(i, floor)
     return hits
 
 

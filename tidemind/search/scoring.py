@@ -67,7 +67,11 @@ def group_of(row: dict) -> object:
     return ("session", row["session"]) if row.get("session") else ("node", row["id"])
 
 
-def compute(pool: Pool, query_words: set[str], when: Window | None) -> dict[int, dict[str, float]]:
+def compute(pool: Pool, query_words: set[str], when: Window | None,
+            anchored: dict[int, list[tuple[dt.date, dt.date]]] | None = None) -> dict[int, dict[str, float]]:
+    """Each candidate's features. `anchored`: the days a memory's date anchors name ("yesterday"
+    written on the 23rd is the 22nd): a question's date fits them as it fits the valid day."""
+    anchored = anchored or {}
     top = max(pool.lexical.values(), default=0.0)
     norm = {i: s / top for i, s in pool.lexical.items()} if top > 0 else {}
     by_group: dict[object, list[float]] = {}
@@ -96,7 +100,8 @@ def compute(pool: Pool, query_words: set[str], when: Window | None) -> dict[int,
             "sess": group[0] if group else 0.0,
             "sess3": sum(group[:3]),
             "spk": 1.0 if speaker_named(row["content"], query_words) else 0.0,
-            "when": when.fit(valid_day) if when else 0.0,
+            "when": max([when.fit(valid_day), *(when.fit_span(a, b) for a, b in anchored.get(node_id, ()))])
+                    if when else 0.0,
             "cos": pool.cosine.get(node_id, 0.0),
             "cprev": pool.cosine.get(before[0], 0.0) if before else 0.0,
             "linked": max((norm.get(s, 0.0) for s in pool.linked.get(node_id, [])), default=0.0),

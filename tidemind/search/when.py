@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")
@@ -24,25 +24,62 @@ _YEAR = r"(\d{4})"
 # bounded, linear patterns (no nested repetition)
 _DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s(?:of\s)?{_NAME},?\s{{1,2}}{_YEAR}\b", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(rf"\b{_NAME}\s{_DAY},?\s{{1,2}}{_YEAR}\b", re.IGNORECASE)
-_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_ISO_DAY = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")
+# numeric days as people write them: 07.05.2023 (day first, as where dots are written), 05/07/2023
+# (month first, unless the first number cannot be a month: 25/12/2023), 7/5/23
+_DOTTED_DAY = re.compile(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4}|\d{2})(?![\d.]*\d)")
+_SLASHED_DAY = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/]*\d)")
+# a day without its year: "on May 7th", "the 7th of May"
+_MONTH_DAY = re.compile(rf"\b{_NAME}\s{_DAY}\b(?!\s*,?\s*\d)", re.IGNORECASE)
+_DAY_OF_MONTH = re.compile(rf"\b(?:the\s)?{_DAY}\s(?:of\s)?{_NAME}\b(?!\s*,?\s*\d)", re.IGNORECASE)
+# the side of the date a question asks about: "before May 7", "after the 7th of May", "since 2023"
+_SIDE = re.compile(r"\b(before|after|since|until|till|by|prior\s+to)\s+(?:the\s+)?$", re.IGNORECASE)
+_SIDES = {"before": "before", "until": "before", "till": "before", "by": "before", "after": "after", "since": "after"}
 _MONTH_YEAR = re.compile(rf"\b{_NAME},?\s(?:of\s)?{_YEAR}\b", re.IGNORECASE)
 _IN_MONTH = re.compile(rf"\b(?:in|during|since|until|before|after|by|of|early|late|mid)\s(?:early\s|late\s|mid\s)?{_NAME}\b",
                        re.IGNORECASE)
 _YEAR_ALONE = re.compile(r"\b(?:in|during|of|since|before|after|by)\s((?:19|20)\d\d)\b", re.IGNORECASE)
 
 NEAR_DAYS = 7          # "on May 3" also fits what was said within a week of it (people report late)
+SIDE_DAYS = 92         # "before May 3" searches the three months before it, nearest first
 
 
 @dataclass(frozen=True)
 class Window:
-    kind: str                      # "day" | "month" | "year"
+    kind: str                      # "day" | "month" | "year" | "monthday" (a day of any year)
     day: dt.date | None = None
     year: int | None = None
     month: int | None = None
     said: str = ""                 # the words of the query that named it ("on 3 May, 2023")
+    side: str = "on"               # "on" | "before" | "after": which side of the date is asked about
+    day_of_month: int | None = None
+
+    def _span(self) -> tuple[dt.date, dt.date]:
+        """The window itself: its first and last day (a month or year of a known year)."""
+        if self.kind == "day":
+            return self.day, self.day
+        if self.kind == "year":
+            return dt.date(self.year, 1, 1), dt.date(self.year, 12, 31)
+        start = dt.date(self.year, self.month, 1)
+        end = dt.date(self.year + self.month // 12, self.month % 12 + 1, 1) - dt.timedelta(days=1) \
+            if (self.year, self.month) != (9999, 12) else dt.date(9999, 12, 31)
+        return start, end
+
+    def _sided(self) -> bool:
+        return self.side != "on" and (self.kind in ("day", "year") or (self.kind == "month" and self.year is not None))
+
+    def searched_stretch(self) -> bool:
+        """Whether the valid days around it are searched too (not for a month or day of any year)."""
+        return not (self.kind == "monthday" or (self.kind == "month" and self.year is None))
 
     def bounds(self) -> tuple[dt.date, dt.date]:
         """The stretch of valid days worth searching (a little wider than the window itself)."""
+        if self._sided():
+            first, last = self._span()
+            return (first - dt.timedelta(days=SIDE_DAYS), first) if self.side == "before" else \
+                (last, last + dt.timedelta(days=SIDE_DAYS))
+        if self.kind == "monthday":
+            return dt.date(1, 1, 1), dt.date(9999, 12, 31)
         if self.kind == "day":
             return self.day - dt.timedelta(days=NEAR_DAYS), self.day + dt.timedelta(days=NEAR_DAYS)
         if self.kind == "year":
@@ -55,7 +92,21 @@ class Window:
         return start, end
 
     def fit(self, valid_day: dt.date) -> float:
-        """1 inside the window; less just after it (a month is told about early in the next one)."""
+        """1 inside the window; less just after it (a month is told about early in the next one).
+        Before or after a date: 1 within a week of it on that side, less further away, 0 on the
+        other side."""
+        if self._sided():
+            first, last = self._span()
+            gap = (first - valid_day).days if self.side == "before" else (valid_day - last).days
+            return 0.0 if gap <= 0 else 1.0 if gap <= NEAR_DAYS else 0.6 if gap <= 31 else 0.3 if gap <= SIDE_DAYS else 0.1
+        if self.kind == "monthday" and self.side != "on":          # that day of the memory's own year
+            ref = _near(valid_day.year, self.month, self.day_of_month)
+            gap = (ref - valid_day).days if self.side == "before" else (valid_day - ref).days
+            return 0.0 if gap <= 0 else 1.0 if gap <= NEAR_DAYS else 0.6 if gap <= 31 else 0.3 if gap <= SIDE_DAYS else 0.1
+        if self.kind == "monthday":
+            gap = min(abs((valid_day - _near(valid_day.year + shift, self.month, self.day_of_month)).days)
+                      for shift in (-1, 0, 1))
+            return 1.0 if gap == 0 else 0.5 if gap <= NEAR_DAYS else 0.0
         if self.kind == "day":
             gap = abs((valid_day - self.day).days)
             return 1.0 if gap == 0 else 0.5 if gap <= NEAR_DAYS else 0.0
@@ -69,11 +120,28 @@ class Window:
         return 0.0
 
 
+    def fit_span(self, first: dt.date, last: dt.date) -> float:
+        """The best fit of a stretch of days (a date anchor: a day, a week, a month)."""
+        if (last - first).days > 31:
+            return max(self.fit(first), self.fit(last))
+        return max(self.fit(first + dt.timedelta(days=n)) for n in range((last - first).days + 1))
+
+
 def _date(year: str, month: int, day: str) -> dt.date | None:
     try:
-        return dt.date(int(year), month, int(day))
+        number = int(year)
+        return dt.date(number + 2000 if len(year) == 2 else number, month, int(day))
     except ValueError:
         return None
+
+
+def _near(year: int, month: int, day: int) -> dt.date:
+    """That month and day in that year (29 February in a year without one: the 28th)."""
+    year = min(max(year, 1), 9999)
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return dt.date(year, month, 28)
 
 
 def _searchable(found: Window) -> Window | None:
@@ -81,8 +149,8 @@ def _searchable(found: Window) -> Window | None:
     9999-12-31" (its week after) and "December 9999" (the month after) overflowed, and recall
     ended in a traceback (the MCP client saw "Error executing tool"). Such a date is read as no
     date."""
-    if found.kind == "month" and found.year is None:
-        return found                                   # (a month of any year: no stretch is searched)
+    if found.kind == "monthday" or (found.kind == "month" and found.year is None):
+        return found                                   # (a month or day of any year: no stretch is searched)
     try:
         _, end = found.bounds()
         end + dt.timedelta(days=1)                     # the search's exclusive end
@@ -92,8 +160,13 @@ def _searchable(found: Window) -> Window | None:
 
 
 def window(query: str) -> Window | None:
-    """The first usable date the query names, most precise form first."""
-    for found in _windows(query):
+    """The first usable date the query names, most precise form first, with the side of it the
+    question asks about ("before ...", "after ...", "since ...")."""
+    for found, start in _windows(query):
+        side = _SIDE.search(query[:start])
+        if side:
+            found = replace(found, side=_SIDES[side.group(1).split()[0].lower()] if not side.group(1).lower()
+                            .startswith("prior") else "before")
         usable = _searchable(found)
         if usable is not None:
             return usable
@@ -101,6 +174,7 @@ def window(query: str) -> Window | None:
 
 
 def _windows(query: str):
+    """(window, where its words start in the query), most precise form first."""
     for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
         found = pattern.search(query)
         if found:
@@ -108,18 +182,36 @@ def _windows(query: str):
                 (found.group(2), found.group(1), found.group(3))
             date = _date(year, _MONTH[name.lower()], day)
             if date:
-                yield Window("day", day=date, said=found.group(0))
+                yield Window("day", day=date, said=found.group(0)), found.start()
     found = _ISO_DAY.search(query)
     if found:
         date = _date(found.group(1), int(found.group(2)), found.group(3))
         if date:
-            yield Window("day", day=date, said=found.group(0))
+            yield Window("day", day=date, said=found.group(0)), found.start()
+    for pattern, day_first in ((_DOTTED_DAY, True), (_SLASHED_DAY, False)):
+        found = pattern.search(query)
+        if found:
+            first, second = int(found.group(1)), int(found.group(2))
+            if not day_first and first > 12:
+                day_first = True
+            day, month = (first, second) if day_first else (second, first)
+            date = _date(found.group(3), month, str(day)) if 1 <= month <= 12 else None
+            if date:
+                yield Window("day", day=date, said=found.group(0)), found.start()
+    for pattern, order in ((_MONTH_DAY, "md"), (_DAY_OF_MONTH, "dm")):
+        found = pattern.search(query)
+        if found:
+            name, day = (found.group(1), found.group(2)) if order == "md" else (found.group(2), found.group(1))
+            month = _MONTH[name.lower()]
+            if _date("2000", month, day):          # (a leap year: any real day of that month)
+                yield Window("monthday", month=month, day_of_month=int(day), said=found.group(0)), found.start()
     found = _MONTH_YEAR.search(query)
     if found and 1 <= int(found.group(2)) <= 9999:
-        yield Window("month", year=int(found.group(2)), month=_MONTH[found.group(1).lower()], said=found.group(0))
+        yield Window("month", year=int(found.group(2)), month=_MONTH[found.group(1).lower()],
+                     said=found.group(0)), found.start()
     found = _IN_MONTH.search(query)
     if found:
-        yield Window("month", month=_MONTH[found.group(1).lower()], said=found.group(1))
+        yield Window("month", month=_MONTH[found.group(1).lower()], said=found.group(1)), found.start(1)
     found = _YEAR_ALONE.search(query)
     if found:
-        yield Window("year", year=int(found.group(1)), said=found.group(1))
+        yield Window("year", year=int(found.group(1)), said=found.group(1)), found.start(1)

@@ -58,6 +58,7 @@ CORE_MIGRATIONS = [
     ("0025_provider_state", provider_state.DDL),
     ("0026_tag_rejection_remembers_decided_at", tags.PRIOR_DECIDED_DDL),
     ("0027_scope_claims", scope_claims.DDL),
+    ("0028_date_anchors_unindexed", derived.unindex_date_anchors),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

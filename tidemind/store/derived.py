@@ -5,6 +5,8 @@ text. Searchable fields are mirrored into `nodes.derived_text` so FTS indexes th
 """
 from __future__ import annotations
 
+import datetime as dt
+import re
 from typing import Sequence
 
 import apsw
@@ -90,10 +92,75 @@ def delete_for_node(conn: apsw.Connection, node_id: int) -> None:
     conn.execute("DELETE FROM derived_history WHERE node_id=?", (node_id,))
 
 
+# a date anchor: "yesterday = Sunday 21 January 2024 (2024-01-21)", "next week = week of ... (2024-01-29
+# to 2024-02-04)", "last month = December 2023 (2023-12)": matched on the valid-time axis, never as
+# words (a question's "2024" or "January" matched every anchored turn, and a greeting outscored the
+# answer two to one)
+_DATE_ANCHOR = re.compile(r"^.* = .*\((\d{4}-\d{2}(?:-\d{2})?)(?: to (\d{4}-\d{2}-\d{2}))?\)[ \t]*$")
+
+
+def searchable_anchors(value: str) -> str:
+    """The anchor lines that are words to search (an acronym's expansion), not dates."""
+    return "\n".join(line for line in value.splitlines() if not _DATE_ANCHOR.match(line))
+
+
+def anchored_days(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[tuple[dt.date, dt.date]]]:
+    """For each node, the stretches of days its date anchors name (first, last), in one query."""
+    out: dict[int, list[tuple[dt.date, dt.date]]] = {}
+    ids = list(node_ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for node_id, value in conn.execute(
+                f"SELECT node_id, value FROM derived WHERE field = 'anchors' AND node_id IN ({marks})", chunk):
+            for line in value.splitlines():
+                found = _DATE_ANCHOR.match(line)
+                if found:
+                    span = _span(found.group(1), found.group(2))
+                    if span:
+                        out.setdefault(node_id, []).append(span)
+    return out
+
+
+def anchored_within(conn: apsw.Connection, where: str, params: Sequence, fit) -> list[int]:
+    """The nodes (alias n, filtered by `where`: the visibility predicate and a stretch of valid
+    time) whose date anchors fit a question's date fully (`fit(first, last)` is 1)."""
+    out = []
+    for node_id, value in conn.execute(
+            f"SELECT n.id, d.value FROM derived d JOIN nodes n ON n.id = d.node_id WHERE d.field = 'anchors' AND {where}",
+            list(params)):
+        for line in value.splitlines():
+            found = _DATE_ANCHOR.match(line)
+            span = _span(found.group(1), found.group(2)) if found else None
+            if span and fit(*span) >= 1.0:
+                out.append(node_id)
+                break
+    return out
+
+
+def _span(first: str, last: str | None) -> tuple[dt.date, dt.date] | None:
+    try:
+        if len(first) == 7:                                   # a month
+            year, month = int(first[:4]), int(first[5:])
+            begin = dt.date(year, month, 1)
+            end = (dt.date(year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)) if year < 9999 or month < 12 \
+                else dt.date(9999, 12, 31)
+            return begin, end
+        return dt.date.fromisoformat(first), dt.date.fromisoformat(last) if last else dt.date.fromisoformat(first)
+    except ValueError:
+        return None
+
+
+def unindex_date_anchors(conn: apsw.Connection) -> None:
+    """Migration: date anchors leave the searchable text of the nodes that have them."""
+    for (node_id,) in conn.execute("SELECT DISTINCT node_id FROM derived WHERE field = 'anchors'").fetchall():
+        _mirror(conn, node_id)
+
+
 def _mirror(conn: apsw.Connection, node_id: int) -> None:
     marks = ",".join("?" * len(SEARCHABLE))
-    text = " \n".join(v for (v,) in conn.execute(
-        f"SELECT value FROM derived WHERE node_id=? AND field IN ({marks}) ORDER BY field", (node_id, *SEARCHABLE)))
+    text = " \n".join(searchable_anchors(v) if field == "anchors" else v for field, v in conn.execute(
+        f"SELECT field, value FROM derived WHERE node_id=? AND field IN ({marks}) ORDER BY field", (node_id, *SEARCHABLE)))
     nodes.set_derived_text(conn, node_id, text)
 
 

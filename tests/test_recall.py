@@ -290,3 +290,22 @@ def test_the_migration_takes_date_anchors_out_of_an_older_stores_search(mem):
     with immediate(mem.conn):
         derived.unindex_date_anchors(mem.conn)
     assert node not in found("Tuesday") and node in found("climbing gym")
+
+
+def test_a_speakers_name_is_found_as_people_spell_it(mem):
+    """Issue 24: a question that spells a speaker's name with a letter more or less, or a short
+    form, abstained; a word the memories use is never respelled, and another scope's speakers
+    are not read into this one."""
+    pottery = _turns(mem, "conv", "s1", ["Caroline: I went to a pottery class yesterday and made a bowl.",
+                                         "Melanie: Wow! I painted a lake sunrise last week."])
+    _turns(mem, "other", "s9", ["Carolyn: I made a pottery vase."])
+    mem.embed_pending()
+    first = lambda q, scope="conv": [i["id"] for i in mem.recall(q, scopes=[scope], limit=3, record=False)["items"]][:1]
+    for spelled in ("Caroline", "Carolne", "Carolinne", "Caro"):
+        assert first(f"What did {spelled} make?") == [pottery[0]], spelled
+    assert first("What did Melannie paint?") == [pottery[1]]
+    from tidemind.search.names import respelled
+
+    assert respelled(mem.conn, "Was the Lake calm?", ["conv"]) == "Was the Lake calm?"     # a word they use
+    assert respelled(mem.conn, "What did Carline make?", ["conv"]) == "What did Caroline make?"
+    assert respelled(mem.conn, "What did Carline make?", ["other"]) == "What did Carline make?"

@@ -636,7 +636,7 @@ def cmd_eval(args):
     from .evaluate import evaluate, format_report
 
     _emit(args, evaluate(args.memories, args.queries, split=args.split, scopes=args.scope, via=args.via,
-                         links=args.links), format_report)
+                         links=args.links, variant=args.variant), format_report)
 
 
 def cmd_prepare(args):
@@ -812,6 +812,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--queries", help="questions with their evidence (without: only what the memories file measures,"
                                      " e.g. tagging)")
     s.add_argument("--split", help="only queries of this split (e.g. tune or test)")
+    s.add_argument("--variant", choices=["chat", "dates", "names"],
+                   help="retrieval: score a variant made from the set (chat: a message per sentence; dates:"
+                        " other date forms in questions; names: speakers' names respelled in questions)")
     s.add_argument("--scope", action="append", help="only the memories and queries of this scope (repeatable)")
     s.add_argument("--links", action="store_true",
                    help="run the offline linking passes first (recall then walks confirmed links) and report their quality")

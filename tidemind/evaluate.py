@@ -237,7 +237,8 @@ def evaluate_tagging(m: Memory, owner: dict[int, str], memories: list[dict]) -> 
 
 
 def evaluate(memories_path: str, queries_path: str | None, home: str | None = None, split: str | None = None,
-             scopes: Sequence[str] | None = None, via: str = "process", links: bool = False) -> dict:
+             scopes: Sequence[str] | None = None, via: str = "process", links: bool = False,
+             variant: str | None = None) -> dict:
     """`split` keeps only queries whose `split` field matches (tune on one half, report the other);
     `scopes` keeps only the memories and queries of those scopes; `via="mcp"` loads and asks
     through the real MCP server (see `evaluate_mcp`); `links` runs the offline linking passes
@@ -250,6 +251,11 @@ def evaluate(memories_path: str, queries_path: str | None, home: str | None = No
     if scopes:
         memories = [m for m in memories if m.get("scope") in scopes]
         queries = [q for q in queries if q.get("scope") in scopes]
+    shaped = None
+    if variant:
+        from .eval_variants import apply
+
+        memories, queries, shaped = apply(variant, memories, queries)
     if via == "mcp":
         return evaluate_mcp(memories, queries, split)
     if via != "process":
@@ -260,7 +266,7 @@ def evaluate(memories_path: str, queries_path: str | None, home: str | None = No
             capture: dict = {}
             owner = load(m, memories, capture)
             result: dict = {"memories": len(memories), "queries": len(queries), "split": split,
-                            "clarification": capture, "arms": {}}
+                            "clarification": capture, "arms": {}, **({"variant": shaped} if shaped else {})}
             if links:
                 result["linking"] = link_and_measure(m, owner, memories, queries)
             for arm, options in ARMS.items():
@@ -409,6 +415,9 @@ def format_report(r: dict) -> str:
     split = f" (split {r['split']})" if r.get("split") else ""
     cell = lambda v, w=7: f"{v:>{w}.3f}" if isinstance(v, (int, float)) else f"{'-':>{w}}"
     lines = [f"retrieval evaluation: {r['memories']} memories, {r['queries']} queries{split}"]
+    if r.get("variant"):
+        v = r["variant"]
+        lines.append(f"variant {v['variant']}: {v['changed']} {v['what']}")
     if r["arms"]:
         lines += ["", f"  {'arm':<8}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'R@20':>7}{'H@10':>7}{'MRR':>7}{'abst∅':>7}{'ans':>7}"
                       f"{'p50ms':>8}"]

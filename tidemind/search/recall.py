@@ -40,7 +40,7 @@ from ..errors import ProviderUnavailable
 from ..store import AsOf, derived, fts, links, nodes, review, tags as tag_store, vectors, visible
 from ..text import STOPWORDS, content_words, words
 from ..timeutil import from_iso
-from . import diverge, fusion, scoring, when
+from . import diverge, fusion, names, scoring, when
 from .lexical import Lexical
 
 FTS_CANDIDATES = 100
@@ -246,6 +246,8 @@ def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     arms cost max(fts, vector) instead of their sum. Both see committed data only, and every hit
     is re-checked against the predicate below, so differing snapshots cannot leak anything."""
     wanted = req.limit
+    # a speaker's name as the question spells it ("Caro", "Carolne"): read as the speaker
+    req = replace(req, query=names.respelled(conn, req.query, req.scopes))
     if req.choose is not None:       # room for the chosen group once the others leave
         req = replace(req, limit=req.limit * 2)
     g = gather(conn, embedder, req, side)

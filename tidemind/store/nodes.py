@@ -563,3 +563,11 @@ def groups(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
             out[node_id] = f"session:{session}" if session else f"capture:{capture}"
     return out
 
+
+
+def speaker_labels(conn: apsw.Connection, scope: str) -> list[str]:
+    """The distinct "Name:" openings of the scope's live memories (candidates: the caller checks
+    them as speaker labels). One pass over the scope."""
+    return [label for (label,) in conn.execute(
+        "SELECT DISTINCT substr(content, 1, instr(content, ': ') - 1) FROM nodes"
+        " WHERE scope = ? AND status = 'live' AND instr(content, ': ') BETWEEN 2 AND 64", (scope,))]

@@ -1,0 +1,123 @@
+"""Variants of an evaluation set, made at run time from the set itself: the same conversations
+and questions in another shape, to stress what was tuned on the original (issue 24).
+
+- `chat`: each turn becomes one message per sentence, a minute apart ("many short messages a
+  day", the shape recall lost on), every message keeping its turn's id, so a question's evidence
+  is found when any message of the turn is;
+- `dates`: a date a question names is written in another common form (07.05.2023, 05/07/2023,
+  2023-05-07, "May 7th", "the 7th of May"), one form a question, in turn;
+- `names`: a speaker's name in a question is written as people write it: a short form, or one
+  letter dropped or doubled, one spelling a question, in turn.
+
+Nothing here is tuned on held-back data, and nothing of the set is copied: the variant is built
+from the files each run and scored by the same evaluation.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from typing import Callable
+
+from .errors import InvalidInput
+from .metabolism.extract import sentences
+from .search import when
+from .search.scoring import speaker
+
+MONTHS = [m.capitalize() for m in when.MONTHS]
+
+
+def _pick(key: str, n: int) -> int:
+    """A stable choice among n for this key (the same question gets the same form every run)."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % n
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+DATE_FORMS: list[Callable[[dt.date], str]] = [
+    lambda d: f"{d.day:02d}.{d.month:02d}.{d.year}",
+    lambda d: f"{d.month:02d}/{d.day:02d}/{d.year}",
+    lambda d: d.isoformat(),
+    lambda d: f"{MONTHS[d.month - 1]} {_ordinal(d.day)}",
+    lambda d: f"the {_ordinal(d.day)} of {MONTHS[d.month - 1]}",
+]
+
+
+def dates(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[dict], int]:
+    out, changed = [], 0
+    for q in queries:
+        found = when.window(q["query"])
+        if found is not None and found.kind == "day" and found.said and found.side == "on":
+            form = DATE_FORMS[_pick(str(q.get("id")), len(DATE_FORMS))]
+            q = {**q, "query": q["query"].replace(found.said, form(found.day), 1)}
+            changed += 1
+        out.append(q)
+    return memories, out, changed
+
+
+def _respell(name: str, key: str) -> str:
+    choice = _pick(key, 3)
+    if choice == 0 and len(name) >= 6:
+        return name[:4]                                     # a short form: "Caroline" -> "Caro"
+    middle = 1 + _pick(key + "/at", max(len(name) - 2, 1))
+    if choice == 1 or len(name) < 4:
+        return name[:middle] + name[middle] + name[middle:]   # a letter doubled: "Melannie"
+    return name[:middle] + name[middle + 1:]                  # a letter dropped: "Carolne"
+
+
+def names(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[dict], int]:
+    speakers: dict[str, set[str]] = {}
+    for mem in memories:
+        who = speaker(mem.get("text") or "")
+        if who:
+            speakers.setdefault(mem.get("scope") or "", set()).add(who)
+    out, changed = [], 0
+    for q in queries:
+        text = q["query"]
+        for who in sorted(speakers.get(q.get("scope") or "", ()), key=len, reverse=True):
+            if re.search(rf"\b{re.escape(who)}\b", text):
+                text = re.sub(rf"\b{re.escape(who)}\b", _respell(who, f"{q.get('id')}/{who}"), text)
+        if text != q["query"]:
+            changed += 1
+        out.append({**q, "query": text})
+    return memories, out, changed
+
+
+def chat(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[dict], int]:
+    out, changed = [], 0
+    turn_in_session: dict[object, int] = {}
+    for mem in memories:
+        index = turn_in_session[mem.get("session")] = turn_in_session.get(mem.get("session"), -1) + 1
+        text = mem.get("text") or ""
+        who = speaker(text)
+        said = text[len(who) + 1:].strip() if who else text
+        parts = sentences(said) or [said]
+        start = _parse(mem.get("valid_at"))
+        if len(parts) > 1:
+            changed += 1
+        for n, part in enumerate(parts):
+            message = {**mem, "text": f"{who}: {part}" if who else part}
+            if start is not None:        # turns a few minutes apart, their messages a minute apart
+                message["valid_at"] = (start + dt.timedelta(minutes=3 * index + n)).isoformat()
+            out.append(message)
+    return out, queries, changed
+
+
+def _parse(value) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
+
+
+VARIANTS: dict[str, Callable] = {"chat": chat, "dates": dates, "names": names}
+
+
+def apply(name: str, memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[dict], dict]:
+    if name not in VARIANTS:
+        raise InvalidInput(f"no variant {name!r}; the variants are {', '.join(sorted(VARIANTS))}")
+    memories, queries, changed = VARIANTS[name](memories, queries)
+    unit = "turns split into messages" if name == "chat" else "questions rewritten"
+    return memories, queries, {"variant": name, "changed": changed, "what": unit}

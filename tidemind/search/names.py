@@ -1,0 +1,71 @@
+"""Names as people write them in a question: "Caro" or "Carolne" for Caroline, "Jon" in a
+conversation between Jon and Gina where the question says "John".
+
+A question's capitalised word that no memory of the scopes holds, and that is one edit away from
+a speaker of those scopes or the start of one (three letters or more), is read as that speaker.
+Speakers are the "Name:" labels the scope's memories open with, read once per scope and read
+again when the scope has grown (the label list is cached against the scope's document count).
+On conversations-dev with the names respelled (a short form, a letter dropped or doubled), 13%
+of answerable questions abstained before this.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import apsw
+
+from ..store import fts, nodes
+from .scoring import speaker
+
+_CACHE: dict[tuple[int, str], tuple[int, frozenset[str]]] = {}
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+MIN_PREFIX = 3
+
+
+def speakers(conn: apsw.Connection, scopes: Sequence[str]) -> set[str]:
+    out: set[str] = set()
+    for scope in scopes:
+        documents, _ = fts.scope_sizes(conn, [scope])
+        key = (id(conn), scope)
+        cached = _CACHE.get(key)
+        if cached is None or cached[0] != documents:
+            labels = frozenset(label for label in nodes.speaker_labels(conn, scope)
+                               if speaker(f"{label}: x") == label)
+            _CACHE[key] = cached = (documents, labels)
+        out |= cached[1]
+    return out
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """a and b differ by one letter dropped, added, changed or two swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+def respelled(conn: apsw.Connection, query: str, scopes: Sequence[str]) -> str:
+    """The query with each unknown capitalised word that can only be one speaker written as that
+    speaker's name."""
+    candidates = [w for w in dict.fromkeys(_CAPITALISED.findall(query))]
+    if not candidates or not scopes:
+        return query
+    people = speakers(conn, scopes)
+    parts = {p for name in people for p in name.split() if len(p) >= MIN_PREFIX}
+    unknown = [w for w in candidates if w not in parts]
+    if not unknown or not parts:
+        return query
+    df, _ = fts.document_frequencies(conn, [w.lower() for w in unknown], scopes)
+    for word in unknown:
+        if df.get(word.lower(), 0):
+            continue                     # a word the memories use: not a misspelt name
+        low = word.lower()
+        matches = {p for p in parts if _one_edit(low, p.lower()) or (len(low) >= MIN_PREFIX and p.lower().startswith(low))}
+        if len(matches) == 1:
+            query = re.sub(rf"\b{re.escape(word)}\b", matches.pop(), query)
+    return query

@@ -309,3 +309,20 @@ def test_a_speakers_name_is_found_as_people_spell_it(mem):
     assert respelled(mem.conn, "Was the Lake calm?", ["conv"]) == "Was the Lake calm?"     # a word they use
     assert respelled(mem.conn, "What did Carline make?", ["conv"]) == "What did Caroline make?"
     assert respelled(mem.conn, "What did Carline make?", ["other"]) == "What did Carline make?"
+
+
+def test_naming_a_person_lifts_what_they_said_not_their_greetings(mem):
+    """Issue 24: the speaker feature lifted every turn of the person a question names, so in long
+    sessions of short messages their greetings filled the top of the list."""
+    from tidemind.search.scoring import _speaker_feature
+
+    assert _speaker_feature("Anna: hi!! how are you doing today?", {"anna"}) == 0.0
+    assert _speaker_feature("Anna: thanks, see you soon!", {"anna"}) == 0.0
+    assert _speaker_feature("Anna: I repaired the boiler with a new thermostat.", {"anna"}) == 1.0
+    assert _speaker_feature("Ben: I repaired the boiler with a new thermostat.", {"anna"}) == 0.0
+    chatter = _turns(mem, "chat", "s1", [f"Anna: hi again, how are you? {'ok ' * n}" for n in range(8)])
+    told = _turns(mem, "chat", "s2", ["Ben: hey", "Anna: the garden shed roof got new shingles"])[1]
+    mem.embed_pending()
+    items = [i["id"] for i in mem.recall("What did Anna fix on the garden shed?", scopes=["chat"], limit=5,
+                                         record=False)["items"]]
+    assert items[0] == told and not set(items[:1]) & set(chatter)

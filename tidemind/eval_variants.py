@@ -22,7 +22,7 @@ from typing import Callable
 from .errors import InvalidInput
 from .metabolism.extract import sentences
 from .search import when
-from .search.scoring import speaker
+from .text import speaker
 
 MONTHS = [m.capitalize() for m in when.MONTHS]
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .search.scoring import speaker  # noqa: F401  (one reading of a speaker label; callers use it from here)
-from .text import content_words
+from .text import content_words, speaker  # noqa: F401  (speaker: callers read it from here too)
 
 MIN_SPECIFIC = 2
 MIN_SHARE = 0.3

@@ -62,3 +62,13 @@ def has_phrase(text: str, phrase: str, ignore_case: bool = False) -> bool:
     """`phrase` in `text` as whole words ("Sun" is not in "Sunday", "Lee" is in "Maya Lee")."""
     return bool(phrase) and re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text,
                                       re.IGNORECASE if ignore_case else 0) is not None
+
+
+# "Caroline: ..." / "Dr. Alex Rivera: ...": a turn that says who said it (one to three capitalised words)
+_SPEAKER = re.compile(r"([A-Z][\w'’.\-]{0,30}(?: [A-Z][\w'’.\-]{0,30}){0,2}):\s")
+
+
+def speaker(content: str) -> str | None:
+    """Who said a turn written "Name: words", the one reading of a speaker label."""
+    found = _SPEAKER.match(content)
+    return found.group(1) if found else None

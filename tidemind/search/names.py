@@ -16,7 +16,7 @@ from typing import Sequence
 import apsw
 
 from ..store import fts, nodes
-from .scoring import speaker
+from ..text import speaker
 
 _CACHE: dict[tuple[int, str], tuple[int, frozenset[str]]] = {}
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")

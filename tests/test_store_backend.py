@@ -86,3 +86,22 @@ def test_a_store_setting_must_be_text(home):
     (home / "config.json").write_text(json.dumps({"store": 5}))
     with pytest.raises(InvalidInput, match="setting store must be text"):
         load_settings(home)
+
+
+def test_inserted_ids_and_changed_rows_come_from_sql_both_backends_speak(mem):
+    """`RETURNING id` and a changed-row count instead of SQLite's last_insert_rowid(): the
+    statement is finished when `inserted` returns (the transaction commits), and the id is the
+    row's own even when a trigger inserted other rows first (the FTS index of nodes)."""
+    from tidemind.store import immediate
+    from tidemind.store.connection import changed, inserted
+
+    with immediate(mem.conn):
+        first = inserted(mem.conn, "INSERT INTO tags(name) VALUES(?)", ("alpha",))
+        second = inserted(mem.conn, "INSERT INTO tags(name) VALUES(?)", ("beta",))
+        assert changed(mem.conn, "UPDATE tags SET name = upper(name) WHERE id IN (?, ?)", (first, second)) == 2
+        assert changed(mem.conn, "DELETE FROM tags WHERE name = ?", ("nothing",)) == 0
+    assert second == first + 1
+    assert dict(mem.conn.execute("SELECT id, name FROM tags WHERE id IN (?, ?)", (first, second))) == \
+        {first: "ALPHA", second: "BETA"}
+    node = mem.digest("The staging database listens on port 5433.")["node_ids"][0]
+    assert mem.show(node)["content"] == "The staging database listens on port 5433."

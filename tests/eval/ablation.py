@@ -2,8 +2,9 @@
 
     python tests/eval/ablation.py [--data DIR]
 
-Loads the real development conversations (../shared/eval/conversations-dev) and the synthetic
-set (make_devset.py) through the normal digest path, then runs the shipped hybrid recall under
+Loads the real development conversations (../shared/eval/conversations-dev), the held-out ones
+again chat-shaped (eval_variants: a message per sentence), and the synthetic set (make_devset.py)
+through the normal digest path, then runs the shipped hybrid recall under
 each configuration below (module constants and weights set for the run and restored after) on
 the HELD-OUT conversations (fit_recall.HELD_OUT) and the synthetic set's "test" half, and prints
 a Markdown table: recall@10 and MRR on both, abstention on the synthetic set's never-stored
@@ -20,6 +21,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from tidemind.eval_variants import apply
 from tidemind.evaluate import _jsonl, load, run_arm
 from tidemind.memory import Memory
 
@@ -74,22 +76,29 @@ def main() -> None:
     args = ap.parse_args()
     memories, queries = _jsonl(f"{args.data}/memories.jsonl"), _jsonl(f"{args.data}/queries.jsonl")
     held = [q for q in queries if q["scope"] in HELD_OUT]
+    # the same held-out conversations chat-shaped (a message per sentence): a feature must earn
+    # its weight on both turn shapes (issue 24)
+    chat_memories, _, _ = apply("chat", [m for m in memories if m["scope"] in HELD_OUT], held)
     synthetic_memories, synthetic_queries = synthetic_set()
     synthetic_test = [q for q in synthetic_queries if q["split"] == "test"]
     with Memory.open(tempfile.mkdtemp(prefix="tidemind-ablation-")) as real, \
+            Memory.open(tempfile.mkdtemp(prefix="tidemind-ablation-")) as chat, \
             Memory.open(tempfile.mkdtemp(prefix="tidemind-ablation-")) as synthetic:
-        real_owner, synthetic_owner = load(real, memories), load(synthetic, synthetic_memories)
-        print(f"held-out conversations {', '.join(HELD_OUT)}: {len(held)} questions; synthetic test half:"
-              f" {len(synthetic_test)} questions\n")
-        print("| configuration | conversations R@10 | MRR | synthetic R@10 | MRR | abstains (never stored)"
-              " | answers (stored) |\n|---|---|---|---|---|---|---|")
+        real_owner, chat_owner = load(real, memories), load(chat, chat_memories)
+        synthetic_owner = load(synthetic, synthetic_memories)
+        print(f"held-out conversations {', '.join(HELD_OUT)}: {len(held)} questions, as turns and chat-shaped;"
+              f" synthetic test half: {len(synthetic_test)} questions\n")
+        print("| configuration | conversations R@10 | MRR | chat-shaped R@10 | MRR | synthetic R@10 | MRR"
+              " | abstains (never stored) | answers (stored) |\n|---|---|---|---|---|---|---|---|---|")
         rows = [(name, changes, {"use_vectors": True, "use_lexical": True, **options})
                 for name, changes, options in CONFIGS] + [("plain FTS5 BM25", {}, None)]
         for name, changes, options in rows:
             with configured(changes):
                 c = run_arm(real, real_owner, held, options)["overall"]
+                t = run_arm(chat, chat_owner, held, options)["overall"]
                 s = run_arm(synthetic, synthetic_owner, synthetic_test, options)["overall"]
-            print(f"| {name} | {c['recall@10']:.3f} | {c['mrr']:.3f} | {s['recall@10']:.3f} | {s['mrr']:.3f}"
+            print(f"| {name} | {c['recall@10']:.3f} | {c['mrr']:.3f} | {t['recall@10']:.3f} | {t['mrr']:.3f}"
+                  f" | {s['recall@10']:.3f} | {s['mrr']:.3f}"
                   f" | {s['abstain_when_nothing_stored']:.2f} | {s['answer_when_stored']:.2f} |", flush=True)
 
 

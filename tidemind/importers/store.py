@@ -10,7 +10,7 @@ from .. import secrets
 from ..text import content_words, fold
 
 from ..store import nodes
-from ..store.connection import rows
+from ..store.connection import inserted, rows
 from ..store.migrations import register
 from ..store.visibility import visible
 from . import context
@@ -242,8 +242,8 @@ class KeptOut:
 
 
 def new_batch(conn, source: str, root: str, scope: str, at: str) -> int:
-    conn.execute("INSERT INTO import_batches(source, root, scope, started_at) VALUES(?,?,?,?)", (source, root, scope, at))
-    return conn.last_insert_rowid()
+    return inserted(conn, "INSERT INTO import_batches(source, root, scope, started_at) VALUES(?,?,?,?)",
+                    (source, root, scope, at))
 
 
 def finish_batch(conn, batch_id: int, at: str, counts: dict) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import apsw
 
 from .. import secrets
-from .connection import rows
+from .connection import inserted, rows
 
 DDL = """
 CREATE TABLE captures(
@@ -27,11 +27,11 @@ def insert(conn: apsw.Connection, *, content: str, content_hash: str, scope: str
     secrets.require_masked(content, "the captures table")      # the stream file is written from it too
     # the host names these; an id is no place for a key, but nothing stops one being put there
     source_tool, session = secrets.mask_optional(source_tool), secrets.mask_optional(session)
-    conn.execute(
+    return inserted(
+        conn,
         "INSERT INTO captures(content, content_hash, scope, source_tool, session, recorded_at, stream_file, stream_key)"
         " VALUES(?,?,?,?,?,?,?,?)",
         (content, content_hash, scope, source_tool, session, recorded_at, stream_file, stream_key))
-    return conn.last_insert_rowid()
 
 
 def get(conn: apsw.Connection, capture_id: int) -> dict | None:

@@ -17,7 +17,7 @@ import apsw
 
 from .. import secrets
 from . import fts
-from .connection import rows, scalar
+from .connection import inserted, rows, scalar
 from ..text import has_phrase
 from .visibility import visible
 
@@ -94,10 +94,9 @@ def ask(conn: apsw.Connection, *, node_id: int, scope: str, kind: str, term: str
         options: Sequence[str], at: str, hold_until: str) -> int:
     # made from the unit's (masked) words, and from other units' words for the options
     (term, question, options), _ = secrets.mask_tree([term, question, list(options)])
-    conn.execute("INSERT INTO questions(node_id, scope, kind, term, question, options, asked_at, hold_until)"
-                 " VALUES(?,?,?,?,?,?,?,?)", (node_id, scope, kind, term, question, json.dumps(list(options)), at,
-                                              hold_until))
-    question_id = conn.last_insert_rowid()
+    question_id = inserted(conn, "INSERT INTO questions(node_id, scope, kind, term, question, options, asked_at,"
+                                 " hold_until) VALUES(?,?,?,?,?,?,?,?)",
+                           (node_id, scope, kind, term, question, json.dumps(list(options)), at, hold_until))
     conn.execute("UPDATE nodes SET held_until = ? WHERE id = ?", (hold_until, node_id))
     return question_id
 
@@ -170,9 +169,8 @@ def close_for_node(conn: apsw.Connection, node_id: int, at: str) -> list[int]:
 def append(conn: apsw.Connection, *, node_id: int, question_id: int | None, term: str, answer: str, actor: str,
            at: str) -> int:
     (term, answer), _ = secrets.mask_tree([term, answer])       # a person's answer, in their words
-    conn.execute("INSERT INTO clarified(node_id, question_id, term, answer, actor, at) VALUES(?,?,?,?,?,?)",
-                 (node_id, question_id, term, answer, actor, at))
-    clarified_id = conn.last_insert_rowid()
+    clarified_id = inserted(conn, "INSERT INTO clarified(node_id, question_id, term, answer, actor, at) VALUES(?,?,?,?,?,?)",
+                            (node_id, question_id, term, answer, actor, at))
     conn.execute("UPDATE nodes SET clarified_text = ? WHERE id = ?", (_mirror_text(conn, node_id), node_id))
     return clarified_id
 

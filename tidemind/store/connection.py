@@ -231,6 +231,21 @@ def _rollback(conn: apsw.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
+def inserted(conn: apsw.Connection, sql: str, params=()) -> int:
+    """Run one INSERT and return the new row's id. `RETURNING id` is SQL both SQLite (3.35+) and
+    PostgreSQL speak, where `last_insert_rowid()` is SQLite's alone (the store seam, issue 27).
+    The rows are read to the end, so the statement is finished when this returns."""
+    found = conn.execute(f"{sql} RETURNING id", params).fetchall()
+    return found[0][0]
+
+
+def changed(conn: apsw.Connection, sql: str, params=()) -> int:
+    """Run one INSERT, UPDATE or DELETE and return how many rows it changed (psycopg's rowcount,
+    apsw's changes())."""
+    conn.execute(sql, params)
+    return conn.changes()
+
+
 def rows(conn: apsw.Connection, sql: str, params=()) -> list[dict]:
     """Run a query and return rows as dicts (column name -> value)."""
     cur = conn.execute(sql, params)

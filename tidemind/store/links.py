@@ -10,7 +10,7 @@ from typing import Sequence
 import apsw
 
 from .. import secrets
-from .connection import rows
+from .connection import changed, inserted, rows
 from .visibility import AsOf, visible
 
 DDL = """
@@ -38,9 +38,8 @@ def add(conn: apsw.Connection, source_id: int, target_id: int, *, relation: str 
     if exists(conn, source_id, target_id):
         return None
     reason = secrets.mask_optional(reason)       # a reason may be a model's words
-    conn.execute("INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by, created_at)"
-                 " VALUES(?,?,?,?,?,?,?,?)", (source_id, target_id, relation, status, strength, reason, proposed_by, at))
-    return conn.last_insert_rowid()
+    return inserted(conn, "INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by, created_at)"
+                          " VALUES(?,?,?,?,?,?,?,?)", (source_id, target_id, relation, status, strength, reason, proposed_by, at))
 
 
 def propose(conn: apsw.Connection, source_id: int, target_id: int, *, strength: float, proposed_by: str, at: str,
@@ -52,10 +51,9 @@ def propose(conn: apsw.Connection, source_id: int, target_id: int, *, strength: 
                          " OR (source_id=? AND target_id=?) ORDER BY id LIMIT 1",
                          (source_id, target_id, target_id, source_id)).fetchone()
     if found is None:
-        conn.execute("INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by, created_at)"
-                     " VALUES(?,?,?,'pending',?,?,?,?)",
-                     (source_id, target_id, relation, strength, secrets.mask_optional(reason), proposed_by, at))
-        return conn.last_insert_rowid()
+        return inserted(conn, "INSERT INTO links(source_id, target_id, relation, status, strength, reason, proposed_by, created_at)"
+                              " VALUES(?,?,?,'pending',?,?,?,?)",
+                              (source_id, target_id, relation, strength, secrets.mask_optional(reason), proposed_by, at))
     return found[0] if _revive(conn, found, strength, reason, proposed_by, at, rejected_before) else None
 
 
@@ -155,9 +153,8 @@ def judge(conn: apsw.Connection, link_id: int, status: str, at: str, reason: str
     """A judge's verdict lands only on a link that is still pending: a person's decision made
     meanwhile always wins. Returns whether it landed."""
     reason = secrets.mask_optional(reason)       # a model judge's words
-    conn.execute("UPDATE links SET status=?, decided_at=?, reason=? WHERE id=? AND status='pending'",
-                 (status, at, reason, link_id))
-    return conn.changes() == 1
+    return changed(conn, "UPDATE links SET status=?, decided_at=?, reason=? WHERE id=? AND status='pending'",
+                         (status, at, reason, link_id)) == 1
 
 
 def set_status(conn: apsw.Connection, link_id: int, status: str, at: str, reason: str | None = None) -> None:
@@ -246,9 +243,8 @@ def pending(conn: apsw.Connection, limit: int, scopes: Sequence[str] | None = No
 
 def expire_pending(conn: apsw.Connection, created_before: str, at: str) -> int:
     """Unjudged proposals age out to `expired`: a row kept, never deleted, never re-proposed."""
-    conn.execute("UPDATE links SET status = 'expired', decided_at = ?, reason = 'not judged in time'"
-                 " WHERE status = 'pending' AND created_at < ?", (at, created_before))
-    return conn.changes()
+    return changed(conn, "UPDATE links SET status = 'expired', decided_at = ?, reason = 'not judged in time'"
+                         " WHERE status = 'pending' AND created_at < ?", (at, created_before))
 
 
 def get(conn: apsw.Connection, link_id: int) -> dict | None:
@@ -294,8 +290,7 @@ def touching(conn: apsw.Connection, node_ids: Sequence[int], statuses: Sequence[
 
 
 def delete_if(conn: apsw.Connection, link_id: int, status: str) -> bool:
-    conn.execute("DELETE FROM links WHERE id = ? AND status = ?", (link_id, status))
-    return conn.changes() == 1
+    return changed(conn, "DELETE FROM links WHERE id = ? AND status = ?", (link_id, status)) == 1
 
 
 def open_by(conn: apsw.Connection, node_id: int, proposed_by: str) -> int:

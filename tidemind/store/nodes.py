@@ -11,7 +11,7 @@ import apsw
 
 from .. import secrets
 from . import fts
-from .connection import rows, scalar
+from .connection import changed, inserted, rows, scalar
 from .visibility import AsOf, unheld, visible
 
 DDL = """
@@ -72,12 +72,12 @@ def insert(conn: apsw.Connection, *, capture_id: int | None, unit_index: int, co
     secrets.require_masked(context_text, "the nodes table")     # (the importer masks a unit's context)
     source_tool, session = secrets.mask_optional(source_tool), secrets.mask_optional(session)   # as captures
     start, end = span if span is not None else (0, len(content))
-    conn.execute(
+    node_id = inserted(
+        conn,
         "INSERT INTO nodes(capture_id, unit_index, capture_start, capture_end, content, content_hash, norm_hash, scope,"
         " kind, source_tool, session, recorded_at, valid_from, context_text) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (capture_id, unit_index, start, end, content, content_hash, norm_hash, scope, kind, source_tool, session,
          recorded_at, valid_from, context_text))
-    node_id = conn.last_insert_rowid()
     fts.count_document(conn, scope, content, +1)
     if lineage_of is None:
         lineage, version = node_id, 1
@@ -324,8 +324,7 @@ def recent(conn: apsw.Connection, scopes: Sequence[str], limit: int, columns: Se
 
 def decay_heat(conn: apsw.Connection, factor: float) -> int:
     """Heat is a ranking prior, not content: cooling changes no authored text."""
-    conn.execute("UPDATE nodes SET heat = heat * ? WHERE status = 'live' AND heat > 0.0001", (factor,))
-    return conn.changes()
+    return changed(conn, "UPDATE nodes SET heat = heat * ? WHERE status = 'live' AND heat > 0.0001", (factor,))
 
 
 def restore(conn: apsw.Connection, node_id: int) -> None:

@@ -7,7 +7,7 @@ from typing import Sequence
 import apsw
 
 from .. import secrets
-from .connection import rows
+from .connection import inserted, rows
 
 DDL = """
 CREATE TABLE review_items(
@@ -33,10 +33,9 @@ def file(conn: apsw.Connection, kind: str, *, node_id: int | None, other_node_id
     """File an item. Payloads quote text from outside the store's masked layers (a transcript the
     stop hook read, a model's answer): every string in it is masked here, whoever the caller."""
     payload, _ = secrets.mask_tree(payload)
-    conn.execute("INSERT INTO review_items(kind, scope, digest, node_id, other_node_id, payload, created_at)"
-                 " VALUES(?,?,?,?,?,?,?)",
-                 (kind, scope, digest, node_id, other_node_id, json.dumps(payload, sort_keys=True), at))
-    return conn.last_insert_rowid()
+    return inserted(conn, "INSERT INTO review_items(kind, scope, digest, node_id, other_node_id, payload, created_at)"
+                          " VALUES(?,?,?,?,?,?,?)",
+                          (kind, scope, digest, node_id, other_node_id, json.dumps(payload, sort_keys=True), at))
 
 
 def set_payload_key(conn: apsw.Connection, item_id: int, key: str, value) -> None:

@@ -21,7 +21,7 @@ import apsw
 from .. import secrets
 from ..text import sha256
 from . import nodes
-from .connection import rows
+from .connection import changed, inserted, rows
 from .visibility import visible
 
 DDL = """
@@ -99,11 +99,10 @@ def put(conn: apsw.Connection, *, subject: str, kind: str, scope: str, members: 
                      " withdrawn_at=NULL, withdrawn_why=NULL, replaced_by=NULL, text=?, title=? WHERE id=?",
                      (text, title, new_id))
     else:
-        conn.execute("INSERT INTO syntheses(kind, scope, period, members, history, subject, title, text, generator,"
-                     " created_at, digest) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                     (kind, scope, period, json.dumps(sorted(members)), json.dumps(sorted(history)), subject, title,
-                      text, generator, at, digest))
-        new_id = conn.last_insert_rowid()
+        new_id = inserted(conn, "INSERT INTO syntheses(kind, scope, period, members, history, subject, title, text,"
+                                " generator, created_at, digest) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                          (kind, scope, period, json.dumps(sorted(members)), json.dumps(sorted(history)), subject,
+                           title, text, generator, at, digest))
     replaced = None
     if now_current is not None:
         withdraw(conn, now_current["id"], "recomputed", at, replaced_by=new_id)
@@ -136,13 +135,12 @@ def withdraw_for_member(conn: apsw.Connection, node_id: int, why: str, at: str) 
 def withdraw_citing(conn: apsw.Connection, node_id: int, at: str | None = None) -> int:
     """Forget: a synthesis that cites the node (as a member or as a replaced version) may quote
     it; its text and title go, its row stays."""
-    conn.execute("UPDATE syntheses SET status_before=CASE WHEN status='withdrawn' THEN status_before ELSE status END,"
-                 f" status='withdrawn', text='{FORGOTTEN_TEXT}', title='', withdrawn_why='forgotten',"
-                 " withdrawn_at=coalesce(?, withdrawn_at)"
-                 " WHERE (instr(syntheses.members, ?) AND EXISTS (SELECT 1 FROM json_each(syntheses.members) WHERE value = ?))"
-                 " OR (instr(syntheses.history, ?) AND EXISTS (SELECT 1 FROM json_each(syntheses.history) WHERE value = ?))",
-                 (at, str(node_id), node_id, str(node_id), node_id))
-    return conn.changes()
+    return changed(conn, "UPDATE syntheses SET status_before=CASE WHEN status='withdrawn' THEN status_before ELSE status END,"
+                         f" status='withdrawn', text='{FORGOTTEN_TEXT}', title='', withdrawn_why='forgotten',"
+                         " withdrawn_at=coalesce(?, withdrawn_at)"
+                         " WHERE (instr(syntheses.members, ?) AND EXISTS (SELECT 1 FROM json_each(syntheses.members) WHERE value = ?))"
+                         " OR (instr(syntheses.history, ?) AND EXISTS (SELECT 1 FROM json_each(syntheses.history) WHERE value = ?))",
+                         (at, str(node_id), node_id, str(node_id), node_id))
 
 
 def erase(conn: apsw.Connection, *, synthesis_id: int | None = None, subject: str | None = None,
@@ -150,10 +148,9 @@ def erase(conn: apsw.Connection, *, synthesis_id: int | None = None, subject: st
     """Forget: what a synthesis was made from was erased (a review item a lesson was built on,
     the item that asked about it): every row of it, current or withdrawn, loses its text and
     title and stops being served. Returns how many rows."""
-    conn.execute("UPDATE syntheses SET status_before=CASE WHEN status='withdrawn' THEN status_before ELSE status END,"
-                 f" status='withdrawn', text='{FORGOTTEN_TEXT}', title='', withdrawn_why='forgotten',"
-                 " withdrawn_at=coalesce(?, withdrawn_at) WHERE id=? OR subject=?", (at, synthesis_id, subject))
-    return conn.changes()
+    return changed(conn, "UPDATE syntheses SET status_before=CASE WHEN status='withdrawn' THEN status_before ELSE status END,"
+                         f" status='withdrawn', text='{FORGOTTEN_TEXT}', title='', withdrawn_why='forgotten',"
+                         " withdrawn_at=coalesce(?, withdrawn_at) WHERE id=? OR subject=?", (at, synthesis_id, subject))
 
 
 def failure_lesson_digest(scope: str, said: str) -> str:

@@ -9,7 +9,7 @@ import json
 
 import apsw
 
-from .connection import immediate, rows
+from .connection import changed, immediate, rows
 
 DDL = """
 CREATE TABLE task_runs(
@@ -29,10 +29,9 @@ CREATE TABLE task_runs(
 def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str) -> bool:
     with immediate(conn):
         conn.execute("INSERT OR IGNORE INTO task_runs(task) VALUES(?)", (task,))
-        conn.execute("UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=?"
-                     " AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < ? OR lease_owner = ?)",
-                     (owner, until, now, task, now, owner))
-        return conn.changes() == 1
+        return changed(conn, "UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=?"
+                             " AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < ? OR lease_owner = ?)",
+                             (owner, until, now, task, now, owner)) == 1
 
 
 def latest_finish(conn: apsw.Connection) -> str | None:
@@ -48,16 +47,14 @@ def holder(conn: apsw.Connection, task: str) -> str | None:
 def take_over(conn: apsw.Connection, task: str, dead_owner: str, owner: str, now: str, until: str) -> bool:
     """Take a lease from a holder known to be dead; only if that holder still has it."""
     with immediate(conn):
-        conn.execute("UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=? AND lease_owner=?",
-                     (owner, until, now, task, dead_owner))
-        return conn.changes() == 1
+        return changed(conn, "UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=? AND lease_owner=?",
+                             (owner, until, now, task, dead_owner)) == 1
 
 
 def renew(conn: apsw.Connection, task: str, owner: str, until: str) -> bool:
     """Extend a lease we still hold; False when it was lost (expired and taken by another process)."""
     with immediate(conn):
-        conn.execute("UPDATE task_runs SET lease_until=? WHERE task=? AND lease_owner=?", (until, task, owner))
-        return conn.changes() == 1
+        return changed(conn, "UPDATE task_runs SET lease_until=? WHERE task=? AND lease_owner=?", (until, task, owner)) == 1
 
 
 def release(conn: apsw.Connection, task: str, owner: str, now: str, status: str, counts: dict,

@@ -16,7 +16,7 @@ import apsw
 if TYPE_CHECKING:
     import numpy as np
 
-from .connection import scalar
+from .connection import changed, inserted, scalar
 
 DDL = """
 CREATE TABLE node_vectors(
@@ -97,8 +97,7 @@ def ensure_index(conn: apsw.Connection, embedder: str, dim: int) -> str:
     if found:   # same embedder name, new width (model swapped): the index layer is rebuilt
         conn.execute(f"DROP TABLE IF EXISTS {found[0]}")
         conn.execute("DELETE FROM vector_indexes WHERE embedder=?", (embedder,))
-    conn.execute("INSERT INTO vector_indexes(embedder, dim) VALUES(?, ?)", (embedder, dim))
-    name = f"vec_bits_{conn.last_insert_rowid()}"
+    name = f"vec_bits_{inserted(conn, 'INSERT INTO vector_indexes(embedder, dim) VALUES(?, ?)', (embedder, dim))}"
     conn.execute(f"CREATE VIRTUAL TABLE {name} USING vec0("
                  f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedding bit[{HASH_BITS}])")
     return name
@@ -135,10 +134,9 @@ def queue_length(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> 
 
 def enqueue_stale(conn: apsw.Connection, embedder: str, at: str) -> int:
     """Queue live nodes with no vector of this embedder (none at all, or another embedder's)."""
-    conn.execute("INSERT OR IGNORE INTO embed_queue(node_id, enqueued_at) SELECT n.id, ? FROM nodes n"
-                 " WHERE n.status='live' AND NOT EXISTS (SELECT 1 FROM node_vectors v WHERE v.node_id = n.id"
-                 " AND v.embedder = ?)", (at, embedder))
-    return conn.changes()
+    return changed(conn, "INSERT OR IGNORE INTO embed_queue(node_id, enqueued_at) SELECT n.id, ? FROM nodes n"
+                         " WHERE n.status='live' AND NOT EXISTS (SELECT 1 FROM node_vectors v WHERE v.node_id = n.id"
+                         " AND v.embedder = ?)", (at, embedder))
 
 
 def coverage(conn: apsw.Connection, scopes: Sequence[str] | None = None) -> dict[str, int]:

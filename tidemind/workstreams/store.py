@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import secrets
 from ..store import migrations
-from ..store.connection import rows
+from ..store.connection import changed, rows
 
 DDL = """
 CREATE TABLE ws_slugs(
@@ -144,8 +144,7 @@ def put_alias(conn: apsw.Connection, scope: str, alias: str, slug: str, at: str,
 
 
 def drop_alias(conn: apsw.Connection, scope: str, alias: str) -> bool:
-    conn.execute("DELETE FROM ws_aliases WHERE scope=? AND alias=?", (scope, alias))
-    return conn.changes() == 1
+    return changed(conn, "DELETE FROM ws_aliases WHERE scope=? AND alias=?", (scope, alias)) == 1
 
 
 # -- compositions -----------------------------------------------------------------------------

@@ -168,3 +168,17 @@ def test_a_repeated_failure_learns_what_worked_instead_and_becomes_do_x_instead(
         assert lesson.startswith("Run `npm run compile` instead of `npm run build` (it failed 4 times")
         assert error not in lesson
         assert "Run `npm run compile` instead" in m.prepare(scopes=[scope])["text"]
+
+
+def test_opening_a_memory_and_the_mcp_server_module_import_no_numpy():
+    """A hook runs on every prompt and an MCP server is started by every session: neither computes
+    a vector or a workstream fingerprint before it is asked to, so neither pays numpy's import
+    (70 ms of their start) up front."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tidemind.memory, tidemind.hooks, tidemind.mcp_server, tidemind.cli;"
+            " print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith('numpy.'))[:3])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout

@@ -18,9 +18,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported by the functions that compute (below), not here: every process that opens a
+# Memory imports this package, and a hook on every prompt or an MCP server starting up never
+# computes a fingerprint (numpy took 70 ms of their start)
 
 DEFAULT_DIM = 4096
 DEFAULT_SEED = "tidemind-workstreams-v1"
@@ -29,6 +34,7 @@ MIN_WEIGHT = 0.02          # a decoded weight below this is noise, not an ingred
 
 @lru_cache(maxsize=4096)
 def _cached(slug: str, dim: int, seed: str) -> np.ndarray:
+    import numpy as np
     digest = hashlib.blake2b(f"{seed}\x00{slug}".encode("utf-8"), digest_size=16).digest()
     rng = np.random.Generator(np.random.PCG64(int.from_bytes(digest, "little")))
     vec = rng.integers(0, 2, size=dim, dtype=np.int8) * 2 - 1
@@ -45,6 +51,7 @@ def vector_for(slug: str, dim: int = DEFAULT_DIM, seed: str = DEFAULT_SEED) -> n
 
 def compose(weights: Mapping[str, float], dim: int = DEFAULT_DIM, seed: str = DEFAULT_SEED) -> np.ndarray:
     """The weighted sum of the slugs' vectors (float32)."""
+    import numpy as np
     out = np.zeros(dim, dtype=np.float32)
     for slug, weight in weights.items():
         out += np.float32(weight) * vector_for(slug, dim, seed)
@@ -61,6 +68,7 @@ class Decoded:
 
 def decode(fingerprint: np.ndarray, slugs: Sequence[str], dim: int = DEFAULT_DIM, seed: str = DEFAULT_SEED,
            min_weight: float = MIN_WEIGHT) -> Decoded:
+    import numpy as np
     vec = np.asarray(fingerprint, dtype=np.float64)
     if vec.shape != (dim,):
         raise ValueError(f"a fingerprint of {vec.shape} does not match dimension {dim}")
@@ -90,5 +98,6 @@ def decode(fingerprint: np.ndarray, slugs: Sequence[str], dim: int = DEFAULT_DIM
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine of two fingerprints (0 when either is empty)."""
+    import numpy as np
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     return float(np.dot(a, b) / (na * nb)) if na and nb else 0.0

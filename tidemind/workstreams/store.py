@@ -14,10 +14,12 @@
 from __future__ import annotations
 
 import json
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import apsw
-import numpy as np
+
+if TYPE_CHECKING:
+    import numpy as np          # (imported where a fingerprint is read or written: see hypervector)
 
 from .. import secrets
 from ..store import migrations
@@ -162,7 +164,7 @@ def replace_day(conn: apsw.Connection, scope: str, day: str, parts: Sequence[dic
                      " VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(scope, day) DO UPDATE SET nodes=excluded.nodes,"
                      " assigned=excluded.assigned, dim=excluded.dim, seed=excluded.seed,"
                      " fingerprint=excluded.fingerprint, composed_at=excluded.composed_at, composer=excluded.composer",
-                     (scope, day, nodes, assigned, dim, seed, fingerprint.astype(np.float32).tobytes(), at, composer))
+                     (scope, day, nodes, assigned, dim, seed, fingerprint.astype("float32").tobytes(), at, composer))
     else:
         conn.execute("DELETE FROM ws_days WHERE scope=? AND day=?", (scope, day))
 
@@ -184,12 +186,14 @@ def day_row(conn: apsw.Connection, scope: str, day: str) -> dict | None:
     found = rows(conn, "SELECT * FROM ws_days WHERE scope=? AND day=?", (scope, day))
     if not found:
         return None
+    import numpy as np
     row = found[0]
     row["fingerprint"] = np.frombuffer(row["fingerprint"], dtype=np.float32)
     return row
 
 
 def days(conn: apsw.Connection, scope: str) -> list[dict]:
+    import numpy as np
     out = rows(conn, "SELECT * FROM ws_days WHERE scope=? ORDER BY day", (scope,))
     for row in out:
         row["fingerprint"] = np.frombuffer(row["fingerprint"], dtype=np.float32)

@@ -24,6 +24,7 @@ a session of one, so it is neither helped nor hurt by the session features.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -50,8 +51,14 @@ def _speaker_feature(content: str, query_words: set[str]) -> float:
     of MRR on conversations-dev, and gained nothing on its chat-shaped variant: left out.)"""
     if not speaker_named(content, query_words):
         return 0.0
-    specific = sum(1 for w in content_words(content) if w not in _substance.CHATTER) - 1   # (less the speaker's name)
-    return 1.0 if specific >= SPEAKER_SPECIFIC else 0.0
+    return 1.0 if _beyond_small_talk(content) >= SPEAKER_SPECIFIC else 0.0
+
+
+@functools.lru_cache(maxsize=65_536)
+def _beyond_small_talk(content: str) -> int:
+    """Content words that are not small talk, less the speaker's name (a memory's text never
+    changes, and the same turns come back query after query: counted once)."""
+    return sum(1 for w in content_words(content) if w not in _substance.CHATTER) - 1
 
 
 @dataclass

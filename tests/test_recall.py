@@ -1,4 +1,7 @@
 """Recall over conversations digested turn by turn: the answer turn rides with its question."""
+import pytest
+
+from tidemind.errors import InvalidInput
 
 
 def _conversation(mem, scope="project:a"):
@@ -326,3 +329,32 @@ def test_naming_a_person_lifts_what_they_said_not_their_greetings(mem):
     items = [i["id"] for i in mem.recall("What did Anna fix on the garden shed?", scopes=["chat"], limit=5,
                                          record=False)["items"]]
     assert items[0] == told and not set(items[:1]) & set(chatter)
+
+
+def test_how_a_store_writes_its_dates_decides_05_07_and_doctor_says_so(mem, home):
+    """Issue 24: day first or month first is decided per store, from the dates its memories can
+    only read one way (or the date_order setting), and doctor says which and why."""
+    import datetime as dt
+    import json
+
+    from tidemind.search.when import window
+
+    assert window("on 05/07/2023").day == dt.date(2023, 5, 7)
+    assert window("on 05/07/2023", day_first=True).day == dt.date(2023, 7, 5)
+    assert window("on 25/07/2023").day == dt.date(2023, 7, 25) == window("on 07/25/2023", day_first=True).day
+    assert mem.date_order()[0] is False and "no date in the memories decides it" in mem.date_order()[1]
+    first = _turns(mem, "chat", "s1", ["Jon: the studio opened on 25/12/2023 with two classes",
+                                       "Gina: my shop's sale ran 05/07/2023, one day only"], valid_at="2023-12-26T10:00:00")
+    mem._date_order = None                                    # (looked at again every 500 memories)
+    assert mem.date_order()[0] is True
+    assert any("read day first" in n for n in mem.doctor()["notes"])
+    mem.embed_pending()
+    found = mem.recall("when did Gina's shop sale run? on 05/07/2023?", scopes=["chat"], limit=3, record=False)
+    assert found["items"][0]["id"] == first[1]
+    (home / "config.json").write_text(json.dumps({"date_order": "month-first"}))
+    with type(mem).open(home) as again:
+        assert again.date_order() == (False, "set by date_order = month-first")
+    (home / "config.json").write_text(json.dumps({"date_order": "yes"}))
+    with type(mem).open(home) as wrong:
+        with pytest.raises(InvalidInput, match="date_order must be day-first or month-first"):
+            wrong.date_order()

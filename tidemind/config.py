@@ -4,7 +4,8 @@ Precedence: explicit argument > environment (TIDEMIND_*) > `config.json` > `conf
 home > defaults. Keys: embedder, ollama_host, ollama_model, max_content_chars, max_note_bytes
 (the largest note file an importer reads), busy_timeout_ms, default_scope, scopes (for `serve`
 and hooks), llm (anthropic | ollama | none), anthropic_model, ollama_chat_model, store (a SQLite
-file or a database URL; default tidemind.db in the home).
+file or a database URL; default tidemind.db in the home), date_order (day-first | month-first: how
+05/07/2023 is read in questions; default: what the store's own dates show).
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ class Settings:
 # became 10, `default_scope: 5` and `embedder: 7` ended in tracebacks far from the config).
 WHOLE_NUMBERS = {"max_content_chars": (1, 10_000_000), "max_note_bytes": (1, 1_000_000_000),
                  "busy_timeout_ms": (1, 3_600_000)}
-TEXTS = ("embedder", "ollama_host", "ollama_model", "llm", "anthropic_model", "ollama_chat_model", "store")
+TEXTS = ("embedder", "ollama_host", "ollama_model", "llm", "anthropic_model", "ollama_chat_model", "store", "date_order")
 # the only keys that hold a table, with the type of each member they read (their modules check the values)
 TABLES = {"clarify": {"ask": "text", "hold_hours": "number", "kinds": "texts", "timezone": "text"},
           "workstreams": {k: "number" for k in ("ripe_days", "ripe_mass", "ripe_age_days", "alias_share",

@@ -24,7 +24,7 @@ from .config import Settings, load_settings
 from .errors import (Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StorageError, StoreBusy,
                      check_id, describe_os_error)
 from .scopes import check_scope
-from .search import RecallRequest, recall as hybrid_recall
+from .search import RecallRequest, recall as hybrid_recall, when
 from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, review, scalar,
                     recall_hits, syntheses,
                     stream, tags, vectors)
@@ -74,6 +74,7 @@ class Memory:
         self._previous = None    # the embedder of the vectors that serve while a switch re-embeds
         self._side = None        # (executor, read connection) for the vector arm, opened on first recall
         self._stream_pending: list | None = None     # set inside stream_batch()
+        self._date_order: tuple[int, tuple[bool, str]] | None = None
 
     @classmethod
     def open(cls, home=None, **kwargs) -> "Memory":
@@ -515,7 +516,7 @@ class Memory:
         moment = self._as_of(as_of, clock)
         req = RecallRequest(query=query, scopes=read, tags=list(tags_filter), source=source, limit=int(limit),
                             as_of=moment, now=self.now(), use_vectors=use_vectors, use_lexical=use_lexical,
-                            choose=choose)
+                            choose=choose, day_first=self.date_order()[0])
         embedder, unavailable = None, None
         if use_vectors:
             try:
@@ -1181,6 +1182,15 @@ class Memory:
                                         cutoff)
         return {"removed": removed, "done": f"removed {removed} orphan stream entr{'y' if removed == 1 else 'ies'}"}
 
+    def date_order(self) -> tuple[bool, str]:
+        """(day first?, why): how 05/07/2023 in a question is read here (search/when.store_order),
+        looked at again for every 500 new memories."""
+        newest = scalar(self.conn, "SELECT max(id) FROM nodes") or 0
+        if self._date_order is None or self._date_order[0] != newest // 500:
+            found = when.store_order(self.settings.extra.get("date_order"), nodes.with_slashed_dates(self.conn))
+            self._date_order = (newest // 500, found)
+        return self._date_order[1]
+
     def doctor(self) -> dict:
         """Integrity of SQLite, FTS, vectors, authored text and the stream files, read in one
         snapshot; and the state of each model service (configured, reachable now, what the
@@ -1217,4 +1227,6 @@ class Memory:
                 notes.append(f"{what} {s['configured']} is unreachable ({s.get('error') or s.get('last_error')});"
                              " the store works without it: recall answers from its words, the metabolism waits"
                              + (f" (next try {s['retry_at']})" if s.get("retry_at") else ""))
+        day_first, why = self.date_order()
+        notes.append(f"dates written 05/07/2023 are read {'day' if day_first else 'month'} first: {why}")
         return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes, "providers": services}

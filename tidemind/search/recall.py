@@ -79,6 +79,7 @@ class RecallRequest:
     use_vectors: bool = True      # False: lexical only (hooks on every prompt: no numpy, no embedding)
     use_lexical: bool = True      # False: vector arm only (evaluation compares the arms)
     choose: str | None = None     # the follow-up to a divergent answer: one group's choice
+    day_first: bool = False       # 05/07/2023 is the 5th of July in this store (Memory.date_order)
 
 
 def _where(req: RecallRequest, awaiting: bool = False) -> tuple[str, list]:
@@ -192,7 +193,7 @@ def gather(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
         query = embed_query(embedder, req) if req.use_vectors else None
     except ProviderUnavailable as exc:         # the model service is away: answer from the text, say so
         query, degraded = None, f"semantic search unavailable ({exc}); answered from full-text search alone"
-    dated = when.window(req.query)
+    dated = when.window(req.query, req.day_first)
     if side is not None and query is not None:
         executor, other = side
         pending = executor.submit(vector_arm, other, embedder, req, where, params, query)

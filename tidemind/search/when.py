@@ -159,10 +159,11 @@ def _searchable(found: Window) -> Window | None:
     return found
 
 
-def window(query: str) -> Window | None:
+def window(query: str, day_first: bool = False) -> Window | None:
     """The first usable date the query names, most precise form first, with the side of it the
-    question asks about ("before ...", "after ...", "since ...")."""
-    for found, start in _windows(query):
+    question asks about ("before ...", "after ...", "since ..."). `day_first`: how this store's
+    people write 05/07/2023 (`date_order`); a date that can be read one way only is read that way."""
+    for found, start in _windows(query, day_first):
         side = _SIDE.search(query[:start])
         if side:
             found = replace(found, side=_SIDES[side.group(1).split()[0].lower()] if not side.group(1).lower()
@@ -173,7 +174,7 @@ def window(query: str) -> Window | None:
     return None
 
 
-def _windows(query: str):
+def _windows(query: str, slashed_day_first: bool = False):
     """(window, where its words start in the query), most precise form first."""
     for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
         found = pattern.search(query)
@@ -188,12 +189,12 @@ def _windows(query: str):
         date = _date(found.group(1), int(found.group(2)), found.group(3))
         if date:
             yield Window("day", day=date, said=found.group(0)), found.start()
-    for pattern, day_first in ((_DOTTED_DAY, True), (_SLASHED_DAY, False)):
+    for pattern, day_first in ((_DOTTED_DAY, True), (_SLASHED_DAY, slashed_day_first)):
         found = pattern.search(query)
         if found:
             first, second = int(found.group(1)), int(found.group(2))
-            if not day_first and first > 12:
-                day_first = True
+            if first > 12 or second > 12:           # only one reading is a date
+                day_first = first > 12
             day, month = (first, second) if day_first else (second, first)
             date = _date(found.group(3), month, str(day)) if 1 <= month <= 12 else None
             if date:
@@ -215,3 +216,38 @@ def _windows(query: str):
     found = _YEAR_ALONE.search(query)
     if found:
         yield Window("year", year=int(found.group(1)), said=found.group(1)), found.start(1)
+
+
+def order_evidence(texts) -> tuple[int, int]:
+    """(day-first, month-first): how many slashed dates in these texts can be read one way only
+    (25/12/2023 is day first, 12/25/2023 month first)."""
+    day_first = month_first = 0
+    for text in texts:
+        for found in _SLASHED_DAY.finditer(text or ""):
+            first, second = int(found.group(1)), int(found.group(2))
+            if 12 < first <= 31 and 1 <= second <= 12:
+                day_first += 1
+            elif 12 < second <= 31 and 1 <= first <= 12:
+                month_first += 1
+    return day_first, month_first
+
+
+ORDERS = {"day-first": True, "month-first": False}
+
+
+def store_order(setting: str | None, texts) -> tuple[bool, str]:
+    """(day first?, why) for 05/07/2023 in this store: the `date_order` setting when given, else
+    what the store's own slashed dates show (more that can only be read day first: day first),
+    else month first."""
+    if setting:
+        if setting not in ORDERS:
+            from ..errors import InvalidInput
+
+            raise InvalidInput(f"setting date_order must be day-first or month-first, got {setting!r}"[:200])
+        return ORDERS[setting], f"set by date_order = {setting}"
+    day, month = order_evidence(texts)
+    if day > month:
+        return True, f"{day} date(s) in the memories can only be read day first ({month} month first)"
+    if month:
+        return False, f"{month} date(s) in the memories can only be read month first ({day} day first)"
+    return False, "no date in the memories decides it; month first until one does (or set date_order)"

@@ -570,3 +570,11 @@ def speaker_labels(conn: apsw.Connection, scope: str) -> list[str]:
     return [label for (label,) in conn.execute(
         "SELECT DISTINCT substr(content, 1, instr(content, ': ') - 1) FROM nodes"
         " WHERE scope = ? AND status = 'live' AND instr(content, ': ') BETWEEN 2 AND 64", (scope,))]
+
+
+def with_slashed_dates(conn: apsw.Connection, limit: int = 2000) -> list[str]:
+    """The newest live memories that write a date with slashes (05/07/2023), for how the store's
+    people write dates."""
+    return [c for (c,) in conn.execute(
+        "SELECT content FROM nodes WHERE status = 'live' AND content GLOB '*[0-9]/[0-9]*/[0-9][0-9]*'"
+        " ORDER BY id DESC LIMIT ?", (limit,))]

@@ -358,3 +358,20 @@ def test_how_a_store_writes_its_dates_decides_05_07_and_doctor_says_so(mem, home
     with type(mem).open(home) as wrong:
         with pytest.raises(InvalidInput, match="date_order must be day-first or month-first"):
             wrong.date_order()
+
+
+def test_recall_keeps_no_forgotten_text_in_its_caches(mem):
+    """Recall keeps the terms and the small-talk count of texts it rescored (they come back query
+    after query); a memory this process forgets leaves both."""
+    from tidemind.search import scoring
+    from tidemind.store import fts
+
+    secret = "Maya: the safe's combination is seven nine four, behind the blue painting"
+    node = _turns(mem, "conv", "s1", [secret, "Tom: ok noted"])[0]
+    mem.embed_pending()
+    mem.recall("What did Maya say about the safe combination?", scopes=["conv"], record=False)
+    assert secret in fts._STEMMED and secret in scoring._SMALL_TALK_COUNTS
+    mem.forget(node)
+    assert secret not in fts._STEMMED and secret not in scoring._SMALL_TALK_COUNTS
+    assert all(i["id"] != node for i in mem.recall("What did Maya say about the safe combination?", scopes=["conv"],
+                                                   record=False)["items"])

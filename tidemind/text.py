@@ -72,3 +72,19 @@ def speaker(content: str) -> str | None:
     """Who said a turn written "Name: words", the one reading of a speaker label."""
     found = _SPEAKER.match(content)
     return found.group(1) if found else None
+
+
+# Caches keyed by a memory's text (its stems, its small-talk count) drop it when the memory is
+# forgotten in this process (store/nodes.erase); nothing of them is ever written anywhere.
+_FORGET_HOOKS: list = []
+
+
+def on_forget(drop):
+    """Register `drop(text)`, called with the text of every memory this process forgets."""
+    _FORGET_HOOKS.append(drop)
+    return drop
+
+
+def forget_cached(text: str) -> None:
+    for drop in _FORGET_HOOKS:
+        drop(text)

@@ -12,6 +12,8 @@ from typing import Sequence
 
 import apsw
 
+from ..text import on_forget
+
 DDL = """
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
   content, derived_text, content='nodes', content_rowid='id', tokenize='porter unicode61'
@@ -120,12 +122,28 @@ def match_expression(terms: Sequence[str], operator: str = "OR") -> str | None:
 _TOKENIZERS: "weakref.WeakKeyDictionary[apsw.Connection, object]" = weakref.WeakKeyDictionary()
 
 
+# the same texts are tokenized again and again (recall rescores the turns that come back query
+# after query; 1.5 ms of a 10 ms recall on conversations-dev): their terms are kept, for texts
+# of a few kilobytes, up to a bound (the tokenizer is the same porter-over-unicode61 everywhere)
+_STEMMED: dict[str, tuple[str, ...]] = {}
+STEMMED_TEXTS, STEMMED_MAX_CHARS = 20_000, 4096
+on_forget(lambda text: _STEMMED.pop(text, None))
+
+
 def stems(conn: apsw.Connection, text: str) -> list[str]:
     """The exact terms FTS5 indexes for `text` (porter over unicode61)."""
+    known = _STEMMED.get(text)
+    if known is not None:
+        return list(known)
     tok = _TOKENIZERS.get(conn)
     if tok is None:
         tok = _TOKENIZERS[conn] = conn.fts5_tokenizer("porter", ["unicode61"])
-    return [t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
+    found = [t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
+    if len(text) <= STEMMED_MAX_CHARS:
+        if len(_STEMMED) >= STEMMED_TEXTS:
+            _STEMMED.clear()
+        _STEMMED[text] = tuple(found)
+    return found
 
 
 DOCUMENTS, TOKENS = 0, -1     # special rows of fts_terms: the scope's document count and its token total

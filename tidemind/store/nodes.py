@@ -10,6 +10,7 @@ from typing import Sequence
 import apsw
 
 from .. import secrets
+from ..text import forget_cached
 from . import fts
 from .connection import changed, inserted, rows, scalar
 from .visibility import AsOf, unheld, visible
@@ -175,8 +176,9 @@ WHERE status = 'superseded' AND superseded_by IS NOT NULL AND valid_to IS NULL;
 
 def erase(conn: apsw.Connection, node_id: int) -> None:
     """Forget: blank the authored and derived text; hashes stay as the tombstone."""
-    for scope, content in conn.execute("SELECT scope, content FROM nodes WHERE id=?", (node_id,)):
+    for scope, content in conn.execute("SELECT scope, content FROM nodes WHERE id=?", (node_id,)).fetchall():
         fts.count_document(conn, scope, content, -1)
+        forget_cached(content)
     conn.execute("UPDATE nodes SET content='', derived_text='', clarified_text='', context_text='', held_until=NULL,"
                  " status='forgotten' WHERE id=?", (node_id,))
 

@@ -47,15 +47,20 @@ def test_the_cli_the_environment_and_the_config_name_the_same_store(home, tmp_pa
     ("postgresql://tm:s3cret-pw@db.example:5432/memory", "PostgreSQL database, and this version of TideMind stores"),
     ("postgres://tm:s3cret-pw@db.example/memory", "PostgreSQL database"),
     ("mysql://tm:s3cret-pw@db.example/memory", "no backend for mysql://"),
+    # unescaped, a password's '/' or '#' moved part of it into the port or the path of the message,
+    # or ended in a traceback that quoted it (found by review)
+    ("postgresql://admin:s3cret-pw/xyz@db.example/memory", "PostgreSQL database"),
+    ("postgresql://u:s3cret-pw#x@db.example/memory", "PostgreSQL database"),
+    ("postgresql://u:s3cret-pw@db[.example/memory", "PostgreSQL database"),
 ])
 def test_a_store_no_backend_can_open_is_refused_in_one_line_and_nothing_is_made(home, store, says):
     with pytest.raises(InvalidInput, match=says) as caught:
         Memory.open(home, store=store)
-    assert "s3cret-pw" not in str(caught.value)                  # a URL's password is never shown
-    assert not (home / "tidemind.db").exists()
+    assert "s3cret" not in str(caught.value)                     # a URL's password is never shown
+    assert not home.exists()                                     # not even the home
     proc = run_cli(home, "--store", store, "stats", check_json=False)
     err = proc.stderr.decode()
-    assert proc.returncode == 1 and says in err and "s3cret-pw" not in err and "Traceback" not in err
+    assert proc.returncode == 1 and says in err and "s3cret" not in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
 
 
@@ -105,3 +110,12 @@ def test_inserted_ids_and_changed_rows_come_from_sql_both_backends_speak(mem):
         {first: "ALPHA", second: "BETA"}
     node = mem.digest("The staging database listens on port 5433.")["node_ids"][0]
     assert mem.show(node)["content"] == "The staging database listens on port 5433."
+
+
+def test_a_hook_never_hands_the_model_a_store_password(home):
+    """The session-start hook puts a store's error into the model's context: without the password."""
+    home.mkdir(parents=True)
+    (home / "config.json").write_text(json.dumps({"store": "postgresql://admin:s3cret-pw/xyz@db.example/memory"}))
+    proc = run_cli(home, "hook", "session-start", "--host", "claude-code", stdin=b"{}", check_json=False)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert "s3cret" not in out and "Traceback" not in out, out

@@ -50,13 +50,13 @@ class Memory:
         self.writable = list(writable_scopes) if writable_scopes is not None else None
         if settings.home.exists() and not settings.home.is_dir():
             raise InvalidInput(f"the TideMind home {settings.home} exists and is not a directory")
+        location = settings.store_location
+        backend = backend_for(location)      # a store no backend of this version can open: one line, nothing made
         self.read_only: str | None = None     # why, when the store could only be opened for reading
         try:
             settings.home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(describe_os_error(exc, settings.home, "create the TideMind home")) from None
-        location = settings.store_location
-        backend = backend_for(location)      # a store no backend of this version can open: one line, nothing made
         try:
             self.conn = backend.open(location, settings.busy_timeout_ms)
         except (apsw.NotADBError, apsw.CorruptError) as exc:

@@ -33,12 +33,19 @@ class Location:
         return Path(self.target) if self.scheme == "sqlite" else None
 
     def __str__(self) -> str:
-        # a URL may carry a password: never shown whole
+        """How the store is named in messages: a URL by its scheme and host alone (a password may
+        sit anywhere in the rest, unescaped: 'postgresql://u:pa/ss#x@host/db')."""
         if self.scheme == "sqlite":
             return self.target
-        parts = urlsplit(self.target)
-        host = parts.hostname or ""
-        return f"{parts.scheme}://{host}{':' + str(parts.port) if parts.port else ''}{parts.path}"
+        return f"{self.scheme}://{_host(self.target)}"
+
+
+def _host(url: str) -> str:
+    """The host of a URL, or '…' when it cannot be told apart from what may be a password."""
+    rest = url.partition("://")[2]
+    authority = rest.split("/", 1)[0] if rest.count("@") == 0 else rest.rsplit("@", 1)[1].split("/", 1)[0]
+    host = authority.split(":", 1)[0] if not authority.startswith("[") else authority.split("]", 1)[0] + "]"
+    return host if host and all(c.isalnum() or c in ".-[]:" for c in host) else "…"
 
 
 @runtime_checkable
@@ -75,7 +82,11 @@ def locate(store: str | None, home: Path) -> Location:
         return Location("sqlite", str((home / Path(text).expanduser()).resolve()))
     scheme = scheme.lower()
     if scheme in ("sqlite", "file"):
-        path = unquote(urlsplit(text).path)
+        try:
+            path = unquote(urlsplit(text).path)
+        except ValueError:
+            raise InvalidInput("the store setting is not a URL that can be read; write sqlite:///absolute/path.db"
+                               ) from None
         if not path:
             raise InvalidInput(f"store {text!r} names no file: write sqlite:///absolute/path.db")
         return Location("sqlite", str((home / Path(path).expanduser()).resolve()))

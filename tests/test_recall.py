@@ -312,6 +312,14 @@ def test_a_speakers_name_is_found_as_people_spell_it(mem):
     assert respelled(mem.conn, "Was the Lake calm?", ["conv"]) == "Was the Lake calm?"     # a word they use
     assert respelled(mem.conn, "What did Carline make?", ["conv"]) == "What did Caroline make?"
     assert respelled(mem.conn, "What did Carline make?", ["other"]) == "What did Carline make?"
+    # found by review: an unknown person, a month and a short name one letter off are left alone,
+    # so a question about someone never mentioned still gets "I don't know"
+    _turns(mem, "talk", "s1", ["Mark: we shipped the billing fix", "Declan: the office chairs arrived",
+                               "Gina: I opened my clothing store downtown"])
+    for asked in ("What did Mary say?", "What did we ship in Dec?", "Did Gino lose a job?", "What did Jen say?"):
+        assert respelled(mem.conn, asked, ["talk"]) == asked, asked
+    mem.embed_pending()
+    assert mem.recall("What did Mary say about her rent?", scopes=["talk"], record=False)["items"] == []
 
 
 def test_naming_a_person_lifts_what_they_said_not_their_greetings(mem):

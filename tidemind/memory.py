@@ -1185,7 +1185,7 @@ class Memory:
     def date_order(self) -> tuple[bool, str]:
         """(day first?, why): how 05/07/2023 in a question is read here (search/when.store_order),
         looked at again for every 500 new memories."""
-        newest = scalar(self.conn, "SELECT max(id) FROM nodes") or 0
+        newest = nodes.newest_id(self.conn)
         if self._date_order is None or self._date_order[0] != newest // 500:
             found = when.store_order(self.settings.extra.get("date_order"), nodes.with_slashed_dates(self.conn))
             self._date_order = (newest // 500, found)

@@ -1,10 +1,12 @@
 """Names as people write them in a question: "Caro" or "Carolne" for Caroline, "Jon" in a
 conversation between Jon and Gina where the question says "John".
 
-A question's capitalised word that no memory of the scopes holds, and that is one edit away from
-a speaker of those scopes or the start of one (three letters or more), is read as that speaker.
-Speakers are the "Name:" labels the scope's memories open with, read once per scope and read
-again when the scope has grown (the label list is cached against the scope's document count).
+A question's capitalised word that no memory of the scopes holds, that is no month or day, and
+that is one edit away from a speaker of those scopes (six letters or more) or the start of one
+(four letters or more), is read as that speaker. Shorter names are too close to other names to
+guess at ("Mary" is not "Mark", "Jen" not "Jon"): an unknown person must still be "I don't know".
+Speakers are the "Name:" labels the scope's memories open with, read once per database and scope
+and read again when the scope's size or the newest memory changes.
 On conversations-dev with the names respelled (a short form, a letter dropped or doubled), 13%
 of answerable questions abstained before this.
 """
@@ -16,23 +18,29 @@ from typing import Sequence
 import apsw
 
 from ..store import fts, nodes
-from ..text import speaker
+from ..text import STOPWORDS, speaker
+from . import when
 
-_CACHE: dict[tuple[int, str], tuple[int, frozenset[str]]] = {}
+_CACHE: dict[tuple[str, str], tuple[tuple[int, int], frozenset[str]]] = {}
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
-MIN_PREFIX = 3
+MIN_PREFIX = 4          # "Caro" for Caroline; "Dec" is December, "Jen" anyone
+MIN_EDITED = 6          # one letter off only in a long name: "Carolne", "Melannie"; "Mary" is not "Mark"
+# words a question capitalises that are no one's name: months and days (and their short forms)
+NOT_NAMES = frozenset(when.MONTHS) | frozenset(m[:3] for m in when.MONTHS) | {"sept"} | frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun".split())
 
 
 def speakers(conn: apsw.Connection, scopes: Sequence[str]) -> set[str]:
     out: set[str] = set()
     for scope in scopes:
         documents, _ = fts.scope_sizes(conn, [scope])
-        key = (id(conn), scope)
+        state = (documents, nodes.newest_id(conn))          # a forget and a digest leave the count as it was
+        key = (conn.filename or str(id(conn)), scope)
         cached = _CACHE.get(key)
-        if cached is None or cached[0] != documents:
+        if cached is None or cached[0] != state:
             labels = frozenset(label for label in nodes.speaker_labels(conn, scope)
                                if speaker(f"{label}: x") == label)
-            _CACHE[key] = cached = (documents, labels)
+            _CACHE[key] = cached = (state, labels)
         out |= cached[1]
     return out
 
@@ -62,10 +70,11 @@ def respelled(conn: apsw.Connection, query: str, scopes: Sequence[str]) -> str:
         return query
     df, _ = fts.document_frequencies(conn, [w.lower() for w in unknown], scopes)
     for word in unknown:
-        if df.get(word.lower(), 0):
-            continue                     # a word the memories use: not a misspelt name
         low = word.lower()
-        matches = {p for p in parts if _one_edit(low, p.lower()) or (len(low) >= MIN_PREFIX and p.lower().startswith(low))}
+        if df.get(low, 0) or low in NOT_NAMES or low in STOPWORDS:
+            continue                     # a word the memories use, a month or a day: not a misspelt name
+        matches = {p for p in parts if (len(low) >= MIN_EDITED and _one_edit(low, p.lower()))
+                   or (len(low) >= MIN_PREFIX and p.lower().startswith(low))}
         if len(matches) == 1:
             query = re.sub(rf"\b{re.escape(word)}\b", matches.pop(), query)
     return query

@@ -580,3 +580,7 @@ def with_slashed_dates(conn: apsw.Connection, limit: int = 2000) -> list[str]:
     return [c for (c,) in conn.execute(
         "SELECT content FROM nodes WHERE status = 'live' AND content GLOB '*[0-9]/[0-9]*/[0-9][0-9]*'"
         " ORDER BY id DESC LIMIT ?", (limit,))]
+
+
+def newest_id(conn: apsw.Connection) -> int:
+    return scalar(conn, "SELECT max(id) FROM nodes") or 0

@@ -403,3 +403,29 @@ def test_a_summary_quotes_sentences_not_headings_and_a_day_of_headings_gets_no_d
     assert quoted and not any(q.startswith(("Kanban board", "#")) for q in quoted), quoted
     assert not [d for kind in ("daily", "weekly") for d in _current(mem, kind) if d["scope"] == "vault:empty"]
     assert heading_only
+
+
+def test_a_persons_decision_made_while_the_pass_runs_is_never_withdrawn(mem):
+    """Found by review: the pass withdrew what it had read as unreviewed, even when a person had
+    approved it since; and a crystal a grown group replaced in the same run was withdrawn again,
+    losing what replaced it."""
+    from tidemind.metabolism.synthesize import CrystallizeTask
+
+    _three_topics(mem)
+    run_due(mem, only=["crystallize"], force=True)
+    stale = {c["subject"]: dict(c) for c in _current(mem, "crystal")}          # as the pass read them
+    approved = next(iter(stale.values()))
+    item = next(i["id"] for i in mem.review_list() if i["payload"].get("synthesis") == approved["id"])
+    mem.review_decide(item, "approved")                                        # meanwhile, a person decides
+    with immediate(mem.conn):
+        syntheses.withdraw(mem.conn, list(stale.values())[1]["id"], "its cluster grew", mem.now(), replaced_by=None)
+
+    class Ctx:
+        conn, now = mem.conn, staticmethod(mem.now)
+
+    gone = CrystallizeTask._withdraw_dissolved(Ctx(), stale, [])               # every group "came apart"
+    rows = {r["id"]: r for r in mem.conn.execute("SELECT id, status, withdrawn_why FROM syntheses").fetchall()
+            for r in [dict(zip(("id", "status", "withdrawn_why"), r))]}
+    assert rows[approved["id"]]["status"] == "approved"
+    assert rows[list(stale.values())[1]["id"]]["withdrawn_why"] == "its cluster grew"
+    assert gone == 1 and rows[list(stale.values())[2]["id"]]["withdrawn_why"] == "its group came apart"

@@ -306,9 +306,9 @@ class CrystallizeTask(_Synthesis):
         for subject, row in standing.items():
             if subject in current or row["status"] != "unreviewed":
                 continue
-            with immediate(ctx.conn):
-                syntheses.withdraw(ctx.conn, row["id"], "its group came apart", ctx.now())
-            gone += 1
+            with immediate(ctx.conn):        # (unreviewed still, in the statement: a person's decision since wins;
+                                             # one a grown group replaced in this run is withdrawn already)
+                gone += syntheses.withdraw_unreviewed(ctx.conn, row["id"], "its group came apart", ctx.now())
         return gone
 
 

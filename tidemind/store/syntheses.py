@@ -113,6 +113,13 @@ def put(conn: apsw.Connection, *, subject: str, kind: str, scope: str, members: 
     return new_id, replaced
 
 
+def withdraw_unreviewed(conn: apsw.Connection, synthesis_id: int, why: str, at: str) -> bool:
+    """Withdraw it only while nobody has decided on it (checked in the statement itself: a person
+    approving or rejecting it after the pass read it wins). Returns whether it was withdrawn."""
+    return changed(conn, "UPDATE syntheses SET status_before=status, status='withdrawn', withdrawn_at=?,"
+                         " withdrawn_why=? WHERE id=? AND status='unreviewed'", (at, why, synthesis_id)) == 1
+
+
 def withdraw(conn: apsw.Connection, synthesis_id: int, why: str, at: str, replaced_by: int | None = None) -> None:
     """Take a synthesis out of service, keeping the status it had for a revival."""
     conn.execute("UPDATE syntheses SET status_before=CASE WHEN status='withdrawn' THEN status_before ELSE status END,"

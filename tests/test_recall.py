@@ -221,7 +221,8 @@ def test_numeric_and_yearless_dates_and_the_side_a_question_asks_about():
     from tidemind.search.when import window
 
     assert window("what did she bake on 10.01.2024?").day == dt.date(2024, 1, 10)
-    assert window("on 07.05.23").day == dt.date(2023, 5, 7)
+    assert window("on 07.05.23") is None and window("after 3.10.12") is None    # versions, not dates
+    assert window("on 12/31/99").day == dt.date(1999, 12, 31) and window("on 05/07/23").day == dt.date(2023, 5, 7)
     assert window("on 05/07/2023").day == dt.date(2023, 5, 7)
     assert window("on 25/12/2023").day == dt.date(2023, 12, 25)
     assert window("on 2023/05/07").day == dt.date(2023, 5, 7)

@@ -145,3 +145,18 @@ def test_tasks_are_no_claims_and_a_not_must_deny_what_the_other_says():
                         "The nightly deploy does not run on Fridays from the build box.") == "negation"
     assert disagreement("The staging database listens on port 5433.",
                         "The staging database listens on port 6432.") == "different_values"
+
+
+def test_long_hostile_units_stay_linear():
+    """Found by review: an opening with no close, repeated through a long note, made the caption,
+    drawer and yearless-date patterns quadratic (6 s, 3 s and 56 s on these inputs; a pass over one
+    such note took seconds where it took 0.01)."""
+    import time
+
+    from tidemind.search.when import window
+
+    start = time.perf_counter()
+    assert not carries_content("[shares a photo: " * 8000 + "x")
+    assert not carries_content(":PROPERTIES: x " * 8000)
+    assert window("May 3" + " " * 100_000) is not None
+    assert time.perf_counter() - start < 10

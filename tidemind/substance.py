@@ -85,7 +85,7 @@ _CAPTION_BOILERPLATE = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo
 # A shared photo's caption is a captioning model's description, not anyone's words: its people,
 # poses, places in the frame and colours ("a man and a woman standing next to a white table")
 # describe every photo; only what is in it ("a turtle", "a trophy") can say what a turn is about.
-_CAPTION = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo|picture|image|video)s?(?: of)?:?([^\]]*)\]",
+_CAPTION = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo|picture|image|video)s?(?: of)?:?([^\]\n]{0,400})\]",
                       re.IGNORECASE)
 CAPTION_GENERIC = frozenset("""
 man men woman women person people group couple boy boys girl girls child children kid kids baby guy lady young old
@@ -112,7 +112,9 @@ _URL = re.compile(r"https?://\S+")
 # markup that is no one's words: org/Logseq block markers and drawers ("#+BEGIN_NOTE",
 # ":PROPERTIES: :now: 1614348097567 :END:"), Logseq block attributes ("{:width 485}") and
 # Obsidian callout markers ("> [!example]")
-_MARKUP = re.compile(r"#\+[A-Za-z_]+:?|:(?:PROPERTIES|LOGBOOK):.*?:END:|\{:[^{}\n]*\}|\[![A-Za-z-]+\][+-]?",
+# (bounded repetitions: an opening with no close, repeated through a long note, made these
+# quadratic; a drawer or a caption is a few hundred characters)
+_MARKUP = re.compile(r"#\+[A-Za-z_]+:?|:(?:PROPERTIES|LOGBOOK):.{0,2000}?:END:|\{:[^{}\n]{0,400}\}|\[![A-Za-z-]+\][+-]?",
                      re.DOTALL)
 _HASHTAG = re.compile(r"(?<![\w&#/])#(?=[A-Za-z])[\w/-]+")         # a tag is filed as a tag, not said
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)

@@ -27,11 +27,12 @@ _MONTH_DAY_YEAR = re.compile(rf"\b{_NAME}\s{_DAY},?\s{{1,2}}{_YEAR}\b", re.IGNOR
 _ISO_DAY = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")
 # numeric days as people write them: 07.05.2023 (day first, as where dots are written), 05/07/2023
 # (month first, unless the first number cannot be a month: 25/12/2023), 7/5/23
-_DOTTED_DAY = re.compile(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4}|\d{2})(?![\d.]*\d)")
+# (dotted: a four-digit year only, and not after a "v": "3.10.12" and "v1.2.23" are versions)
+_DOTTED_DAY = re.compile(r"(?<![\d.vV])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]*\d)")
 _SLASHED_DAY = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/]*\d)")
 # a day without its year: "on May 7th", "the 7th of May"
-_MONTH_DAY = re.compile(rf"\b{_NAME}\s{_DAY}\b(?!\s*,?\s*\d)", re.IGNORECASE)
-_DAY_OF_MONTH = re.compile(rf"\b(?:the\s)?{_DAY}\s(?:of\s)?{_NAME}\b(?!\s*,?\s*\d)", re.IGNORECASE)
+_MONTH_DAY = re.compile(rf"\b{_NAME}\s{_DAY}\b(?![ \t]{{0,3}},?[ \t]{{0,3}}\d)", re.IGNORECASE)
+_DAY_OF_MONTH = re.compile(rf"\b(?:the\s)?{_DAY}\s(?:of\s)?{_NAME}\b(?![ \t]{{0,3}},?[ \t]{{0,3}}\d)", re.IGNORECASE)
 # the side of the date a question asks about: "before May 7", "after the 7th of May", "since 2023"
 _SIDE = re.compile(r"\b(before|after|since|until|till|by|prior\s+to)\s+(?:the\s+)?$", re.IGNORECASE)
 _SIDES = {"before": "before", "until": "before", "till": "before", "by": "before", "after": "after", "since": "after"}
@@ -130,7 +131,9 @@ class Window:
 def _date(year: str, month: int, day: str) -> dt.date | None:
     try:
         number = int(year)
-        return dt.date(number + 2000 if len(year) == 2 else number, month, int(day))
+        if len(year) == 2:                 # as POSIX reads them: 00-68 this century, 69-99 the last
+            number += 2000 if number < 69 else 1900
+        return dt.date(number, month, int(day))
     except ValueError:
         return None
 

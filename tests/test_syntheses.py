@@ -429,3 +429,13 @@ def test_a_persons_decision_made_while_the_pass_runs_is_never_withdrawn(mem):
     assert rows[approved["id"]]["status"] == "approved"
     assert rows[list(stale.values())[1]["id"]]["withdrawn_why"] == "its cluster grew"
     assert gone == 1 and rows[list(stale.values())[2]["id"]]["withdrawn_why"] == "its group came apart"
+
+
+def test_equally_weighted_topics_joined_by_bridges_stay_apart():
+    """Found by review: an imported vault's links all weigh the same, and label propagation
+    flooded the smallest label across a bridge, merging two topics into one crystal."""
+    from tidemind.metabolism import clusters
+
+    topics = [list(range(1, 7)), list(range(7, 13)), list(range(13, 19))]
+    edges = [(a, b, 1.0) for t in topics for a in t for b in t if a < b] + [(6, 7, 1.0), (12, 13, 1.0)]
+    assert sorted(clusters.groups(edges)) == topics

@@ -347,11 +347,12 @@ def merged_into(conn: apsw.Connection, node_id: int) -> list[dict]:
 
 def confirmed_edges_live(conn: apsw.Connection) -> list[tuple[int, int, float, str, str]]:
     """(a, b, strength, scope of a, scope of b) for confirmed links between live nodes (none
-    awaiting clarification: a crystal would quote words that are not searchable yet)."""
+    awaiting clarification: a crystal would quote words that are not searchable yet). A link with
+    no strength is one a person or their notes made: as strong as a link gets (1.0)."""
     hold_a, pa = unheld("a")
     hold_b, pb = unheld("b")
     return [tuple(r) for r in conn.execute(f"""
-        SELECT l.source_id, l.target_id, COALESCE(l.strength, 0), a.scope, b.scope FROM links l
+        SELECT l.source_id, l.target_id, COALESCE(l.strength, 1.0), a.scope, b.scope FROM links l
         JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
         WHERE l.status = 'confirmed' AND a.status = 'live' AND b.status = 'live' AND {hold_a} AND {hold_b}""",
         [*pa, *pb])]

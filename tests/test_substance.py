@@ -73,6 +73,22 @@ def test_ordinals_dates_and_file_names_are_not_values():
     # while a changed value and a plain negation still are
     assert disagreement("The staging database listens on port 5433.",
                         "The staging database listens on port 6432.") == "different_values"
+    # found by review: inflections ("retry" / "retries") and a note that merely starts with a task
+    assert disagreement("Payments: The webhook does not retry. It logs the failure.",
+                        "Payments: The webhook retries. It logs the failure.") == "negation"
+    assert disagreement("- [x] renew the cert\nThe billing gateway listens on port 443 and serves the shop.",
+                        "- [ ] renew the cert\nThe billing gateway listens on port 8443 and serves the shop.") \
+        == "different_values"
+
+
+def test_a_notes_labels_are_nobody_speaking():
+    """Found by review: a crystal quoted 'Warning: Upgrade the PostgreSQL driver first.' as said by
+    'Warning', and the speaker feature would lift it for a question about warnings."""
+    from tidemind.text import speaker
+
+    assert speaker("Warning: Upgrade the PostgreSQL driver first.") is None
+    assert speaker("Note: backups run at 02:00") is None
+    assert speaker("Caroline: I went to the support group.") == "Caroline"
     assert disagreement("The billing service is deployed to production.",
                         "The billing service is not deployed to production any more.") == "negation"
 
@@ -145,6 +161,22 @@ def test_tasks_are_no_claims_and_a_not_must_deny_what_the_other_says():
                         "The nightly deploy does not run on Fridays from the build box.") == "negation"
     assert disagreement("The staging database listens on port 5433.",
                         "The staging database listens on port 6432.") == "different_values"
+    # found by review: inflections ("retry" / "retries") and a note that merely starts with a task
+    assert disagreement("Payments: The webhook does not retry. It logs the failure.",
+                        "Payments: The webhook retries. It logs the failure.") == "negation"
+    assert disagreement("- [x] renew the cert\nThe billing gateway listens on port 443 and serves the shop.",
+                        "- [ ] renew the cert\nThe billing gateway listens on port 8443 and serves the shop.") \
+        == "different_values"
+
+
+def test_a_notes_labels_are_nobody_speaking():
+    """Found by review: a crystal quoted 'Warning: Upgrade the PostgreSQL driver first.' as said by
+    'Warning', and the speaker feature would lift it for a question about warnings."""
+    from tidemind.text import speaker
+
+    assert speaker("Warning: Upgrade the PostgreSQL driver first.") is None
+    assert speaker("Note: backups run at 02:00") is None
+    assert speaker("Caroline: I went to the support group.") == "Caroline"
 
 
 def test_long_hostile_units_stay_linear():

@@ -360,3 +360,15 @@ def test_undoing_a_rejection_restores_the_whole_row_it_replaced(mem):
     mem.tag_restore(proposed, "island", added["previous"])
     mem.tag_decide(proposed, "island", reject=False)
     assert row(proposed, "island") == decided
+
+
+def test_a_name_made_of_a_verb_stays_a_name(mem):
+    """Found by review: making 'watch', 'rush' and 'count' verbs lost 'Apple Watch' and the band
+    'Rush' as tags."""
+    proposed = _proposed_in(mem, "personal", [
+        "My Apple Watch tracks the morning runs and the resting heart rate.",
+        "The Apple Watch battery lasts two days on the long runs.",
+        "Synced the Apple Watch heart rate data with the running app.",
+        "Bought tickets to see Rush play the old arena in March.",
+        "Rush played the whole Moving Pictures album at the arena."])
+    assert "apple-watch" in proposed and "rush" in proposed, proposed

@@ -56,7 +56,7 @@ challenge challenges challenging tackle tackling capable potential boundaries li
 perspectives focus focused sharp mind minds ourselves yourself themselves myself self act acts actions small big
 understanding reminder remind reminds reminded awesome special truly deserve deserves worth worthwhile fulfilling
 fulfillment rewarding satisfying satisfaction brighter bright future hopefully glad
-since last seen while ages missed busy crazy wild ride spill beans
+since last seen while ages missed busy crazy
 """.split())
 
 # what is left of a contraction once it is split into words ("haven't" -> "haven", "t"), and the
@@ -64,7 +64,7 @@ since last seen while ages missed busy crazy wild ride spill beans
 CONTRACTED = frozenset("haven hasn hadn didn doesn don isn aren wasn weren couldn wouldn shouldn ain ve ll re "
                        "gonna gotta wanna ya".split())
 
-_SUFFIXES = ("ing", "ed", "es", "s", "er", "est", "ly")
+_SUFFIXES = ("ing", "ed", "es", "s", "ly")       # (not -er: "timer" is no "time")
 
 
 def is_chatter(word: str) -> bool:

@@ -68,10 +68,21 @@ def has_phrase(text: str, phrase: str, ignore_case: bool = False) -> bool:
 _SPEAKER = re.compile(r"([A-Z][\w'’.\-]{0,30}(?: [A-Z][\w'’.\-]{0,30}){0,2}):\s")
 
 
+# a note's labels are written the same way ("Note: ...", "Warning: ..."): they are nobody
+NOT_SPEAKERS = frozenset("""
+note notes warning warnings tip tips example examples important error errors update updates summary status todo
+fixme question questions answer answers step steps result results reason problem solution fix cause context goal
+goals decision decisions action actions outcome outcomes caution info information hint hints tldr edit source
+sources date time location where when why what who how re fyi ps nb usage description title subject
+""".split())
+
+
 def speaker(content: str) -> str | None:
     """Who said a turn written "Name: words", the one reading of a speaker label."""
     found = _SPEAKER.match(content)
-    return found.group(1) if found else None
+    if not found or found.group(1).casefold() in NOT_SPEAKERS:
+        return None
+    return found.group(1)
 
 
 # Caches keyed by a memory's text (its stems, its small-talk count) drop it when the memory is

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from . import TaskContext, register
+from ..substance import specific_words
 from .extract import sentences
 from .pairs import file_pair_items, negated, numbers, word_overlap
 
@@ -19,8 +20,15 @@ _TASK = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:#{1,6}[ \t]+)?(?:TODO|DONE|NOW|LA
                    r"IN-PROGRESS|\[[ xX]\])(?=[ \t]|$)", re.MULTILINE)
 
 
+def _task(text: str) -> bool:
+    """A to-do and nothing else: every line a task, or a task's own indented lines."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and _TASK.match(lines[0]) is not None and all(
+        _TASK.match(line) or line[:1] in (" ", "\t") for line in lines[1:])
+
+
 def disagreement(a: str, b: str) -> str | None:
-    if _TASK.match(a) or _TASK.match(b):
+    if _task(a) or _task(b):
         return None
     overlap = word_overlap(a, b)
     na, nb = numbers(a), numbers(b)
@@ -37,9 +45,23 @@ def _negated_sentence(a: str, b: str) -> bool:
     no contradiction (a guide's "The content in a cloze is not shown by default. For example..."
     against another's "For example...")."""
     def pairs(x: str, y: str) -> bool:
-        plain = [s for s in sentences(y) if not negated(s)]
-        return any(word_overlap(s, t) >= 0.6 for s in sentences(x) if negated(s) for t in plain)
+        plain = [_roots(s) for s in sentences(y) if not negated(s)]
+        denied = [_roots(s) for s in sentences(x) if negated(s)]
+        return any(d and p and len(d & p) / len(d | p) >= 0.6 for d in denied for p in plain)
     return pairs(a, b) or pairs(b, a)
+
+
+def _roots(sentence: str) -> set[str]:
+    """The sentence's specific words with their inflections folded ("retries" and "retry" are one
+    word: "The webhook does not retry" denies "The webhook retries")."""
+    return {_root(w) for w in specific_words(sentence) if not w.isdigit()}
+
+
+def _root(word: str) -> str:
+    for suffix, repl in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)] + repl
+    return word
 
 
 class ContradictTask:

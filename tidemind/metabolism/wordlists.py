@@ -41,7 +41,7 @@ reach realise realize receive recognise recognize recommend recover reduce refus
 remind remove replace require resolve respond retry reveal say see seem send serve should shout show
 set sit spend stand start stay succeed suggest suppose take talk teach tell tend thank think try turn
 understand verify wait wake want wish wonder worry would write appreciate express tackle cultivate
-celebrate explore watch win chill rush count
+celebrate explore win chill
 manage browse delete remove insert configure disable enable expand navigate rename press select toggle
 hover scroll adjust specify click tap customize install uninstall
 """)

@@ -2,6 +2,7 @@
 it. SQLite is the default and the only backend of this version; any other store is refused in one
 line before anything is created, and its password is never echoed."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,27 @@ def test_a_hook_never_hands_the_model_a_store_password(home):
     proc = run_cli(home, "hook", "session-start", "--host", "claude-code", stdin=b"{}", check_json=False)
     out = proc.stdout.decode() + proc.stderr.decode()
     assert "s3cret" not in out and "Traceback" not in out, out
+
+
+def test_paths_are_read_as_people_write_them_and_the_stream_goes_with_the_store(home, tmp_path):
+    """Found by review: `--store ./x.db` landed in the home (a backup to ./x.db landed in the
+    current folder), sqlite:///~/x.db and sqlite:///C:/x.db were read as other paths, installed
+    hooks and services never learnt the store, and two homes on one store kept two streams."""
+    from tidemind.store.backend import locate
+
+    assert locate("sqlite:///~/tm.db", home).path == Path("~/tm.db").expanduser().resolve()
+    assert str(locate("sqlite:///C:/data/tm.db", home).path).endswith("C:/data/tm.db")
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "--store", "./here.db", "--json",
+                           "digest", "Backups run nightly at 02:00."], capture_output=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (tmp_path / "here.db").is_file() and (tmp_path / "here-stream").is_dir()
+    assert not (home / "tidemind.db").exists() and not (home / "stream").exists()
+    other_home = tmp_path / "other-home"
+    proc = run_cli(other_home, "--store", str(tmp_path / "here.db"), "--json", "doctor")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["checks"]["stream"] == "ok"      # one stream
+    for command in (["install-hooks", "--host", "claude-code", "--dry-run"], ["daemon", "install-service"]):
+        proc = run_cli(home, "--store", str(tmp_path / "here.db"), *command, check_json=False)
+        assert proc.returncode == 1 and "set `store` in the home's config.toml" in proc.stderr.decode()

@@ -877,9 +877,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tidemind: {exc}", file=sys.stderr)
         return 1
     if args.store is not None:
+        if args.command == "install-hooks" or (args.command == "daemon" and getattr(args, "action", "") == "install-service"):
+            print("tidemind: --store is not written into what a host or a service starts later; set `store` in the"
+                  " home's config.toml so every process opens the same store", file=sys.stderr)
+            return 1
         # through the environment, so that every way in (hooks, the MCP server, a daemon started
-        # from here) opens the same store the command was pointed at
-        os.environ["TIDEMIND_STORE"] = args.store
+        # from here) opens the same store the command was pointed at; a path as the shell sees it
+        plain = "://" not in args.store
+        os.environ["TIDEMIND_STORE"] = os.path.abspath(os.path.expanduser(args.store)) if plain and args.store else args.store
     try:
         args.func(args)
     except TideMindError as exc:

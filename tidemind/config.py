@@ -58,7 +58,10 @@ class Settings:
 
     @property
     def stream_dir(self) -> Path:
-        return self.home / "stream"
+        """The stream of everything said lives beside the store: a store named elsewhere keeps its
+        own ("<name>-stream" beside the file), so two homes on one store write one stream."""
+        path = self.store_location.path if self.store else None
+        return path.with_name(f"{path.stem}-stream") if path is not None else self.home / "stream"
 
 
 # The schema every value is checked against when the settings are read, naming the key: a wrong

@@ -1,7 +1,7 @@
 """Variants of an evaluation set, made at run time from the set itself: the same conversations
 and questions in another shape, to stress what was tuned on the original (issue 24).
 
-- `chat`: each turn becomes one message per sentence, a minute apart ("many short messages a
+- `chat`: each turn becomes one message per sentence, ten seconds apart ("many short messages a
   day", the shape recall lost on), every message keeping its turn's id, so a question's evidence
   is found when any message of the turn is;
 - `dates`: a date a question names is written in another common form (07.05.2023, 05/07/2023,
@@ -76,7 +76,7 @@ def names(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[d
     out, changed = [], 0
     for q in queries:
         text = q["query"]
-        for who in sorted(speakers.get(q.get("scope") or "", ()), key=len, reverse=True):
+        for who in sorted((w for w in speakers.get(q.get("scope") or "", ()) if w.isalpha()), key=len, reverse=True):
             if re.search(rf"\b{re.escape(who)}\b", text):
                 text = re.sub(rf"\b{re.escape(who)}\b", _respell(who, f"{q.get('id')}/{who}"), text)
         if text != q["query"]:
@@ -88,8 +88,9 @@ def names(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[d
 def chat(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[dict], int]:
     out, changed = [], 0
     turn_in_session: dict[object, int] = {}
-    for mem in memories:
-        index = turn_in_session[mem.get("session")] = turn_in_session.get(mem.get("session"), -1) + 1
+    for n, mem in enumerate(memories):
+        group = mem.get("session") or ("memory", n)           # a memory with no session is its own
+        index = turn_in_session[group] = turn_in_session.get(group, -1) + 1
         text = mem.get("text") or ""
         who = speaker(text)
         said = text[len(who) + 1:].strip() if who else text
@@ -97,10 +98,10 @@ def chat(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[di
         start = _parse(mem.get("valid_at"))
         if len(parts) > 1:
             changed += 1
-        for n, part in enumerate(parts):
+        for k, part in enumerate(parts):
             message = {**mem, "text": f"{who}: {part}" if who else part}
-            if start is not None:        # turns a few minutes apart, their messages a minute apart
-                message["valid_at"] = (start + dt.timedelta(minutes=3 * index + n)).isoformat()
+            if start is not None:        # turns half a minute apart, their messages ten seconds apart
+                message["valid_at"] = (start + dt.timedelta(seconds=30 * index + 10 * k)).isoformat()
             out.append(message)
     return out, queries, changed
 

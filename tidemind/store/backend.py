@@ -12,6 +12,7 @@ backend's dialect will have to be taught, table family by table family (docs/DES
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -87,8 +88,10 @@ def locate(store: str | None, home: Path) -> Location:
         except ValueError:
             raise InvalidInput("the store setting is not a URL that can be read; write sqlite:///absolute/path.db"
                                ) from None
+        if path.startswith("/~") or re.match(r"/[A-Za-z]:[/\\]", path):
+            path = path[1:]                   # sqlite:///~/x.db, sqlite:///C:/data/x.db
         if not path:
-            raise InvalidInput(f"store {text!r} names no file: write sqlite:///absolute/path.db")
+            raise InvalidInput("the store setting names no file: write sqlite:///absolute/path.db")
         return Location("sqlite", str((home / Path(path).expanduser()).resolve()))
     if scheme == "postgres":
         scheme = "postgresql"

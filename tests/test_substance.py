@@ -73,22 +73,6 @@ def test_ordinals_dates_and_file_names_are_not_values():
     # while a changed value and a plain negation still are
     assert disagreement("The staging database listens on port 5433.",
                         "The staging database listens on port 6432.") == "different_values"
-    # found by review: inflections ("retry" / "retries") and a note that merely starts with a task
-    assert disagreement("Payments: The webhook does not retry. It logs the failure.",
-                        "Payments: The webhook retries. It logs the failure.") == "negation"
-    assert disagreement("- [x] renew the cert\nThe billing gateway listens on port 443 and serves the shop.",
-                        "- [ ] renew the cert\nThe billing gateway listens on port 8443 and serves the shop.") \
-        == "different_values"
-
-
-def test_a_notes_labels_are_nobody_speaking():
-    """Found by review: a crystal quoted 'Warning: Upgrade the PostgreSQL driver first.' as said by
-    'Warning', and the speaker feature would lift it for a question about warnings."""
-    from tidemind.text import speaker
-
-    assert speaker("Warning: Upgrade the PostgreSQL driver first.") is None
-    assert speaker("Note: backups run at 02:00") is None
-    assert speaker("Caroline: I went to the support group.") == "Caroline"
     assert disagreement("The billing service is deployed to production.",
                         "The billing service is not deployed to production any more.") == "negation"
 

@@ -384,3 +384,15 @@ def test_recall_keeps_no_forgotten_text_in_its_caches(mem):
     assert secret not in fts._STEMMED and secret not in scoring._SMALL_TALK_COUNTS
     assert all(i["id"] != node for i in mem.recall("What did Maya say about the safe combination?", scopes=["conv"],
                                                    record=False)["items"])
+
+
+def test_a_name_only_archived_or_held_memories_speak_is_not_read_into_a_question(mem):
+    """Speaker names are read through the one live-and-in-scope predicate: an archived memory's
+    speaker is no longer a name a question's word is respelled to."""
+    from tidemind.search.names import respelled
+
+    node = _turns(mem, "conv", "s1", ["Rosalind: the greenhouse heater failed overnight"])[0]
+    _turns(mem, "conv", "s1", ["Tom: ok noted"])
+    assert respelled(mem.conn, "What did Rosalnd fix?", ["conv"]) == "What did Rosalind fix?"
+    mem.archive(node)
+    assert respelled(mem.conn, "What did Rosalnd fix?", ["conv"]) == "What did Rosalnd fix?"

@@ -23,6 +23,7 @@ from .errors import InvalidInput
 from .metabolism.extract import sentences
 from .search import when
 from .text import speaker
+from .timeutil import from_iso
 
 MONTHS = [m.capitalize() for m in when.MONTHS]
 
@@ -108,7 +109,7 @@ def chat(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[di
 
 def _parse(value) -> dt.datetime | None:
     try:
-        return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
+        return from_iso(str(value)) if value else None
     except ValueError:
         return None
 

@@ -1183,11 +1183,12 @@ class Memory:
         return {"removed": removed, "done": f"removed {removed} orphan stream entr{'y' if removed == 1 else 'ies'}"}
 
     def date_order(self) -> tuple[bool, str]:
-        """(day first?, why): how 05/07/2023 in a question is read here (search/when.store_order),
-        looked at again for every 500 new memories."""
+        """(day first?, why): how 05/07/2023 in a question is read here (search/when.store_order,
+        from the memories this reader may read), looked at again for every 500 new memories."""
         newest = nodes.newest_id(self.conn)
         if self._date_order is None or self._date_order[0] != newest // 500:
-            found = when.store_order(self.settings.extra.get("date_order"), nodes.with_slashed_dates(self.conn))
+            found = when.store_order(self.settings.extra.get("date_order"),
+                                     nodes.with_slashed_dates(self.conn, self.read_scopes(None, all_scopes=True)))
             self._date_order = (newest // 500, found)
         return self._date_order[1]
 

@@ -6,7 +6,8 @@ that is one edit away from a speaker of those scopes (six letters or more) or th
 (four letters or more), is read as that speaker. Shorter names are too close to other names to
 guess at ("Mary" is not "Mark", "Jen" not "Jon"): an unknown person must still be "I don't know".
 Speakers are the "Name:" labels the scope's memories open with, read once per database and scope
-and read again when the scope's size or the newest memory changes.
+and read again when the scope's size, its newest memory or its archived and forgotten count
+changes.
 On conversations-dev with the names respelled (a short form, a letter dropped or doubled), 13%
 of answerable questions abstained before this.
 """
@@ -32,9 +33,10 @@ NOT_NAMES = frozenset(when.MONTHS) | frozenset(m[:3] for m in when.MONTHS) | {"s
 
 def speakers(conn: apsw.Connection, scopes: Sequence[str]) -> set[str]:
     out: set[str] = set()
+    newest = nodes.newest_id(conn)                        # (a forget and a digest leave a count as it was)
     for scope in scopes:
         documents, _ = fts.scope_sizes(conn, [scope])
-        state = (documents, nodes.newest_id(conn))          # a forget and a digest leave the count as it was
+        state = (documents, newest, nodes.gone_count(conn, scope))       # (an archive changes neither)
         key = (conn.filename or str(id(conn)), scope)
         cached = _CACHE.get(key)
         if cached is None or cached[0] != state:

@@ -568,19 +568,30 @@ def groups(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
 
 
 def speaker_labels(conn: apsw.Connection, scope: str) -> list[str]:
-    """The distinct "Name:" openings of the scope's live memories (candidates: the caller checks
-    them as speaker labels). One pass over the scope."""
+    """The distinct "Name:" openings of the scope's visible memories (candidates: the caller
+    checks them as speaker labels). One pass over the scope."""
+    pred, params = visible("n", [scope])
     return [label for (label,) in conn.execute(
-        "SELECT DISTINCT substr(content, 1, instr(content, ': ') - 1) FROM nodes"
-        " WHERE scope = ? AND status = 'live' AND instr(content, ': ') BETWEEN 2 AND 64", (scope,))]
+        "SELECT DISTINCT substr(n.content, 1, instr(n.content, ': ') - 1) FROM nodes n"
+        f" WHERE {pred} AND instr(n.content, ': ') BETWEEN 2 AND 64", params)]
 
 
-def with_slashed_dates(conn: apsw.Connection, limit: int = 2000) -> list[str]:
-    """The newest live memories that write a date with slashes (05/07/2023), for how the store's
-    people write dates."""
+def with_slashed_dates(conn: apsw.Connection, scopes: Sequence[str], limit: int = 2000) -> list[str]:
+    """The newest visible memories of these scopes that write a date with slashes (05/07/2023),
+    for how their people write dates."""
+    if not scopes:
+        return []
+    pred, params = visible("n", scopes)
     return [c for (c,) in conn.execute(
-        "SELECT content FROM nodes WHERE status = 'live' AND content GLOB '*[0-9]/[0-9]*/[0-9][0-9]*'"
-        " ORDER BY id DESC LIMIT ?", (limit,))]
+        f"SELECT n.content FROM nodes n WHERE {pred} AND n.content GLOB '*[0-9]/[0-9]*/[0-9][0-9]*'"
+        " ORDER BY n.id DESC LIMIT ?", [*params, limit])]
+
+
+def gone_count(conn: apsw.Connection, scope: str) -> int:
+    """How many of the scope's memories are archived, superseded or forgotten (an index range:
+    it changes when a memory leaves the live set, where the scope's counts may not)."""
+    return scalar(conn, "SELECT count(*) FROM nodes WHERE scope = ? AND status IN ('archived','superseded','forgotten')",
+                  (scope,)) or 0
 
 
 def newest_id(conn: apsw.Connection) -> int:

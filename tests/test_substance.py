@@ -176,3 +176,22 @@ def test_long_hostile_units_stay_linear():
     assert not carries_content(":PROPERTIES: x " * 8000)
     assert window("May 3" + " " * 100_000) is not None
     assert time.perf_counter() - start < 10
+
+
+def test_a_photo_that_rides_along_with_encouragement_is_not_content():
+    """A caption is a model's description of a photo: it is content when the speaker shows the
+    photo, not when a photo comes with a cheer."""
+    assert not carries_content("Tim: You rock! Keep it up! [shares a photo: a photo of a basketball ball and a book"
+                               " on a court]")
+    assert carries_content("Tim: Check out my new bookcase! [shares a photo: a bookcase filled with dvds and games]")
+    assert carries_content("Tim: Keep it up! I finished the pottery class and glazed the vase."
+                           " [shares a photo: a vase]")
+
+
+def test_a_short_form_of_a_speakers_name_is_their_name():
+    words = specific_words("Caroline: Wow, Mel, family love is the best!", {"melanie", "caroline"})
+    assert "mel" not in words and "family" in words
+    assert not carries_content("Caroline: Wow, Mel, family love is the best!", {"melanie", "caroline"})
+    # only a capitalised short form: "car" is no Caroline
+    assert "car" in specific_words("Melanie: My car broke down on the way.", {"caroline", "melanie"})
+

@@ -372,3 +372,19 @@ def test_a_name_made_of_a_verb_stays_a_name(mem):
         "Bought tickets to see Rush play the old arena in March.",
         "Rush played the whole Moving Pictures album at the arena."])
     assert "apple-watch" in proposed and "rush" in proposed, proposed
+
+
+def test_a_reaction_that_names_the_other_speaker_is_still_small_talk(mem):
+    """"Caroline: Wow, Mel, family love is the best!" names one thing (family) beside the other
+    speaker's short name: it is a reaction, and no pass files it under "family" (on
+    conversations-dev, tags on such turns were half of those on content-free turns)."""
+    turns = ["Melanie: We took the family to the lake; the family camping trip was the best.",
+             "Caroline: Family trips to the lake sound lovely, Melanie.",
+             "Melanie: The family loved the lake, and the camping trip gave us a week together.",
+             "Caroline: My family never went camping, but the lake sounds perfect.",
+             "Melanie: The lake at sunrise is where our family unwinds.",
+             "Caroline: Wow, Mel, family love is the best!"]
+    ids = [mem.digest(t, scope="conv:cm")["node_ids"][0] for t in turns]
+    run_due(mem, only=["annotate"], force=True)
+    assert "family" in set().union(*(_names(mem, n) for n in ids[:5]))     # the topic is a tag here
+    assert _names(mem, ids[-1]) == set()

@@ -97,6 +97,12 @@ photo photography picture image view close closeup bunch pair lot two three four
 """.split())
 
 
+# words that show a photo: "Look at him!", "Here's my new bike", "This is it", "Check it out"
+_SHOWS = re.compile(r"\b(?:look|looks|here'?s|here is|this|these|check|pic|pics|photo|photos|picture|pictures|him|her"
+                    r"|meet|snapped|took)\b", re.IGNORECASE)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+
+
 def _plain_captions(text: str) -> str:
     return _CAPTION.sub(lambda m: " " + " ".join(w for w in m.group(1).split()
                                                  if w.strip(".,;:!?").casefold() not in CAPTION_GENERIC) + " ", text)
@@ -194,6 +200,9 @@ def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:
     who = speaker(text or "")
     if who:
         skip |= {part.casefold() for part in who.split()}
+    # a short form of a speaker's name is their name too ("Mel" for Melanie), when written as one
+    skip |= {w.casefold() for w in _CAPITALISED.findall(text or "")
+             if any(len(w) < len(n) and n.startswith(w.casefold()) for n in skip)}
     if _table_header_only(text or ""):
         return []
     return [w for w in content_words(body(text)) if not is_chatter(w) and w not in CONTRACTED and w not in skip
@@ -208,6 +217,14 @@ def carries_content(text: str, names: Iterable[str] = ()) -> bool:
     specific = specific_words(text, names)
     if len(set(specific)) < MIN_SPECIFIC:
         return False
+    # a shared photo's caption is a model's description of it: it says what a turn is about when
+    # the speaker shows the photo ("Look at him! [... a turtle on a rock]"), not when a photo
+    # rides along with something else ("You rock! Keep it up! [... a basketball on a court]" is
+    # encouragement, not a note on basketball)
+    if _CAPTION.search(text or ""):
+        said = _CAPTION.sub(" ", text)
+        if len(set(specific_words(said, names))) < MIN_SPECIFIC and not _SHOWS.search(_unlabelled(said)):
+            return False
     # both counted with repeats: a guide's "1. Step 1 of installing the sync plugin" nine times over
     # says "step" nine times and "installing", "sync", "plugin" nine times each
     chatter = sum(1 for w in content_words(body(text)) if is_chatter(w))

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 
 from .. import substance
+from ..search import names
 from ..store import audit, derived, fts, immediate, nodes, tags
 from . import TaskContext, register, vocabulary
 
@@ -102,6 +103,7 @@ class ScopeTagging:
             self.names.setdefault(key, r["name"])
         self.exclude = {k for k, n in rejected.items() if n >= REJECTED_IN_SCOPE and k not in self.confirmed}
         self.exclude |= {vocabulary.key_of(t["name"]) for t in tags.tombstones(conn, [scope])}
+        self.speakers = names.speaker_words(conn, [scope])
 
     def lift(self, words: list[str]) -> dict[str, float]:
         """A word's share of the scope's memories over its share of the store's (FTS5's per-scope
@@ -118,7 +120,7 @@ class ScopeTagging:
     def propose(self, content: str, node_tags: list[dict]) -> list[tuple[str, float]]:
         """(name, confidence) for one memory: never a name it already has confirmed, a person
         rejected on it, or one rejected for the scope."""
-        if not substance.carries_content(content):
+        if not substance.carries_content(content, self.speakers):
             return []                 # a greeting, an empty page, an image: nothing to file under a topic
         own = {vocabulary.key_of(t["name"]) for t in node_tags if t["status"] in ("confirmed", "rejected_by_user")}
         out = []

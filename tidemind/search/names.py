@@ -47,6 +47,12 @@ def speakers(conn: apsw.Connection, scopes: Sequence[str]) -> set[str]:
     return out
 
 
+def speaker_words(conn: apsw.Connection, scopes: Sequence[str]) -> set[str]:
+    """Each word of the scopes' speakers' names, lower-case: not content words of a memory there
+    ("Caroline: Wow, Mel, family love is the best!" says nothing of Caroline or Melanie)."""
+    return {part.casefold() for label in speakers(conn, scopes) for part in label.split()}
+
+
 def _one_edit(a: str, b: str) -> bool:
     """a and b differ by one letter dropped, added, changed or two swapped."""
     if a == b or abs(len(a) - len(b)) > 1:

@@ -511,3 +511,22 @@ def test_far_apart_turns_relate_by_a_rare_word_of_their_own_not_by_the_talks_top
     assert score(encouragement, drive_again) == 0.0
     # the food drive's turns say rare things both ("toiletries"/"canned goods", "shelter")
     assert score(first[0], drive_doubled) > 0.0
+
+
+def test_words_too_vague_to_name_a_topic_relate_nothing(mem):
+    """"Escape", "solutions", "impact": life advice is made of them, and two encouragements that
+    share them are no more about one thing than two that share "great" (`substance.VAGUE`; on
+    conversations-dev, dropping them took links with a content-free end from 1.7% to 1.3%)."""
+    from tidemind.metabolism import relate
+
+    a = mem.digest("John: Reading is my escape; it helps me find solutions and see the impact of small steps.",
+                   scope="talk", session="s1")["node_ids"][0]
+    b = mem.digest("Tim: Surfing is an escape too, and it finds solutions with real impact on me.",
+                   scope="talk", session="s2")["node_ids"][0]
+    c = mem.digest("John: Surfing at Malibu before sunrise, the reading of the swell matters most.",
+                   scope="talk", session="s3")["node_ids"][0]
+    run_due(mem, only=["embed"], force=True)
+    score = relate.Relatedness(mem.conn, "talk", mem.embedder).score
+    assert score(a, b) == 0.0
+    assert score(c, mem.digest("Tim: Surfing Malibu at sunrise: the swell was perfect.", scope="talk",
+                               session="s4")["node_ids"][0]) > 0.0

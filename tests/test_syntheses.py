@@ -439,3 +439,26 @@ def test_equally_weighted_topics_joined_by_bridges_stay_apart():
     topics = [list(range(1, 7)), list(range(7, 13)), list(range(13, 19))]
     edges = [(a, b, 1.0) for t in topics for a in t for b in t if a < b] + [(6, 7, 1.0), (12, 13, 1.0)]
     assert sorted(clusters.groups(edges)) == topics
+
+
+def test_a_theme_talked_about_session_after_session_is_no_crystal_an_event_is(mem):
+    """An event is told in a session and recalled in another; a theme ("camping" with the family)
+    comes back in session after session. A group held together only by a theme's words is a chat
+    about a subject, not one thing to keep a note of (on conversations-dev such groups were most of
+    the crystals' strays: purity 0.71, 0.84 once their words had to be local to two sessions)."""
+    theme = ["Melanie: Camping with the family by the lake is how we unwind.",
+             "Caroline: Camping by a lake sounds peaceful for a family.",
+             "Melanie: The family loves camping; the lake mornings are quiet.",
+             "Caroline: Lake camping with family must be such a reset."]
+    event = ["Melanie: Last August we watched the Perseid meteor shower from the campsite.",
+             "Caroline: The Perseid meteor shower! How many meteors did you count?",
+             "Melanie: Forty Perseid meteors in an hour; the kids counted every meteor."]
+    themed = [mem.digest(t, scope="conv:cm", session=f"s{k}")["node_ids"][0] for k, t in enumerate(theme)]
+    told = [mem.digest(t, scope="conv:cm", session="s9")["node_ids"][0] for t in event]
+    with immediate(mem.conn):
+        for chain in (themed, told):
+            for a, b in zip(chain, chain[1:]):
+                links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now())
+    run_due(mem, only=["crystallize"], force=True)
+    crystals = _current(mem, "crystal")
+    assert [sorted(c["members"]) for c in crystals] == [sorted(told)]

@@ -7,8 +7,9 @@ conversations-dev the crystals made on the way there held 0.53, later 0.72, of t
 their main event. Here a group is a community of the link graph (weighted label propagation:
 each memory joins the group its links pull hardest towards), a community too large for one
 summary is split by dropping its weakest links, and a member stays only when it shares a word
-rare in its scope with at least half of the others (`tighten`): the words are what makes a
-group about one thing, the links only say who is near whom.
+rare in its scope with a third of the others (`tighten`; the crystallize task counts, for a
+conversation's turns, only words used in at most two sessions: an event's, not a theme's): the
+words are what makes a group about one thing, the links only say who is near whom.
 
 Pure functions over ids and weights: the crystallize task reads the links and the words.
 """

@@ -7,7 +7,8 @@ and a fifth had a greeting or a thank-you at one end. What tells two memories ap
 say specifically, read with the memories around them:
 
   specific words   each memory's content words that are not small talk, not the names of the
-                   people speaking and not markup (`substance.specific_words`), TF-IDF weighted
+                   people speaking, not markup (`substance.specific_words`) and not too vague to
+                   name a topic (`substance.VAGUE`: "escape", "solutions"), TF-IDF weighted
                    in the scope (rare words and names shared weigh most; words in more than
                    MAX_DF_SHARE of the scope's memories not at all)
   context          a memory's words plus NEIGHBOUR_WEIGHT of the words of the memories right
@@ -55,6 +56,7 @@ month months year years time times minute minutes hour hours morning evening nig
 getting make makes made take takes took keep keeps kept goes going come comes came give gives gave new old good great
 little lot lots much many really still even always never often sometimes thing things way ways
 """.split())
+LOCAL_SESSIONS = 2         # an event's words are used in this many sessions at most (`local_words`)
 RARE_WORDS = 25            # the words a memory looks for its partners with
 # a word in more of a large scope than this does not find partners: OR-ing a few "is"/"by" into the
 # search matched two thirds of a 10k-node store and made link-propose its slowest pass
@@ -99,6 +101,8 @@ class Relatedness:
         self._beside: dict[int, list[int]] = {}            # node -> the memories right before and after it
         self._near: dict[int, dict[int, int]] = {}         # node -> {memory two or less apart: how far} (searched)
         self._whole: _Whole | None | bool = None           # False: the scope is too large to hold
+        self._spread: dict[str, int] = {}                  # stem -> how many sessions of the rows read use it
+        self._spread_of = -1                               # (computed over this many rows)
 
     # -- rows, names and places -------------------------------------------------------------------
     def rows(self, node_ids: Sequence[int]) -> dict[int, dict]:
@@ -162,7 +166,7 @@ class Relatedness:
             counts: dict[str, int] = {}
             surface = self._surface.setdefault(node_id, {})
             for w in substance.specific_words(row["content"], self._names) if row else []:
-                if w in GENERIC:
+                if w in GENERIC or w in substance.VAGUE:
                     continue
                 for s in fts.stems(self.conn, w):
                     counts[s] = counts.get(s, 0) + 1
@@ -220,6 +224,24 @@ class Relatedness:
     def rare_words(self, node_id: int) -> set[str]:
         """The stems of the memory's own specific words that are rare in the scope."""
         return {s for s in self.words(node_id) if self._rare(s)}
+
+    def local_words(self, node_id: int) -> set[str]:
+        """Its rare words that at most LOCAL_SESSIONS sessions of the memories read so far use,
+        for a memory of a session (a conversation's turn); its rare words, for one without.
+        An event is told in a session and recalled in another; a theme ("camping", "family",
+        "books") comes back in session after session, and a group held together by a theme's
+        words is a chat about a subject, not one thing a person would keep a note of."""
+        rare = self.rare_words(node_id)
+        if not (self._rows.get(node_id) or {}).get("session"):
+            return rare
+        if self._spread_of != len(self._rows):
+            spread: dict[str, set] = {}
+            for i, row in self._rows.items():
+                if row.get("session"):
+                    for s in self.words(i):
+                        spread.setdefault(s, set()).add(row["session"])
+            self._spread, self._spread_of = {s: len(v) for s, v in spread.items()}, len(self._rows)
+        return {s for s in rare if self._spread.get(s, 0) <= LOCAL_SESSIONS}
 
     def _rare(self, stem: str) -> bool:
         """A stem in few of a large scope's memories (every stem of a small scope)."""

@@ -33,6 +33,7 @@ import re
 
 from ..periods import week_of
 from ..store import audit, fts, immediate, nodes, review, syntheses
+from ..search import names
 from .. import substance
 from ..text import STOPWORDS, content_words
 from . import TaskContext, clusters, extract, register, relate
@@ -254,7 +255,7 @@ class CrystallizeTask(_Synthesis):
             # ends share no rare word made crystals less pure, 0.73 -> 0.64: neighbouring turns are
             # one event more often than turns that share a word)
             for group in clusters.groups(edges[scope]):
-                kept = clusters.tighten(_with_content(ctx.conn, group, scope), related.rare_words)
+                kept = clusters.tighten(_with_content(ctx.conn, group, scope), related.local_words)
                 if kept:
                     found_groups.append((scope, kept))
         standing = {s["subject"]: s for s in syntheses.current_of_kind(ctx.conn, "crystal")}
@@ -467,7 +468,8 @@ def check_failure_rule(said: str):
 def _with_content(conn, node_ids: list[int], scope: str) -> list[int]:
     """The ids, in order, of the visible memories among them that carry content (`substance`)."""
     rows = nodes.get_visible_many(conn, node_ids, [scope], columns=("id", "content"))
-    return [i for i in node_ids if i in rows and substance.carries_content(rows[i]["content"])]
+    speakers = names.speaker_words(conn, [scope])
+    return [i for i in node_ids if i in rows and substance.carries_content(rows[i]["content"], speakers)]
 
 
 class LessonsTask(_Synthesis):

@@ -396,3 +396,22 @@ def test_a_name_only_archived_or_held_memories_speak_is_not_read_into_a_question
     assert respelled(mem.conn, "What did Rosalnd fix?", ["conv"]) == "What did Rosalind fix?"
     mem.archive(node)
     assert respelled(mem.conn, "What did Rosalnd fix?", ["conv"]) == "What did Rosalnd fix?"
+
+
+def test_short_names_typed_with_a_letter_more_and_nicknames_the_conversation_uses(mem):
+    """Issue 24: "Timm" and "Jhon" abstained (the respelling knew only names of four letters or
+    more); "Mel", what Caroline calls Melanie, was read as a plain word. A changed letter in a
+    short name stays another person, and a word the memories use as a word stays a word."""
+    from tidemind.search.names import respelled
+
+    _turns(mem, "conv", "s1", ["Tim: I finished the second Harry Potter book.",
+                               "Maria: The shelter needs blankets.",
+                               "Melanie: I painted the lake at sunrise.",
+                               "Caroline: Wow, Mel, that lake painting is lovely!",
+                               "Caroline: The Art fair opens on Friday."])
+    assert respelled(mem.conn, "What did Timm finish?", ["conv"]) == "What did Tim finish?"
+    assert respelled(mem.conn, "What does Mria need?", ["conv"]) == "What does Maria need?"
+    assert respelled(mem.conn, "What did Tm finish?", ["conv"]) == "What did Tm finish?"      # two letters: anything
+    assert respelled(mem.conn, "What did Mel paint?", ["conv"]) == "What did Melanie paint?"
+    for asked in ("What did Tom finish?", "What does Marta need?", "When does the Art fair open?"):
+        assert respelled(mem.conn, asked, ["conv"]) == asked, asked

@@ -2,9 +2,12 @@
 conversation between Jon and Gina where the question says "John".
 
 A question's capitalised word that no memory of the scopes holds, that is no month or day, and
-that is one edit away from a speaker of those scopes (six letters or more) or the start of one
-(four letters or more), is read as that speaker. Shorter names are too close to other names to
-guess at ("Mary" is not "Mark", "Jen" not "Jon"): an unknown person must still be "I don't know".
+that is one edit away from a speaker of those scopes (six letters or more), the start of one
+(four letters or more), or a speaker's name with a letter doubled ("Timm") or, in a name of four
+letters or more, dropped ("Mria", "Jon" where John speaks), is read as that speaker. A changed letter in a shorter name is
+another name ("Mary" is not "Mark", "Gino" not "Gina"): an unknown person must still be "I don't
+know". A word the memories do hold is read as a speaker only when it is the start of one name and
+the memories address someone by it ("Thanks, Mel!"): a nickname learned from the conversation.
 Speakers are the "Name:" labels the scope's memories open with, read once per database and scope
 and read again when the scope's size, its newest memory or its archived and forgotten count
 changes.
@@ -18,13 +21,14 @@ from typing import Sequence
 
 import apsw
 
-from ..store import fts, nodes
+from ..store import fts, nodes, visible
 from ..text import STOPWORDS, speaker
 from . import when
 
 _CACHE: dict[tuple[str, str], tuple[tuple[int, int], frozenset[str]]] = {}
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 MIN_PREFIX = 4          # "Caro" for Caroline; "Dec" is December, "Jen" anyone
+ADDRESS_SAMPLE = 50     # of the memories using a short form, read to see it used as a name
 MIN_EDITED = 6          # one letter off only in a long name: "Carolne", "Melannie"; "Mary" is not "Mark"
 # words a question capitalises that are no one's name: months and days (and their short forms)
 NOT_NAMES = frozenset(when.MONTHS) | frozenset(m[:3] for m in when.MONTHS) | {"sept"} | frozenset(
@@ -72,17 +76,47 @@ def respelled(conn: apsw.Connection, query: str, scopes: Sequence[str]) -> str:
     if not candidates or not scopes:
         return query
     people = speakers(conn, scopes)
-    parts = {p for name in people for p in name.split() if len(p) >= MIN_PREFIX}
+    parts = {p for name in people for p in name.split() if len(p) >= 3}
     unknown = [w for w in candidates if w not in parts]
     if not unknown or not parts:
         return query
     df, _ = fts.document_frequencies(conn, [w.lower() for w in unknown], scopes)
     for word in unknown:
         low = word.lower()
-        if df.get(low, 0) or low in NOT_NAMES or low in STOPWORDS:
-            continue                     # a word the memories use, a month or a day: not a misspelt name
-        matches = {p for p in parts if (len(low) >= MIN_EDITED and _one_edit(low, p.lower()))
-                   or (len(low) >= MIN_PREFIX and p.lower().startswith(low))}
+        if low in NOT_NAMES or low in STOPWORDS:
+            continue                     # a month or a day: not a misspelt name
+        if df.get(low, 0):
+            # a word the memories use is theirs, unless they use it as a speaker's short name
+            # ("Mel" in "Wow, Mel, that's lovely!"): a nickname learned from the conversation
+            matches = {p for p in parts if len(low) < len(p) and p.lower().startswith(low)}
+            if len(matches) != 1 or not _addressed(conn, word, scopes):
+                continue
+        else:
+            matches = {p for p in parts if _respelling(low, p.lower())}
         if len(matches) == 1:
             query = re.sub(rf"\b{re.escape(word)}\b", matches.pop(), query)
     return query
+
+
+def _respelling(typed: str, name: str) -> bool:
+    """`typed` is `name` as people mistype or shorten it: one edit off a long name ("Carolne"), the
+    start of one ("Caro"), a letter doubled in any ("Timm", "Johnn") or dropped from one of four
+    letters or more ("Mria", "Jon" for John). A changed letter in a short name is another name ("Gino", "Mary")."""
+    if len(typed) >= MIN_EDITED and _one_edit(typed, name):
+        return True
+    if len(typed) >= MIN_PREFIX and name.startswith(typed):
+        return True
+    if len(typed) == len(name) + 1:
+        return any(typed[i] == typed[i + 1] and typed[:i] + typed[i + 1:] == name for i in range(len(typed) - 1))
+    if len(typed) == len(name) - 1 and len(name) >= 4 and typed[0] == name[0]:
+        return any(name[:i] + name[i + 1:] == typed for i in range(1, len(name)))
+    return False
+
+
+def _addressed(conn: apsw.Connection, word: str, scopes: Sequence[str]) -> bool:
+    """Whether the scopes' memories write `word` capitalised after a comma or a greeting, the way
+    one speaker addresses another ("Thanks, Mel!", "Hey Mel")."""
+    where, params = visible("n", scopes)
+    found = [i for i, _ in fts.search(conn, fts.match_expression([word]), where, params, ADDRESS_SAMPLE)]
+    addressed = re.compile(rf"(?:,|\b(?:[Hh]ey|[Hh]i|[Hh]ello|[Tt]hanks|[Yy]eah|[Ww]ow))\s+{re.escape(word)}\b")
+    return any(addressed.search(r["content"]) for r in nodes.get_visible_many(conn, found, scopes, ("id", "content")).values())

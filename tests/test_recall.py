@@ -408,10 +408,16 @@ def test_short_names_typed_with_a_letter_more_and_nicknames_the_conversation_use
                                "Maria: The shelter needs blankets.",
                                "Melanie: I painted the lake at sunrise.",
                                "Caroline: Wow, Mel, that lake painting is lovely!",
+                               "Dana: My beagle puppy chews everything.",
+                               "Leon: I play the cello on Tuesdays.",
+                               "Francesca: We toured Italy, France and Spain last spring.",
+                               "Arthur: I adore music, Art and dance.",
                                "Caroline: The Art fair opens on Friday."])
     assert respelled(mem.conn, "What did Timm finish?", ["conv"]) == "What did Tim finish?"
     assert respelled(mem.conn, "What does Mria need?", ["conv"]) == "What does Maria need?"
-    assert respelled(mem.conn, "What did Tm finish?", ["conv"]) == "What did Tm finish?"      # two letters: anything
     assert respelled(mem.conn, "What did Mel paint?", ["conv"]) == "What did Melanie paint?"
-    for asked in ("What did Tom finish?", "What does Marta need?", "When does the Art fair open?"):
+    # found by review: a short name losing a letter is another person, and a capitalised word after
+    # a comma in a list is nobody's nickname
+    for asked in ("What did Tom finish?", "What does Marta need?", "What breed is Dan's puppy?",
+                  "What instrument does Leo play?", "When did Caroline go to France?", "When does the Art fair open?"):
         assert respelled(mem.conn, asked, ["conv"]) == asked, asked

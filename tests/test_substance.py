@@ -194,4 +194,8 @@ def test_a_short_form_of_a_speakers_name_is_their_name():
     assert not carries_content("Caroline: Wow, Mel, family love is the best!", {"melanie", "caroline"})
     # only a capitalised short form: "car" is no Caroline
     assert "car" in specific_words("Melanie: My car broke down on the way.", {"caroline", "melanie"})
+    # only a short form that addresses someone (found by review): "Robert" is no Roberta, a list's
+    # "France" no Francesca
+    assert "robert" in specific_words("Tim: Robert fixed the boiler yesterday.", {"roberta", "tim"})
+    assert "france" in specific_words("Tim: We toured Italy, France and Spain.", {"francesca", "tim"})
 

@@ -455,10 +455,46 @@ def test_a_theme_talked_about_session_after_session_is_no_crystal_an_event_is(me
              "Melanie: Forty Perseid meteors in an hour; the kids counted every meteor."]
     themed = [mem.digest(t, scope="conv:cm", session=f"s{k}")["node_ids"][0] for k, t in enumerate(theme)]
     told = [mem.digest(t, scope="conv:cm", session="s9")["node_ids"][0] for t in event]
+    # a long conversation: more sessions, each with its own linked pair (too few for a crystal)
+    others = [[mem.digest(f"{who}: The {thing} {what}.", scope="conv:cm", session=f"t{k}")["node_ids"][0]
+               for who, what in (("Melanie", "was repaired"), ("Caroline", "being repaired is good news"))]
+              for k, thing in enumerate(["violin", "kiln", "bicycle", "oven", "roof", "piano"])]
     with immediate(mem.conn):
-        for chain in (themed, told):
+        for chain in (themed, told, *others):
             for a, b in zip(chain, chain[1:]):
                 links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now())
     run_due(mem, only=["crystallize"], force=True)
     crystals = _current(mem, "crystal")
     assert [sorted(c["members"]) for c in crystals] == [sorted(told)]
+
+
+def test_a_piece_of_work_over_a_few_sessions_is_still_a_crystal(mem):
+    """Found by review: an agent's runs are sessions, and a bug worked on over three of them is one
+    thing; the rule that an event's words stay in two sessions holds only where a scope has enough
+    sessions for a theme to come back in."""
+    work = [("s1", "The sqlite-vec nightly migration test found a corrupted index."),
+            ("s1", "The corrupted index came from the sqlite-vec migration skipping a rebuild."),
+            ("s2", "Patched the sqlite-vec migration to rebuild the corrupted index."),
+            ("s3", "The nightly migration test passes: no corrupted index with sqlite-vec.")]
+    ids = [mem.digest(t, scope="project:x", session=s)["node_ids"][0] for s, t in work]
+    with immediate(mem.conn):
+        for a, b in zip(ids, ids[1:]):
+            links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now())
+    run_due(mem, only=["crystallize"], force=True)
+    assert [sorted(c["members"]) for c in _current(mem, "crystal")] == [sorted(ids)]
+
+
+def test_a_reaction_naming_the_other_speaker_is_left_out_of_a_crystal(mem):
+    """A crystal speaks for what carries content; "Wow, Mel, meteors!" is a reaction: its one
+    word beside Melanie's short name is no note."""
+    told = ["Melanie: Last August we watched the Perseid meteor shower from the campsite.",
+            "Caroline: The Perseid meteor shower! How many meteors did you count?",
+            "Melanie: Forty Perseid meteors in an hour; the kids counted every meteor.",
+            "Caroline: Wow, Mel, meteors!"]
+    ids = [mem.digest(t, scope="conv:cm", session="s9")["node_ids"][0] for t in told]
+    with immediate(mem.conn):
+        for a, b in zip(ids, ids[1:]):
+            links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now())
+    run_due(mem, only=["crystallize"], force=True)
+    assert [sorted(c["members"]) for c in _current(mem, "crystal")] == [sorted(ids[:3])]
+

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .text import content_words, speaker  # noqa: F401  (speaker: callers read it from here too)
+from .text import addresses, content_words, speaker  # noqa: F401  (speaker: callers read it from here too)
 
 MIN_SPECIFIC = 2
 MIN_SHARE = 0.3
@@ -98,9 +98,10 @@ photo photography picture image view close closeup bunch pair lot two three four
 
 
 # words that show a photo: "Look at him!", "Here's my new bike", "This is it", "Check it out"
-_SHOWS = re.compile(r"\b(?:look|looks|here'?s|here is|this|these|check|pic|pics|photo|photos|picture|pictures|him|her"
-                    r"|meet|snapped|took)\b", re.IGNORECASE)
-_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+_SHOWS = re.compile(r"\b(?:look|looks|here'?s|here is|here it is|here you go|here they are|this is (?:my|our|me|it|the)"
+                    r"|these are|that'?s me|check|pic|pics|photo|photos|picture|pictures|meet|snapped|took)\b",
+                    re.IGNORECASE)
+_SHORT_NAME = re.compile(r"\b[A-Z][a-z]{2,3}\b")
 
 
 def _plain_captions(text: str) -> str:
@@ -200,9 +201,10 @@ def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:
     who = speaker(text or "")
     if who:
         skip |= {part.casefold() for part in who.split()}
-    # a short form of a speaker's name is their name too ("Mel" for Melanie), when written as one
-    skip |= {w.casefold() for w in _CAPITALISED.findall(text or "")
-             if any(len(w) < len(n) and n.startswith(w.casefold()) for n in skip)}
+    # a short form of a speaker's name is their name too ("Wow, Mel, ..." for Melanie), when it is
+    # three or four letters and used to address someone ("Robert" is not Roberta, "France" no Francesca)
+    skip |= {w.casefold() for w in dict.fromkeys(_SHORT_NAME.findall(text or ""))
+             if addresses(text, w) and any(len(w) < len(n) and n.startswith(w.casefold()) for n in skip)}
     if _table_header_only(text or ""):
         return []
     return [w for w in content_words(body(text)) if not is_chatter(w) and w not in CONTRACTED and w not in skip

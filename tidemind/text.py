@@ -77,6 +77,14 @@ sources date time location where when why what who how re fyi ps nb usage descri
 """.split())
 
 
+def addresses(text: str, word: str) -> bool:
+    """Whether `text` calls someone `word` the way one speaker addresses another: after a
+    greeting or thanks, or set off by commas, and ending its phrase ("Thanks, Mel!", "Hey Mel",
+    "Wow, Mel, that's lovely"; not "Italy, France and Spain")."""
+    return re.search(rf"(?:,|\b(?:[Hh]ey|[Hh]i|[Hh]ello|[Tt]hanks|[Tt]hank you|[Yy]eah|[Ww]ow|[Oo]h|[Ss]orry))\s+"
+                     rf"{re.escape(word)}(?=\s*(?:[,!?.]|$))", text or "") is not None
+
+
 def speaker(content: str) -> str | None:
     """Who said a turn written "Name: words", the one reading of a speaker label."""
     found = _SPEAKER.match(content)

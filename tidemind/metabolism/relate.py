@@ -56,7 +56,10 @@ month months year years time times minute minutes hour hours morning evening nig
 getting make makes made take takes took keep keeps kept goes going come comes came give gives gave new old good great
 little lot lots much many really still even always never often sometimes thing things way ways
 """.split())
-LOCAL_SESSIONS = 2         # an event's words are used in this many sessions at most (`local_words`)
+# an event's words are used in at most LOCAL_SESSIONS sessions, or LOCAL_SHARE of a scope's many
+# sessions (`local_words`), once a scope has THEMES_FROM sessions: fewer are not enough for a theme
+# to come back in, and a piece of work spread over three agent runs is one thing
+LOCAL_SESSIONS, LOCAL_SHARE, THEMES_FROM = 2, 0.05, 10
 RARE_WORDS = 25            # the words a memory looks for its partners with
 # a word in more of a large scope than this does not find partners: OR-ing a few "is"/"by" into the
 # search matched two thirds of a 10k-node store and made link-propose its slowest pass
@@ -103,6 +106,7 @@ class Relatedness:
         self._whole: _Whole | None | bool = None           # False: the scope is too large to hold
         self._spread: dict[str, int] = {}                  # stem -> how many sessions of the rows read use it
         self._spread_of = -1                               # (computed over this many rows)
+        self._sessions = 0                                 # sessions among those rows
 
     # -- rows, names and places -------------------------------------------------------------------
     def rows(self, node_ids: Sequence[int]) -> dict[int, dict]:
@@ -165,8 +169,10 @@ class Relatedness:
             row = self.rows([node_id]).get(node_id)
             counts: dict[str, int] = {}
             surface = self._surface.setdefault(node_id, {})
+            # (vague words only in conversation: in a note "interest", "energy", "power" are a rate, a bill, a supply)
+            vague = substance.VAGUE if row and row.get("session") else frozenset()
             for w in substance.specific_words(row["content"], self._names) if row else []:
-                if w in GENERIC or w in substance.VAGUE:
+                if w in GENERIC or w in vague:
                     continue
                 for s in fts.stems(self.conn, w):
                     counts[s] = counts.get(s, 0) + 1
@@ -226,8 +232,9 @@ class Relatedness:
         return {s for s in self.words(node_id) if self._rare(s)}
 
     def local_words(self, node_id: int) -> set[str]:
-        """Its rare words that at most LOCAL_SESSIONS sessions of the memories read so far use,
-        for a memory of a session (a conversation's turn); its rare words, for one without.
+        """Its rare words that few sessions of the memories read so far use (LOCAL_SESSIONS, or
+        LOCAL_SHARE of many), for a memory of a session in a scope of THEMES_FROM sessions or more
+        (a conversation's turn); its rare words otherwise.
         An event is told in a session and recalled in another; a theme ("camping", "family",
         "books") comes back in session after session, and a group held together by a theme's
         words is a chat about a subject, not one thing a person would keep a note of."""
@@ -236,12 +243,18 @@ class Relatedness:
             return rare
         if self._spread_of != len(self._rows):
             spread: dict[str, set] = {}
+            sessions = set()
             for i, row in self._rows.items():
                 if row.get("session"):
+                    sessions.add(row["session"])
                     for s in self.words(i):
                         spread.setdefault(s, set()).add(row["session"])
             self._spread, self._spread_of = {s: len(v) for s, v in spread.items()}, len(self._rows)
-        return {s for s in rare if self._spread.get(s, 0) <= LOCAL_SESSIONS}
+            self._sessions = len(sessions)
+        if self._sessions < THEMES_FROM:
+            return rare          # a few sessions are one piece of work (a bug over three agent runs)
+        most = max(LOCAL_SESSIONS, LOCAL_SHARE * self._sessions)
+        return {s for s in rare if self._spread.get(s, 0) <= most}
 
     def _rare(self, stem: str) -> bool:
         """A stem in few of a large scope's memories (every stem of a small scope)."""

@@ -3,8 +3,8 @@ conversation between Jon and Gina where the question says "John".
 
 A question's capitalised word that no memory of the scopes holds, that is no month or day, and
 that is one edit away from a speaker of those scopes (six letters or more), the start of one
-(four letters or more), or a speaker's name with a letter doubled ("Timm") or, in a name of four
-letters or more, dropped ("Mria", "Jon" where John speaks), is read as that speaker. A changed letter in a shorter name is
+(four letters or more), or a speaker's name with a letter doubled ("Timm") or, inside a name of
+five letters or more, dropped ("Mria"), is read as that speaker. A changed letter in a shorter name is
 another name ("Mary" is not "Mark", "Gino" not "Gina"): an unknown person must still be "I don't
 know". A word the memories do hold is read as a speaker only when it is the start of one name and
 the memories address someone by it ("Thanks, Mel!"): a nickname learned from the conversation.
@@ -22,10 +22,11 @@ from typing import Sequence
 import apsw
 
 from ..store import fts, nodes, visible
-from ..text import STOPWORDS, speaker
+from ..text import STOPWORDS, addresses, speaker
 from . import when
 
-_CACHE: dict[tuple[str, str], tuple[tuple[int, int], frozenset[str]]] = {}
+_CACHE: dict[tuple[str, str], tuple[tuple, frozenset[str]]] = {}
+_ADDRESSED: dict[tuple[str, tuple, str], tuple[tuple, bool]] = {}     # (db, scopes, word) -> (state, verdict)
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 MIN_PREFIX = 4          # "Caro" for Caroline; "Dec" is December, "Jen" anyone
 ADDRESS_SAMPLE = 50     # of the memories using a short form, read to see it used as a name
@@ -35,12 +36,17 @@ NOT_NAMES = frozenset(when.MONTHS) | frozenset(m[:3] for m in when.MONTHS) | {"s
     "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun".split())
 
 
+def _state(conn: apsw.Connection, scopes: Sequence[str]) -> tuple:
+    """What a cached reading of these scopes' memories is valid for: their sizes, the newest memory
+    and their archived and forgotten counts (an archive can leave the first two as they were)."""
+    newest = nodes.newest_id(conn)
+    return tuple((fts.scope_sizes(conn, [scope])[0], newest, nodes.gone_count(conn, scope)) for scope in scopes)
+
+
 def speakers(conn: apsw.Connection, scopes: Sequence[str]) -> set[str]:
     out: set[str] = set()
-    newest = nodes.newest_id(conn)                        # (a forget and a digest leave a count as it was)
     for scope in scopes:
-        documents, _ = fts.scope_sizes(conn, [scope])
-        state = (documents, newest, nodes.gone_count(conn, scope))       # (an archive changes neither)
+        state = _state(conn, [scope])
         key = (conn.filename or str(id(conn)), scope)
         cached = _CACHE.get(key)
         if cached is None or cached[0] != state:
@@ -100,23 +106,32 @@ def respelled(conn: apsw.Connection, query: str, scopes: Sequence[str]) -> str:
 
 def _respelling(typed: str, name: str) -> bool:
     """`typed` is `name` as people mistype or shorten it: one edit off a long name ("Carolne"), the
-    start of one ("Caro"), a letter doubled in any ("Timm", "Johnn") or dropped from one of four
-    letters or more ("Mria", "Jon" for John). A changed letter in a short name is another name ("Gino", "Mary")."""
+    start of one ("Caro"), a letter doubled in any ("Timm", "Johnn"), or a letter inside a name of
+    five letters or more dropped ("Mria"). A changed letter in a short name, or a short name losing
+    a letter, is another name ("Gino", "Mary", "Dan" for Dana, "Jon" for John). A changed letter in a short name is another name ("Gino", "Mary")."""
     if len(typed) >= MIN_EDITED and _one_edit(typed, name):
         return True
     if len(typed) >= MIN_PREFIX and name.startswith(typed):
         return True
     if len(typed) == len(name) + 1:
         return any(typed[i] == typed[i + 1] and typed[:i] + typed[i + 1:] == name for i in range(len(typed) - 1))
-    if len(typed) == len(name) - 1 and len(name) >= 4 and typed[0] == name[0]:
-        return any(name[:i] + name[i + 1:] == typed for i in range(1, len(name)))
+    if len(typed) == len(name) - 1 and len(name) >= 5:
+        # never the first or last letter: "Dan" is no Dana, "Leo" no Leon
+        return any(name[:i] + name[i + 1:] == typed for i in range(1, len(name) - 1))
     return False
 
 
 def _addressed(conn: apsw.Connection, word: str, scopes: Sequence[str]) -> bool:
     """Whether the scopes' memories write `word` capitalised after a comma or a greeting, the way
     one speaker addresses another ("Thanks, Mel!", "Hey Mel")."""
-    where, params = visible("n", scopes)
-    found = [i for i, _ in fts.search(conn, fts.match_expression([word]), where, params, ADDRESS_SAMPLE)]
-    addressed = re.compile(rf"(?:,|\b(?:[Hh]ey|[Hh]i|[Hh]ello|[Tt]hanks|[Yy]eah|[Ww]ow))\s+{re.escape(word)}\b")
-    return any(addressed.search(r["content"]) for r in nodes.get_visible_many(conn, found, scopes, ("id", "content")).values())
+    key = (conn.filename or str(id(conn)), tuple(sorted(scopes)), word)
+    state = _state(conn, scopes)
+    cached = _ADDRESSED.get(key)
+    if cached is None or cached[0] != state:
+        where, params = visible("n", scopes)
+        found = [i for i, _ in fts.search(conn, fts.match_expression([word]), where, params, ADDRESS_SAMPLE)]
+        rows = nodes.get_visible_many(conn, found, scopes, ("id", "content")).values()
+        if len(_ADDRESSED) > 4096:
+            _ADDRESSED.clear()
+        _ADDRESSED[key] = cached = (state, any(addresses(r["content"], word) for r in rows))
+    return cached[1]

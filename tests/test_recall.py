@@ -421,3 +421,25 @@ def test_short_names_typed_with_a_letter_more_and_nicknames_the_conversation_use
     for asked in ("What did Tom finish?", "What does Marta need?", "What breed is Dan's puppy?",
                   "What instrument does Leo play?", "When did Caroline go to France?", "When does the Art fair open?"):
         assert respelled(mem.conn, asked, ["conv"]) == asked, asked
+
+
+def test_word_frequencies_kept_between_queries_follow_every_write(home, mem):
+    """Recall keeps its words' document frequencies between queries (they are read three times a
+    recall): a digest, a forget, or another process's commit must be seen by the next query."""
+    from tidemind.memory import Memory
+    from tidemind.store import fts
+
+    mem.digest("The kiln reached cone 6 on Tuesday.", scope="studio")
+    assert fts.document_frequencies(mem.conn, ["kiln"], ["studio"]) == ({"kiln": 1}, 1)
+    second = mem.digest("The kiln shelf cracked.", scope="studio")["node_ids"][0]
+    assert fts.document_frequencies(mem.conn, ["kiln"], ["studio"]) == ({"kiln": 2}, 2)
+    assert fts.scope_sizes(mem.conn, ["studio"])[0] == 2
+    other = Memory.open(home)                  # another process's connection to the same store
+    try:
+        other.digest("A new kiln arrives in May.", scope="studio")
+    finally:
+        other.close()
+    assert fts.document_frequencies(mem.conn, ["kiln"], ["studio"]) == ({"kiln": 3}, 3)
+    mem.forget(second)
+    assert fts.document_frequencies(mem.conn, ["kiln"], ["studio"]) == ({"kiln": 2}, 2)
+    assert fts.scope_sizes(mem.conn, ["studio"])[0] == 2

@@ -58,6 +58,20 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
+_WORD_COUNTS: dict[str, int] = {}
+
+
+def word_count(text: str) -> int:
+    """len(content_words(text)), kept for the texts recall meets query after query (a memory's
+    text never changes; bounded, and dropped on forget)."""
+    found = _WORD_COUNTS.get(text)
+    if found is None:
+        if len(_WORD_COUNTS) >= 65_536:
+            _WORD_COUNTS.clear()
+        found = _WORD_COUNTS[text] = len(content_words(text))
+    return found
+
+
 def has_phrase(text: str, phrase: str, ignore_case: bool = False) -> bool:
     """`phrase` in `text` as whole words ("Sun" is not in "Sunday", "Lee" is in "Maya Lee")."""
     return bool(phrase) and re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text,
@@ -102,6 +116,9 @@ def on_forget(drop):
     """Register `drop(text)`, called with the text of every memory this process forgets."""
     _FORGET_HOOKS.append(drop)
     return drop
+
+
+on_forget(lambda text: _WORD_COUNTS.pop(text, None))
 
 
 def forget_cached(text: str) -> None:

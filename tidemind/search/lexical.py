@@ -40,26 +40,27 @@ class Lexical:
         # a word in nearly every memory has an IDF near 0; below 1 the ratio of two such tiny
         # numbers would decide whether the answer counts as grounded at all
         self.asked_weight = {w: max(idf[w], 1.0) for w in self.asked}
-        self._stems: dict[int, dict[str, list[str]]] = {}
+        self._counts: dict[int, dict[str, tuple[dict[str, int], int]]] = {}
         self._present: dict[int, set[str]] = {}
 
-    def stems(self, row: dict) -> dict[str, list[str]]:
-        found = self._stems.get(row["id"])
+    def counts(self, row: dict) -> dict[str, tuple[dict[str, int], int]]:
+        """Per indexed column: its terms with their counts, and its length in terms."""
+        found = self._counts.get(row["id"])
         if found is None:
-            found = self._stems[row["id"]] = {c: fts.stems(self.conn, row[c]) if row.get(c) else []
-                                              for c in COLUMN_WEIGHTS}
+            found = self._counts[row["id"]] = {c: fts.stem_counts(self.conn, row[c]) if row.get(c) else ({}, 0)
+                                               for c in COLUMN_WEIGHTS}
         return found
 
     def bm25(self, row: dict) -> float:
-        columns = self.stems(row)
-        length = len(columns["content"]) or 1
-        tf: dict[str, float] = {}
-        for column, weight in COLUMN_WEIGHTS.items():
-            for stem in columns[column]:
-                if stem in self.idf:
-                    tf[stem] = tf.get(stem, 0.0) + weight
+        columns = self.counts(row)
+        length = columns["content"][1] or 1
         norm = K1 * (1 - B + B * length / self.average)
-        return sum(self.idf[s] * f * (K1 + 1) / (f + norm) for s, f in tf.items())
+        total = 0.0
+        for stem, idf in self.idf.items():        # the query's few words, not the memory's many
+            f = sum(weight * columns[column][0].get(stem, 0) for column, weight in COLUMN_WEIGHTS.items())
+            if f:
+                total += idf * f * (K1 + 1) / (f + norm)
+        return total
 
     def coverage(self, row: dict, also: frozenset[str] = frozenset()) -> float:
         """The share of the query's content words found in any column (the evidence of one item);
@@ -85,5 +86,5 @@ class Lexical:
     def present(self, row: dict) -> set[str]:
         found = self._present.get(row["id"])
         if found is None:
-            found = self._present[row["id"]] = set().union(*self.stems(row).values())
+            found = self._present[row["id"]] = set().union(*(counted for counted, _ in self.counts(row).values()))
         return found

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 from .. import views
 from ..errors import ProviderUnavailable
 from ..store import AsOf, derived, fts, links, nodes, review, tags as tag_store, vectors, visible
-from ..text import STOPWORDS, content_words, words
+from ..text import STOPWORDS, content_words, word_count, words
 from ..timeutil import from_iso
 from . import diverge, fusion, names, scoring, when
 from .lexical import Lexical
@@ -464,20 +464,13 @@ def _pool(conn: apsw.Connection, req: RecallRequest, lexical: dict[int, float], 
         for seed, other, _strength in links.confirmed_neighbours(conn, seeds, req.scopes, req.as_of):
             linked.setdefault(other, []).append(seed)
     wanted = list(set(lexical) | set(cosine) | {o for by in around.values() for o in by.values()} | set(linked))
-    if wanted:               # the filters (tags, source) and the predicate, for the neighbours too
-        marks = ",".join("?" * len(wanted))
-        wanted = [r[0] for r in conn.execute(f"SELECT n.id FROM nodes n WHERE n.id IN ({marks}) AND {where}",
-                                             [*wanted, *params])]
-    rows = nodes.get_visible(conn, wanted, req.scopes, req.as_of)   # re-checked: defence in depth
+    # the filters (tags, source) and the predicate, for the neighbours too; the predicate is the
+    # store's own as well as the one `where` carries: defence in depth
+    rows = nodes.get_visible(conn, wanted, req.scopes, req.as_of, also=(where, params))
     hits = {i for i in (*lexical, *cosine) if i in rows}
-    sizes: dict[int, int] = {}
 
     def substantive(i: int) -> bool:
-        if i in hits:
-            return True
-        if i not in sizes:
-            sizes[i] = len(content_words(rows[i]["content"]))
-        return sizes[i] >= SUBSTANTIVE_WORDS
+        return i in hits or word_count(rows[i]["content"]) >= SUBSTANTIVE_WORDS
     before: dict[int, list[int]] = {}
     after: dict[int, list[int]] = {}
     nearest: dict[int, list[int]] = {}

@@ -146,6 +146,27 @@ def stems(conn: apsw.Connection, text: str) -> list[str]:
     return found
 
 
+_COUNTED: dict[str, tuple[dict[str, int], int]] = {}
+on_forget(lambda text: _COUNTED.pop(text, None))
+
+
+def stem_counts(conn: apsw.Connection, text: str) -> tuple[dict[str, int], int]:
+    """({term: how often FTS5 indexes it for `text`}, the number of terms): what BM25 and the
+    coverage of a candidate read, kept like `stems` for the texts recall meets again and again."""
+    known = _COUNTED.get(text)
+    if known is None:
+        found = stems(conn, text)
+        counts: dict[str, int] = {}
+        for term in found:
+            counts[term] = counts.get(term, 0) + 1
+        known = (counts, len(found))
+        if len(text) <= STEMMED_MAX_CHARS:
+            if len(_COUNTED) >= STEMMED_TEXTS:
+                _COUNTED.clear()
+            _COUNTED[text] = known
+    return known
+
+
 DOCUMENTS, TOKENS = 0, -1     # special rows of fts_terms: the scope's document count and its token total
 
 
@@ -180,10 +201,14 @@ def count_tokens(conn: apsw.Connection) -> None:
 
 def scope_sizes(conn: apsw.Connection, scopes: Sequence[str]) -> tuple[int, int]:
     """(documents, tokens) summed over `scopes`."""
-    marks = ",".join("?" * len(scopes))
-    found = dict(conn.execute(f"SELECT term_id, sum(df) FROM fts_terms WHERE term_id IN (?, ?) AND scope IN ({marks})"
-                              f" GROUP BY term_id", [DOCUMENTS, TOKENS, *scopes]))
-    return found.get(DOCUMENTS, 0), found.get(TOKENS, 0)
+    kept = _frequency_cache(conn)
+    key = (tuple(sorted(scopes)), "sizes")
+    if key not in kept:
+        marks = ",".join("?" * len(scopes))
+        found = dict(conn.execute(f"SELECT term_id, sum(df) FROM fts_terms WHERE term_id IN (?, ?)"
+                                  f" AND scope IN ({marks}) GROUP BY term_id", [DOCUMENTS, TOKENS, *scopes]))
+        kept[key] = (found.get(DOCUMENTS, 0), found.get(TOKENS, 0))
+    return kept[key]
 
 
 def document_frequencies(conn: apsw.Connection, words: Sequence[str],
@@ -194,20 +219,42 @@ def document_frequencies(conn: apsw.Connection, words: Sequence[str],
     return {w: df.get(s, 0) if s is not None else 0 for w, s in by_word.items()}, n_docs
 
 
+# A recall reads its words' frequencies three times (to prune the search, to score, to weigh the
+# evidence), and the same words come back query after query: read once, they are kept for the
+# connection until the database changes (its own writes, counted by total_changes, or another
+# connection's commit, by PRAGMA data_version). Bounded; dropped whole on any change.
+_FREQUENCIES: "weakref.WeakKeyDictionary[apsw.Connection, tuple[tuple[int, int], dict]]" = weakref.WeakKeyDictionary()
+FREQUENCIES_KEPT = 50_000
+
+
+def _frequency_cache(conn: apsw.Connection) -> dict[tuple, int]:
+    stamp = (conn.total_changes(), next(iter(conn.execute("PRAGMA data_version")))[0])
+    cached = _FREQUENCIES.get(conn)
+    if cached is None or cached[0] != stamp or len(cached[1]) > FREQUENCIES_KEPT:
+        cached = _FREQUENCIES[conn] = (stamp, {})
+    return cached[1]
+
+
 def stem_frequencies(conn: apsw.Connection, stemmed: Sequence[str],
                      scopes: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
     """({stem: documents holding it}, number of documents), summed over `scopes` (all when None)."""
     by_id = {_term_id(s): s for s in stemmed}
     ids = [*by_id, DOCUMENTS]
-    marks = ",".join("?" * len(ids))
-    if scopes:
-        in_scopes = f" AND scope IN ({','.join('?' * len(scopes))})"
-        args = [*ids, *scopes]
-    else:
-        in_scopes, args = "", ids
-    found = dict(conn.execute(f"SELECT term_id, sum(df) FROM fts_terms WHERE term_id IN ({marks}){in_scopes}"
-                              f" GROUP BY term_id", args))
-    return {s: found.get(i, 0) for i, s in by_id.items()}, found.get(DOCUMENTS, 0)
+    where = tuple(sorted(scopes)) if scopes else None
+    kept = _frequency_cache(conn)
+    missing = [i for i in ids if (where, i) not in kept]
+    if missing:
+        marks = ",".join("?" * len(missing))
+        if scopes:
+            in_scopes = f" AND scope IN ({','.join('?' * len(scopes))})"
+            args = [*missing, *scopes]
+        else:
+            in_scopes, args = "", missing
+        found = dict(conn.execute(f"SELECT term_id, sum(df) FROM fts_terms WHERE term_id IN ({marks}){in_scopes}"
+                                  f" GROUP BY term_id", args))
+        for i in missing:
+            kept[(where, i)] = found.get(i, 0)
+    return {s: kept[(where, i)] for i, s in by_id.items()}, kept[(where, DOCUMENTS)]
 
 
 def counted_documents(conn: apsw.Connection) -> int:

@@ -106,11 +106,14 @@ def get_any_many(conn: apsw.Connection, node_ids: Sequence[int]) -> list[dict]:
 
 
 def get_visible(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
-                as_of: AsOf | None = None) -> dict[int, dict]:
-    """Rows for the ids that pass the live-and-in-scope predicate; the others are simply absent."""
+                as_of: AsOf | None = None, also: tuple[str, Sequence] | None = None) -> dict[int, dict]:
+    """Rows for the ids that pass the live-and-in-scope predicate (and `also`, a caller's filter on
+    alias n: tags, source); the others are simply absent."""
     if not node_ids:
         return {}
     pred, params = visible("n", scopes, as_of)
+    if also is not None:
+        pred, params = f"{pred} AND ({also[0]})", [*params, *also[1]]
     marks = ",".join("?" * len(node_ids))
     found = rows(conn, f"SELECT {_SELECT} FROM nodes n WHERE n.id IN ({marks}) AND {pred}",
                  [*node_ids, *params])

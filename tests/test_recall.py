@@ -443,3 +443,15 @@ def test_word_frequencies_kept_between_queries_follow_every_write(home, mem):
     mem.forget(second)
     assert fts.document_frequencies(mem.conn, ["kiln"], ["studio"]) == ({"kiln": 2}, 2)
     assert fts.scope_sizes(mem.conn, ["studio"])[0] == 2
+    # read inside a write that is then rolled back: nothing of it is kept
+    from tidemind.store import immediate
+
+    with pytest.raises(RuntimeError):
+        with immediate(mem.conn):
+            fts.count_document(mem.conn, "studio", "kiln kiln", +1)
+            assert fts.document_frequencies(mem.conn, ["kiln"], ["studio"]) == ({"kiln": 3}, 3)
+            raise RuntimeError("rolled back")
+    assert fts.document_frequencies(mem.conn, ["kiln"], ["studio"]) == ({"kiln": 2}, 2)
+    # a recall's record of itself leaves what was read in place (and answers the same)
+    assert mem.recall("kiln cone", scopes=["studio"])["items"]
+

@@ -41,7 +41,6 @@ class Lexical:
         # numbers would decide whether the answer counts as grounded at all
         self.asked_weight = {w: max(idf[w], 1.0) for w in self.asked}
         self._counts: dict[int, dict[str, tuple[dict[str, int], int]]] = {}
-        self._present: dict[int, set[str]] = {}
 
     def counts(self, row: dict) -> dict[str, tuple[dict[str, int], int]]:
         """Per indexed column: its terms with their counts, and its length in terms."""
@@ -68,7 +67,7 @@ class Lexical:
         if not self.asked_weight:
             return 0.0
         present = self.present(row)
-        return sum(1 for s in self.asked_weight if s in present or s in also) / len(self.asked_weight)
+        return sum(1 for s in self.asked_weight if present(s) or s in also) / len(self.asked_weight)
 
     def weighted_coverage(self, row: dict, also: frozenset[str] = frozenset()) -> float:
         """The same share with each word weighted by its IDF in the scopes read (whether the answer
@@ -78,13 +77,13 @@ class Lexical:
         if not total:
             return 0.0
         present = self.present(row)
-        return sum(w for s, w in self.asked_weight.items() if s in present or s in also) / total
+        return sum(w for s, w in self.asked_weight.items() if present(s) or s in also) / total
 
     def stems_of(self, text: str) -> frozenset[str]:
         return frozenset(s for w in content_words(text) for s in fts.stems(self.conn, w))
 
-    def present(self, row: dict) -> set[str]:
-        found = self._present.get(row["id"])
-        if found is None:
-            found = self._present[row["id"]] = set().union(*(counted for counted, _ in self.counts(row).values()))
-        return found
+    def present(self, row: dict):
+        """Whether a term is in any indexed column of the memory (asked of the query's few words:
+        no union of the memory's many)."""
+        columns = [counted for counted, _ in self.counts(row).values() if counted]
+        return lambda stem: any(stem in counted for counted in columns)

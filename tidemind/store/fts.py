@@ -178,6 +178,7 @@ def _term_id(stem: str) -> int:
 def count_document(conn: apsw.Connection, scope: str, text: str, sign: int) -> None:
     """Add (+1) or remove (-1) one document's terms from its scope's frequency table, and its
     length from the scope's token total (BM25's average document length, per scope)."""
+    _counts_changed(conn)
     terms = stems(conn, text)
     ids = {_term_id(s) for s in terms}
     changes = [(scope, i, max(sign, 0), sign) for i in ids | {DOCUMENTS}]
@@ -191,6 +192,7 @@ def count_document(conn: apsw.Connection, scope: str, text: str, sign: int) -> N
 
 def count_tokens(conn: apsw.Connection) -> None:
     """Migration: the token totals for stores written before they were kept."""
+    _counts_changed(conn)
     conn.execute("DELETE FROM fts_terms WHERE term_id = ?", (TOKENS,))
     totals: dict[str, int] = {}
     for scope, content in conn.execute("SELECT scope, content FROM nodes WHERE status != 'forgotten'"):
@@ -221,18 +223,26 @@ def document_frequencies(conn: apsw.Connection, words: Sequence[str],
 
 # A recall reads its words' frequencies three times (to prune the search, to score, to weigh the
 # evidence), and the same words come back query after query: read once, they are kept for the
-# connection until the database changes (its own writes, counted by total_changes, or another
-# connection's commit, by PRAGMA data_version). Bounded; dropped whole on any change.
+# connection until the counts change (this connection writing them, `count_document`, or another
+# connection committing anything, PRAGMA data_version; a recall's own record of itself changes
+# nothing here). Never inside a transaction: what it wrote may yet be rolled back. Bounded.
 _FREQUENCIES: "weakref.WeakKeyDictionary[apsw.Connection, tuple[tuple[int, int], dict]]" = weakref.WeakKeyDictionary()
+_WRITES: "weakref.WeakKeyDictionary[apsw.Connection, int]" = weakref.WeakKeyDictionary()
 FREQUENCIES_KEPT = 50_000
 
 
 def _frequency_cache(conn: apsw.Connection) -> dict[tuple, int]:
-    stamp = (conn.total_changes(), next(iter(conn.execute("PRAGMA data_version")))[0])
+    if conn.in_transaction:
+        return {}
+    stamp = (_WRITES.get(conn, 0), next(iter(conn.execute("PRAGMA data_version")))[0])
     cached = _FREQUENCIES.get(conn)
     if cached is None or cached[0] != stamp or len(cached[1]) > FREQUENCIES_KEPT:
         cached = _FREQUENCIES[conn] = (stamp, {})
     return cached[1]
+
+
+def _counts_changed(conn: apsw.Connection) -> None:
+    _WRITES[conn] = _WRITES.get(conn, 0) + 1
 
 
 def stem_frequencies(conn: apsw.Connection, stemmed: Sequence[str],

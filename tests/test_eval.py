@@ -126,20 +126,22 @@ def test_real_conversations_hold_their_lead():
     assert hybrid["clarify_otherwise"] <= 0.01
 
 
-@pytest.mark.parametrize("variant", ["chat", "dates", "names"])
+@pytest.mark.parametrize("variant", ["chat", "dates", "names", "listener"])
 def test_recall_holds_on_variants_of_the_conversations(variant):
     """The robustness suite (issue 24), on the two conversations held out of fitting: a message
     per sentence, dates in other forms, speakers' names respelled. The hybrid stays 10 points of
     recall@10 above plain BM25 and answers at least 98% of the answerable questions (95% with the
     names respelled: "Jon" or "Gia" for a John or a Gina of four letters is not guessed at, since
-    "Dan" is no Dana and "Leo" no Leon; search/names.py)."""
+    "Dan" is no Dana and "Leo" no Leon, search/names.py; 97% with the listener named instead of the
+    speaker: "What console does Nate own?" was "answered" with Nate's farewells through his name,
+    "What console does Joanna's friend own?" abstains)."""
     from tests.eval.fit_recall import HELD_OUT
 
     r = evaluate(*_conversations(), scopes=HELD_OUT, variant=variant)
     assert r["variant"]["changed"] > 0
     hybrid, bm25 = r["arms"]["hybrid"]["overall"], r["arms"]["bm25"]["overall"]
     assert hybrid["recall@10"] >= bm25["recall@10"] + 0.10, (hybrid["recall@10"], bm25["recall@10"])
-    assert hybrid["answer_when_stored"] >= (0.95 if variant == "names" else 0.98), hybrid["answer_when_stored"]
+    assert hybrid["answer_when_stored"] >= {"names": 0.95, "listener": 0.97}.get(variant, 0.98), hybrid["answer_when_stored"]
 
 
 def test_on_all_the_conversations_the_hybrid_is_never_below_its_fts_arm():

@@ -50,6 +50,17 @@ def test_names_are_respelled_as_people_write_them():
     assert all(abs(len(s) - len("Caroline")) <= 1 or s == "Caro" for s in spelled), spelled
 
 
+def test_listener_names_who_a_turn_was_said_to():
+    queries = [{"id": "a", "query": "What did Caroline make?", "scope": "c", "evidence": ["t3"]},
+               {"id": "b", "query": "What was Caroline's first class?", "scope": "c", "evidence": ["t1"]},
+               {"id": "c", "query": "What did Melanie ask Caroline?", "scope": "c", "evidence": ["t2"]},   # both named
+               {"id": "d", "query": "What did Caroline make?", "scope": "c", "evidence": ["t2", "t3"]}]  # two speakers
+    _, changed, info = apply("listener", MEMORIES, queries)
+    assert info["changed"] == 2
+    assert [q["query"] for q in changed] == ["What did Melanie's friend make?", "What was Melanie's friend's first class?",
+                                             "What did Melanie ask Caroline?", "What did Caroline make?"]
+
+
 def test_an_unknown_variant_is_refused():
-    with pytest.raises(InvalidInput, match="the variants are chat, dates, names"):
+    with pytest.raises(InvalidInput, match="the variants are chat, dates, listener, names"):
         apply("tabs", MEMORIES, QUERIES)

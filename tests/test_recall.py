@@ -455,3 +455,30 @@ def test_word_frequencies_kept_between_queries_follow_every_write(home, mem):
     # a recall's record of itself leaves what was read in place (and answers the same)
     assert mem.recall("kiln cone", scopes=["studio"])["items"]
 
+
+def test_a_question_naming_who_was_spoken_to_finds_what_the_other_said(mem):
+    """Issue 24: "When did Melanie's friend go to the support group?" names the listener; the
+    speaker feature lifted Melanie's own turns, so her replies ("So glad you found a group!")
+    outranked what Caroline told her (the listener variant of conversations-dev: R@10 0.475,
+    below plain BM25, before)."""
+    from tidemind.search.scoring import listeners
+
+    assert listeners("When did Melanie's friend go to the LGBTQ support group?") == {"melanie"}
+    assert listeners("What book did Caroline recommend to Melanie?") == {"melanie"}
+    assert listeners("What does Jon tell Gina he won't do?") == {"gina"}
+    for not_spoken_to in ("What symbols are important to Caroline?", "What happened to John's car?",
+                          "What do sunflowers represent according to Caroline?", "When did John's friend Max visit?"):
+        assert listeners(not_spoken_to) == set(), not_spoken_to
+    told = _turns(mem, "conv", "s1", [
+        "Caroline: I went to an LGBTQ support group yesterday and it was so powerful.",
+        "Melanie: Wow, an LGBTQ support group! So glad you found a group like that, that's awesome.",
+        "Melanie: Support groups are great, I went to a parents support group once.",
+        "Caroline: The support group made me feel accepted."])
+    mem.embed_pending()
+    items = [i["id"] for i in mem.recall("When did Melanie's friend go to the LGBTQ support group?", scopes=["conv"],
+                                         limit=4, record=False)["items"]]
+    assert items[0] == told[0], items
+    # named as the speaker, a person's own turns still come first
+    items = [i["id"] for i in mem.recall("When did Melanie go to a support group?", scopes=["conv"], limit=4,
+                                         record=False)["items"]]
+    assert items[0] == told[2], items

@@ -812,9 +812,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--queries", help="questions with their evidence (without: only what the memories file measures,"
                                      " e.g. tagging)")
     s.add_argument("--split", help="only queries of this split (e.g. tune or test)")
-    s.add_argument("--variant", choices=["chat", "dates", "names"],
+    s.add_argument("--variant", choices=["chat", "dates", "names", "listener"],
                    help="retrieval: score a variant made from the set (chat: a message per sentence; dates:"
-                        " other date forms in questions; names: speakers' names respelled in questions)")
+                        " other date forms in questions; names: speakers' names respelled in questions; listener: a"
+                        " question names the person a speaker said it to)")
     s.add_argument("--scope", action="append", help="only the memories and queries of this scope (repeatable)")
     s.add_argument("--links", action="store_true",
                    help="run the offline linking passes first (recall then walks confirmed links) and report their quality")

@@ -7,7 +7,9 @@ and questions in another shape, to stress what was tuned on the original (issue 
 - `dates`: a date a question names is written in another common form (07.05.2023, 05/07/2023,
   2023-05-07, "May 7th", "the 7th of May"), one form a question, in turn;
 - `names`: a speaker's name in a question is written as people write it: a short form, or one
-  letter dropped or doubled, one spelling a question, in turn.
+  letter dropped or doubled, one spelling a question, in turn;
+- `listener`: a question about what one of two speakers said names the other, the person it was
+  said to ("When did Melanie's friend go to the support group?").
 
 Nothing here is tuned on held-back data, and nothing of the set is copied: the variant is built
 from the files each run and scored by the same evaluation.
@@ -86,6 +88,33 @@ def names(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[d
     return memories, out, changed
 
 
+def listener(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[dict], int]:
+    """A question about what one of two speakers said names the other, the one it was said to:
+    "When did Caroline go to the support group?" (Caroline told Melanie) becomes "When did
+    Melanie's friend go to the support group?". Only questions naming one speaker whose every
+    evidence turn that speaker said, in a conversation of two."""
+    speakers: dict[str, set[str]] = {}
+    said_by: dict[str, str] = {}
+    for mem in memories:
+        who = speaker(mem.get("text") or "")
+        if who:
+            speakers.setdefault(mem.get("scope") or "", set()).add(who)
+            said_by[str(mem.get("id"))] = who
+    out, changed = [], 0
+    for q in queries:
+        people = speakers.get(q.get("scope") or "", set())
+        named = [w for w in people if re.search(rf"\b{re.escape(w)}\b", q["query"])]
+        evidence = [said_by.get(str(e)) for e in q.get("evidence") or []]
+        if len(people) == 2 and len(named) == 1 and evidence and all(e == named[0] for e in evidence):
+            other = next(iter(people - set(named)))
+            text = re.sub(rf"\b{re.escape(named[0])}\b", f"{other}'s friend", q["query"])
+            out.append({**q, "query": text})
+            changed += 1
+        else:
+            out.append(q)
+    return memories, out, changed
+
+
 def chat(memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[dict], int]:
     out, changed = [], 0
     turn_in_session: dict[object, int] = {}
@@ -114,7 +143,7 @@ def _parse(value) -> dt.datetime | None:
         return None
 
 
-VARIANTS: dict[str, Callable] = {"chat": chat, "dates": dates, "names": names}
+VARIANTS: dict[str, Callable] = {"chat": chat, "dates": dates, "names": names, "listener": listener}
 
 
 def apply(name: str, memories: list[dict], queries: list[dict]) -> tuple[list[dict], list[dict], dict]:

@@ -24,6 +24,7 @@ a session of one, so it is neither helped nor hurt by the session features.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -34,23 +35,51 @@ from .when import Window
 WEIGHTS = {"own": 1.0, "prev": 0.6, "asked": 0.6, "prev2": 0.2, "next": 0.3, "sess": 0.5, "sess3": 0.2, "spk": 1.0,
            "when": 1.2, "cos": 0.4, "scos": 0.4, "cprev": 0.0, "linked": 0.2}
 
-def speaker_named(content: str, query_words: set[str]) -> bool:
-    """Whether the query names the person who said this (their name, or any word of it)."""
-    who = speaker(content)
-    return bool(who) and any(part.casefold() in query_words for part in who.split())
-
-
 SPEAKER_SPECIFIC = 1   # words beyond small talk a turn needs for its speaker to count (1 fitted on conv-26, 41, 43: 0.793 R@10, 2: 0.791)
 
 
-def _speaker_feature(content: str, query_words: set[str]) -> float:
+# a person a question names as the one something was said to, not the one who said it: "What did
+# Melanie's friend paint?", "What did John recommend to Maria?", "What did Caroline tell Melanie?"
+# (not "important to Caroline", "according to Gina", "what happened to John's car", nor "John's
+# friend Max", a third person)
+_NOT_SAID_BY = re.compile(
+    r"\b([A-Z][a-z]+)['’]s (?:friend|buddy|pal)\b(?!,?\s+[A-Z])"
+    r"|\b(?:tell|tells|told|ask|asks|asked|show|shows|showed)\s+([A-Z][a-z]+)\b(?!['’]s)"
+    r"|\b(?:say|says|said|recommend\w*|suggest\w*|offer\w*|give|gives|gave|given|mention\w*|explain\w*|write|writes"
+    r"|wrote|send|sends|sent|share|shares|shared|show|shows|showed|shown)\b(?:\s+[\w'’-]+){0,4}?\s+(?:to|with)\s+"
+    r"([A-Z][a-z]+)\b(?!['’]s)")
+
+
+def listeners(query: str) -> set[str]:
+    """The names a question uses for who was spoken to (lower case)."""
+    return {next(g for g in groups if g).casefold() for groups in _NOT_SAID_BY.findall(query or "")}
+
+
+
+def _speaker_feature(content: str, as_speaker: set[str], only_to: set[str] = frozenset()) -> float:
     """1 when the question names who said this turn and the turn says something: in long sessions
     of short messages a person's greetings filled the top ten when every turn of theirs was lifted.
-    (Counting who a turn was said to as well, at half weight, lost 0.6 point of recall@10 and 0.008
-    of MRR on conversations-dev, and gained nothing on its chat-shaped variant: left out.)"""
-    if not speaker_named(content, query_words):
+    `as_speaker`: the speakers the question names (lower case, each word of a name); `only_to`:
+    when it names people only as the ones spoken to ("Melanie's friend", "told Melanie"), them:
+    then the turns of the others count, not theirs. (Lifting every turn said to a person named as
+    a speaker as well, at half weight, lost 0.6 point of recall@10 and 0.008 of MRR on
+    conversations-dev: left out.)"""
+    who = speaker(content)
+    if not who:
+        return 0.0
+    parts = {part.casefold() for part in who.split()}
+    if not (parts & as_speaker or (only_to and not parts & only_to)):
         return 0.0
     return 1.0 if _beyond_small_talk(content) >= SPEAKER_SPECIFIC else 0.0
+
+
+def named_people(pool_rows, query_words: set[str], spoken_to: set[str]) -> tuple[set[str], set[str]]:
+    """(the speakers a question names as speakers, those it names only as spoken to when it names
+    no speaker), among the speakers of the rows."""
+    talkers = {part.casefold() for row in pool_rows for part in (speaker(row["content"]) or "").split()}
+    named = query_words & talkers
+    as_speaker = named - spoken_to
+    return as_speaker, (named & spoken_to if not as_speaker else set())
 
 
 _SMALL_TALK_COUNTS: dict[str, int] = {}
@@ -88,10 +117,13 @@ def group_of(row: dict) -> object:
 
 
 def compute(pool: Pool, query_words: set[str], when: Window | None,
-            anchored: dict[int, list[tuple[dt.date, dt.date]]] | None = None) -> dict[int, dict[str, float]]:
+            anchored: dict[int, list[tuple[dt.date, dt.date]]] | None = None,
+            spoken_to: set[str] = frozenset()) -> dict[int, dict[str, float]]:
     """Each candidate's features. `anchored`: the days a memory's date anchors name ("yesterday"
-    written on the 23rd is the 22nd): a question's date fits them as it fits the valid day."""
+    written on the 23rd is the 22nd): a question's date fits them as it fits the valid day.
+    `spoken_to`: the names the question uses for who was spoken to (`listeners`)."""
     anchored = anchored or {}
+    as_speaker, only_to = named_people(pool.rows.values(), query_words, spoken_to)
     top = max(pool.lexical.values(), default=0.0)
     norm = {i: s / top for i, s in pool.lexical.items()} if top > 0 else {}
     by_group: dict[object, list[float]] = {}
@@ -119,7 +151,7 @@ def compute(pool: Pool, query_words: set[str], when: Window | None,
             "next": norm.get(after[0], 0.0) if after else 0.0,
             "sess": group[0] if group else 0.0,
             "sess3": sum(group[:3]),
-            "spk": _speaker_feature(row["content"], query_words),
+            "spk": _speaker_feature(row["content"], as_speaker, only_to),
             "when": max([when.fit(valid_day), *(when.fit_span(a, b) for a, b in anchored.get(node_id, ()))])
                     if when else 0.0,
             "cos": pool.cosine.get(node_id, 0.0),

@@ -482,3 +482,28 @@ def test_a_question_naming_who_was_spoken_to_finds_what_the_other_said(mem):
     items = [i["id"] for i in mem.recall("When did Melanie go to a support group?", scopes=["conv"], limit=4,
                                          record=False)["items"]]
     assert items[0] == told[2], items
+
+
+def test_the_scope_token_narrows_the_index_to_exactly_the_scopes_read(mem):
+    """Full-text search names its scopes in MATCH (each memory's scope is one indexed token): the
+    token must be the one SQLite computes for every scope name, follow a memory that changes
+    scope, and never let another scope in or keep its own out."""
+    from tidemind.store import fts, immediate, visible
+
+    scopes = ["personal", "project:a", "project:a:b", "team/x@y+z_1.2", "conv-26"]
+    ids = {s: mem.digest(f"The heron nested by the weir ({s}).", scope=s)["node_ids"][0] for s in scopes}
+    for scope in scopes:
+        (computed,) = next(mem.conn.execute("SELECT scope_key FROM nodes WHERE id = ?", (ids[scope],)))
+        assert computed == fts.scope_token(scope)
+        where, params = visible("n", [scope])
+        assert [i for i, _ in fts.search(mem.conn, '"heron"', where, params, 10, scopes=[scope])] == [ids[scope]]
+    where, params = visible("n", ["project:a", "conv-26"])
+    found = {i for i, _ in fts.search(mem.conn, '"heron"', where, params, 10, scopes=["project:a", "conv-26"])}
+    assert found == {ids["project:a"], ids["conv-26"]}
+    with immediate(mem.conn):           # a memory moved to another scope is found there, not here
+        mem.conn.execute("UPDATE nodes SET scope = 'personal' WHERE id = ?", (ids["conv-26"],))
+    where, params = visible("n", ["personal"])
+    assert {i for i, _ in fts.search(mem.conn, '"heron"', where, params, 10, scopes=["personal"])} == \
+        {ids["personal"], ids["conv-26"]}
+    where, params = visible("n", ["conv-26"])
+    assert fts.search(mem.conn, '"heron"', where, params, 10, scopes=["conv-26"]) == []

@@ -353,7 +353,7 @@ class Relatedness:
                 if self._idf.get(s, 0.0) >= floor and s in surface and surface[s] not in STOPWORDS][:RARE_WORDS]
         expression = fts.match_expression([surface[s] for s in rare])
         if expression:
-            for i, _ in fts.search(self.conn, expression, where, params, CANDIDATES):
+            for i, _ in fts.search(self.conn, expression, where, params, CANDIDATES, scopes=[self.scope]):
                 found[i] = None
         if query is not None:
             ids = vectors.knn_candidates(self.conn, query, [self.scope], self.embedder_name, CANDIDATES * 2)

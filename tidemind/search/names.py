@@ -129,7 +129,8 @@ def _addressed(conn: apsw.Connection, word: str, scopes: Sequence[str]) -> bool:
     cached = _ADDRESSED.get(key)
     if cached is None or cached[0] != state:
         where, params = visible("n", scopes)
-        found = [i for i, _ in fts.search(conn, fts.match_expression([word]), where, params, ADDRESS_SAMPLE)]
+        found = [i for i, _ in fts.search(conn, fts.match_expression([word]), where, params, ADDRESS_SAMPLE,
+                                          scopes=scopes)]
         rows = nodes.get_visible_many(conn, found, scopes, ("id", "content")).values()
         if len(_ADDRESSED) > 4096:
             _ADDRESSED.clear()

@@ -126,17 +126,17 @@ def fts_arm(conn: apsw.Connection, req: RecallRequest, where: str, params: list)
     if expression is None:
         return []
     if not all_common:
-        return fts.search(conn, expression, where, params, FTS_CANDIDATES)
+        return fts.search(conn, expression, where, params, FTS_CANDIDATES, scopes=req.scopes)
     # Only common words: lexical evidence is weak and a full OR would score a large share of the
     # scope. Both the AND (rows holding both words are BM25's best anyway) and, failing enough of
     # those, the OR run over the newest COMMON_WINDOW memories of each scope read (the whole scope
     # when it is smaller); the vector arm still covers everything.
     window = nodes.window_start(conn, req.scopes, COMMON_WINDOW)
     if len(terms) > 1:
-        hits = fts.search(conn, fts.match_expression(terms, "AND"), where, params, FTS_CANDIDATES, window)
+        hits = fts.search(conn, fts.match_expression(terms, "AND"), where, params, FTS_CANDIDATES, window, req.scopes)
         if len(hits) >= req.limit:
             return hits
-    return fts.search(conn, expression, where, params, FTS_CANDIDATES, window)
+    return fts.search(conn, expression, where, params, FTS_CANDIDATES, window, req.scopes)
 
 
 def embed_query(embedder, req: RecallRequest) -> np.ndarray | None:
@@ -332,7 +332,7 @@ def _waiting_matches(conn, req: RecallRequest, limit: int = 5) -> list[int]:
     if expression is None:
         return []
     where, params = _where(req, awaiting=True)
-    return [i for i, _ in fts.search(conn, expression, where, params, limit)]
+    return [i for i, _ in fts.search(conn, expression, where, params, limit, scopes=req.scopes)]
 
 
 def _came_with(item: dict, seeds: set[int]) -> bool:
@@ -431,7 +431,8 @@ def _lexical(conn: apsw.Connection, req: RecallRequest, where: str, params: list
         # the date is matched by time here, so its words are left out of this search
         terms, _ = query_terms(conn, req.query.replace(dated.said, " "), req.scopes, prune=False)
         expression = fts.match_expression(terms)
-        found = fts.search(conn, expression, window_where, window_params, DATED_CANDIDATES) if expression else []
+        found = (fts.search(conn, expression, window_where, window_params, DATED_CANDIDATES, scopes=req.scopes)
+                 if expression else [])
         for i, s in found:
             hits[i] = max(hits.get(i, 0.0), -s)
         # a memory whose date anchor names that time ("last Friday", written on the 23rd) competes

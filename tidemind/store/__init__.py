@@ -59,6 +59,7 @@ CORE_MIGRATIONS = [
     ("0026_tag_rejection_remembers_decided_at", tags.PRIOR_DECIDED_DDL),
     ("0027_scope_claims", scope_claims.DDL),
     ("0028_date_anchors_unindexed", derived.unindex_date_anchors),
+    ("0029_fts_scope_key", nodes.SCOPE_KEY_DDL + fts.SCOPE_REBUILD),
 ]
 migrations.register("core", CORE_MIGRATIONS)
 

@@ -97,6 +97,52 @@ END;
 INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild');
 """
 
+# Every scope's memories share one index, so a search of one scope of a store of ten matched, joined
+# and scored the other nine scopes' rows before the predicate dropped them (at 100k memories, the
+# join cost more than the match). Migration 0029 indexes each memory's scope as one token of its
+# own (nodes.scope_key: "s" + the scope's hex + "0", which no tokenizer rule changes and no word
+# is), so a search names its scopes in MATCH and FTS5 intersects them first. The predicate still
+# decides what is visible; the token only narrows what is scored.
+SCOPE_REBUILD = """
+DROP TRIGGER nodes_fts_ai;
+DROP TRIGGER nodes_fts_ad;
+DROP TRIGGER nodes_fts_au;
+DROP TABLE nodes_fts;
+CREATE VIRTUAL TABLE nodes_fts USING fts5(
+  content, derived_text, clarified_text, context_text, scope_key, content='nodes', content_rowid='id',
+  tokenize='porter unicode61'
+);
+CREATE TRIGGER nodes_fts_ai AFTER INSERT ON nodes BEGIN
+  INSERT INTO nodes_fts(rowid, content, derived_text, clarified_text, context_text, scope_key)
+  VALUES (new.id, new.content, new.derived_text, new.clarified_text, new.context_text, new.scope_key);
+END;
+CREATE TRIGGER nodes_fts_ad AFTER DELETE ON nodes BEGIN
+  INSERT INTO nodes_fts(nodes_fts, rowid, content, derived_text, clarified_text, context_text, scope_key)
+  VALUES ('delete', old.id, old.content, old.derived_text, old.clarified_text, old.context_text, old.scope_key);
+END;
+CREATE TRIGGER nodes_fts_au AFTER UPDATE OF content, derived_text, clarified_text, context_text, scope ON nodes BEGIN
+  INSERT INTO nodes_fts(nodes_fts, rowid, content, derived_text, clarified_text, context_text, scope_key)
+  VALUES ('delete', old.id, old.content, old.derived_text, old.clarified_text, old.context_text, old.scope_key);
+  INSERT INTO nodes_fts(rowid, content, derived_text, clarified_text, context_text, scope_key)
+  VALUES (new.id, new.content, new.derived_text, new.clarified_text, new.context_text, new.scope_key);
+END;
+INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild');
+"""
+
+
+def scope_token(scope: str) -> str:
+    """The token nodes.scope_key indexes for a scope (the same expression in Python)."""
+    return "s" + scope.encode("utf-8").hex() + "0"
+
+
+def in_scopes(expression: str, scopes: Sequence[str] | None) -> str:
+    """`expression` over the text columns, confined to these scopes' memories (None: every scope)."""
+    if not scopes:
+        return expression
+    return (f"{{{' '.join(COLUMNS)}}} : ({expression}) AND scope_key : ("
+            + " OR ".join(f'"{scope_token(s)}"' for s in dict.fromkeys(scopes)) + ")")
+
+
 # authored text counts double the derived text (a model's title should not outrank what was said);
 # a person's clarification sits between them; an imported unit's context (shared by every section
 # of its note, so it tells the sections apart less than their own words do) weighs like derived text
@@ -274,13 +320,14 @@ def counted_documents(conn: apsw.Connection) -> int:
 
 
 def search(conn: apsw.Connection, expression: str, where: str, params: Sequence, limit: int,
-           min_rowid: int | None = None) -> list[tuple[int, float]]:
+           min_rowid: int | None = None, scopes: Sequence[str] | None = None) -> list[tuple[int, float]]:
     """(node_id, bm25) best first; `where` (the visibility predicate and filters on alias n) is applied
-    before LIMIT. `min_rowid` confines the match to newer rows (FTS5 seeks to it)."""
+    before LIMIT. `min_rowid` confines the match to newer rows (FTS5 seeks to it); `scopes`, the
+    scopes `where` reads, to their memories before any row is scored or joined (`in_scopes`)."""
     window = " AND nodes_fts.rowid >= ?" if min_rowid is not None else ""
-    sql = (f"SELECT n.id, bm25(nodes_fts, {', '.join(map(str, WEIGHTS))}) AS s FROM nodes_fts"
+    sql = (f"SELECT n.id, bm25(nodes_fts, {', '.join(map(str, WEIGHTS))}, 0.0) AS s FROM nodes_fts"
            f" JOIN nodes n ON n.id = nodes_fts.rowid WHERE nodes_fts MATCH ?{window} AND {where} ORDER BY s LIMIT ?")
-    args = [expression, *([min_rowid] if min_rowid is not None else []), *params, limit]
+    args = [in_scopes(expression, scopes), *([min_rowid] if min_rowid is not None else []), *params, limit]
     return [(i, s) for i, s in conn.execute(sql, args)]
 
 

@@ -59,6 +59,12 @@ CREATE TABLE node_versions(
 # importer, searchable (fts.CONTEXT_REBUILD), never part of the authored text
 CONTEXT_DDL = "ALTER TABLE nodes ADD COLUMN context_text TEXT NOT NULL DEFAULT '';"
 
+# each memory's scope as one token of the full-text index (fts.SCOPE_REBUILD, fts.scope_token):
+# computed, never written, so it cannot disagree with `scope`
+SCOPE_KEY_DDL = """
+ALTER TABLE nodes ADD COLUMN scope_key TEXT GENERATED ALWAYS AS ('s' || lower(hex(scope)) || '0') VIRTUAL;
+"""
+
 COLUMNS = ("id", "capture_id", "unit_index", "capture_start", "capture_end", "content", "content_hash", "scope", "status", "kind",
            "source_tool", "session", "recorded_at", "superseded_at", "valid_from", "valid_to",
            "superseded_by", "heat", "derived_text", "clarified_text", "held_until", "context_text")

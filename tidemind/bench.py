@@ -14,7 +14,8 @@ same run:
 - fts_all_terms_ms: the bare FTS5 query with every content word kept (what pruning common
   words saves).
 
-With `--full` (or each on its own flag): MCP round trips and hook latency, metabolism
+With `--full` (or each on its own flag): MCP server start (process spawn to `initialize` answered,
+through the official Python client, MCP_STARTS times), MCP round trips and hook latency, metabolism
 throughput per task, import throughput of a generated vault (8 units a note; `--nodes 0
 --import-notes N` times the import alone). `--hostile-notes N` (not in `--full`) times the
 import of notes built to be slow: N sections under one heading, N sections linking to each
@@ -134,6 +135,8 @@ def _timed(fn) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
+MCP_STARTS = 7
+
 def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, rounds: int) -> dict:
     """The same calls through a real stdio MCP client and in-process, and the hooks' wall time."""
     import json
@@ -148,11 +151,22 @@ def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, roun
     questions = [q for q, s in probe if s == scope][:rounds] or [q for q, _ in probe][:rounds]
     bodies = [corpus.memory(scope) for _ in range(rounds)]
     timings: dict[str, list[float]] = {"mcp_recall_ms": [], "mcp_digest_ms": [], "inproc_recall_ms": [],
-                                       "inproc_digest_ms": []}
+                                       "inproc_digest_ms": [], "mcp_start_ms": []}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tidemind.cli", "--home", home, "serve",
+                                                                 "--scope", scope])
+
+    async def start_once() -> None:
+        """A host starting the server: process spawn to `initialize` answered, official client."""
+        start = time.perf_counter()
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                timings["mcp_start_ms"].append((time.perf_counter() - start) * 1000)
+
+    for _ in range(MCP_STARTS):
+        anyio.run(start_once)
 
     async def over_stdio():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "tidemind.cli", "--home", home, "serve",
-                                                                     "--scope", scope])
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -476,7 +490,8 @@ def format_table(r: dict) -> str:
              f"  {'measure':<24}{'p50 ms':>10}{'p95 ms':>10}{'n':>8}"]
     for key in ("digest_ms", "recall_ms", "recall_fts_only_ms", "recall_vector_only_ms", "recall_all_scopes_ms",
                 "fts_floor_ms", "vec_floor_ms", "fts_all_terms_ms", "prepare_ms",
-                "mcp_recall_ms", "inproc_recall_ms", "mcp_digest_ms", "inproc_digest_ms", "hook_session_start_ms",
+                "mcp_start_ms", "mcp_recall_ms", "inproc_recall_ms", "mcp_digest_ms", "inproc_digest_ms",
+                "hook_session_start_ms",
                 "hook_user_prompt_ms"):
         if key in r:
             v = r[key]

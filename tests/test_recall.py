@@ -454,6 +454,25 @@ def test_word_frequencies_kept_between_queries_follow_every_write(home, mem):
     assert fts.document_frequencies(mem.conn, ["kiln"], ["studio"]) == ({"kiln": 2}, 2)
     # a recall's record of itself leaves what was read in place (and answers the same)
     assert mem.recall("kiln cone", scopes=["studio"])["items"]
+    # and what is kept is used: asked again, nothing is read from fts_terms
+    read: list[str] = []
+    mem.conn.exec_trace = lambda cursor, sql, bindings: read.append(sql) or True
+    try:
+        fts.document_frequencies(mem.conn, ["kiln"], ["studio"])
+        fts.scope_sizes(mem.conn, ["studio"])
+    finally:
+        mem.conn.exec_trace = None
+    assert not [q for q in read if "fts_terms" in q], read
+    # a restore through this very connection (no count written, data_version unmoved): found by review
+    backup = home / "one-kiln.db"
+    fresh = Memory.open(home / "other")
+    try:
+        fresh.digest("The heron nested by the weir.", scope="studio")
+        fresh.backup(backup)
+    finally:
+        fresh.close()
+    mem.restore(backup)
+    assert fts.document_frequencies(mem.conn, ["kiln", "heron"], ["studio"]) == ({"kiln": 0, "heron": 1}, 1)
 
 
 def test_a_question_naming_who_was_spoken_to_finds_what_the_other_said(mem):
@@ -467,7 +486,9 @@ def test_a_question_naming_who_was_spoken_to_finds_what_the_other_said(mem):
     assert listeners("What book did Caroline recommend to Melanie?") == {"melanie"}
     assert listeners("What does Jon tell Gina he won't do?") == {"gina"}
     for not_spoken_to in ("What symbols are important to Caroline?", "What happened to John's car?",
-                          "What do sunflowers represent according to Caroline?", "When did John's friend Max visit?"):
+                          "What do sunflowers represent according to Caroline?", "When did John's friend Max visit?",
+                          "Who gave the necklace to Caroline?", "Who shares a house with Caroline?",
+                          "Who is Caroline's friend?", "Who wrote a letter to Melanie?"):
         assert listeners(not_spoken_to) == set(), not_spoken_to
     told = _turns(mem, "conv", "s1", [
         "Caroline: I went to an LGBTQ support group yesterday and it was so powerful.",
@@ -482,6 +503,20 @@ def test_a_question_naming_who_was_spoken_to_finds_what_the_other_said(mem):
     items = [i["id"] for i in mem.recall("When did Melanie go to a support group?", scopes=["conv"], limit=4,
                                          record=False)["items"]]
     assert items[0] == told[2], items
+    # found by review: gifts, letters, a house shared, a third person telling: the named person
+    # is who answers, and their own turn stays first
+    own = _turns(mem, "conv", "s2", [
+        "Caroline: My grandma gave me this necklace when I was ten; I wear the necklace every day.",
+        "Melanie: What a lovely necklace! My mom gave me a necklace too.",
+        "Caroline: I share a house with Sam and two cats, the house is by the river.",
+        "Melanie: A house by the river sounds great, our house is in town.",
+        "Caroline: The doctor told me to rest my knee for two weeks.",
+        "Melanie: My doctor always says rest, rest, rest."])
+    mem.embed_pending()
+    for asked, answer in (("Who gave the necklace to Caroline?", own[0]), ("Who shares a house with Caroline?", own[2]),
+                          ("What did the doctor tell Caroline about her knee?", own[4])):
+        items = [i["id"] for i in mem.recall(asked, scopes=["conv"], limit=4, record=False)["items"]]
+        assert items[0] == answer, (asked, items)
 
 
 def test_the_scope_token_narrows_the_index_to_exactly_the_scopes_read(mem):
@@ -500,6 +535,11 @@ def test_the_scope_token_narrows_the_index_to_exactly_the_scopes_read(mem):
     where, params = visible("n", ["project:a", "conv-26"])
     found = {i for i, _ in fts.search(mem.conn, '"heron"', where, params, 10, scopes=["project:a", "conv-26"])}
     assert found == {ids["project:a"], ids["conv-26"]}
+    # the token itself narrows (the predicate here reads every scope)
+    where, params = visible("n", scopes)
+    assert [i for i, _ in fts.search(mem.conn, '"heron"', where, params, 10, scopes=["personal"])] == [ids["personal"]]
+    # a scope token is no word: searched for, it finds nothing
+    assert fts.search(mem.conn, f'"{fts.scope_token("personal")}"', where, params, 10) == []
     with immediate(mem.conn):           # a memory moved to another scope is found there, not here
         mem.conn.execute("UPDATE nodes SET scope = 'personal' WHERE id = ?", (ids["conv-26"],))
     where, params = visible("n", ["personal"])

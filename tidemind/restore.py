@@ -25,7 +25,7 @@ import apsw
 from . import memory as _memory  # noqa: F401  (registers every owner's migrations)
 from .config import Settings
 from .errors import InvalidInput, StoreBusy
-from .store import backup_to, captures, connect, integrity, migrations, scalar, stream
+from .store import backup_to, captures, connect, fts, integrity, migrations, scalar, stream
 
 
 def _check(source: Path) -> apsw.Connection:
@@ -174,6 +174,7 @@ def restore(settings: Settings, path, now: str, live: apsw.Connection | None = N
                     while not job.done:
                         job.step(256)
                 copied = True
+                fts.counts_replaced(live)       # what this connection kept of the old counts is gone
             except damaged as exc:
                 if not own:       # a Memory's connection would go on reading the replaced file
                     raise InvalidInput(f"the open store could not take the backup ({exc}); close TideMind and run"

@@ -66,9 +66,11 @@ def word_count(text: str) -> int:
     text never changes; bounded, and dropped on forget)."""
     found = _WORD_COUNTS.get(text)
     if found is None:
-        if len(_WORD_COUNTS) >= 65_536:
-            _WORD_COUNTS.clear()
-        found = _WORD_COUNTS[text] = len(content_words(text))
+        found = len(content_words(text))
+        if len(text) <= 4096:           # (a long note is counted each time rather than kept)
+            if len(_WORD_COUNTS) >= 65_536:
+                _WORD_COUNTS.clear()
+            _WORD_COUNTS[text] = found
     return found
 
 

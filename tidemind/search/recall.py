@@ -210,7 +210,8 @@ def gather(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     if RESCORE:
         pool.lexical = {i: score for i in pool.lexical if (score := words_in.bm25(pool.rows[i])) > 0}
     anchored = derived.anchored_days(conn, pool.candidates) if dated else {}
-    features = scoring.compute(pool, set(words(req.query)), dated, anchored, scoring.listeners(req.query))
+    features = scoring.compute(pool, set(words(req.query)), dated, anchored, scoring.listeners(req.query),
+                               scoring.friends_of(req.query))
     ranked = scoring.score(features)
     if everything:
         shortlist = set(pool.candidates)

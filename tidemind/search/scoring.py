@@ -39,21 +39,27 @@ SPEAKER_SPECIFIC = 1   # words beyond small talk a turn needs for its speaker to
 
 
 # a person a question names as the one something was said to, not the one who said it: "What did
-# Melanie's friend paint?", "What did John recommend to Maria?", "What did Caroline tell Melanie?"
-# (not "important to Caroline", "according to Gina", "what happened to John's car", nor "John's
-# friend Max", a third person)
-_NOT_SAID_BY = re.compile(
-    r"\b([A-Z][a-z]+)['’]s (?:friend|buddy|pal)\b(?!,?\s+[A-Z])"
-    r"|\b(?:tell|tells|told|ask|asks|asked|show|shows|showed)\s+([A-Z][a-z]+)\b(?!['’]s)"
-    r"|\b(?:say|says|said|recommend\w*|suggest\w*|offer\w*|give|gives|gave|given|mention\w*|explain\w*|write|writes"
-    r"|wrote|send|sends|sent|share|shares|shared|show|shows|showed|shown)\b(?:\s+[\w'’-]+){0,4}?\s+(?:to|with)\s+"
+# Melanie's friend paint?", "What did Caroline tell Melanie?", "What did John recommend to Maria?"
+# (not "important to Caroline", "according to Gina", "what happened to John's car", "John's friend
+# Max", a third person, "who is Caroline's friend?", nor gifts and letters: "who gave the necklace
+# to Caroline?" is answered by Caroline)
+_FRIEND = re.compile(r"\b([A-Z][a-z]+)['’]s (?:friend|buddy|pal)\b(?!,?\s+[A-Z])")
+_TOLD = re.compile(
+    r"\b(?:tell|tells|told|ask|asks|asked)\s+([A-Z][a-z]+)\b(?!['’]s)"
+    r"|\b(?:say|says|said|recommend\w*|suggest\w*|mention\w*|explain\w*)\b(?:\s+[\w'’-]+){0,4}?\s+(?:to|with)\s+"
     r"([A-Z][a-z]+)\b(?!['’]s)")
 
 
 def listeners(query: str) -> set[str]:
     """The names a question uses for who was spoken to (lower case)."""
-    return {next(g for g in groups if g).casefold() for groups in _NOT_SAID_BY.findall(query or "")}
+    return {next(g for g in groups if g).casefold() for groups in _TOLD.findall(query or "")} | friends_of(query)
 
+
+def friends_of(query: str) -> set[str]:
+    """The X of "X's friend" when the friend is the one the question is about (lower case)."""
+    if re.match(r"\s*who\b", query or "", re.IGNORECASE):
+        return set()                                  # "Who is Caroline's friend?" asks Caroline
+    return {name.casefold() for name in _FRIEND.findall(query or "")}
 
 
 def _speaker_feature(content: str, as_speaker: set[str], only_to: set[str] = frozenset()) -> float:
@@ -73,13 +79,19 @@ def _speaker_feature(content: str, as_speaker: set[str], only_to: set[str] = fro
     return 1.0 if _beyond_small_talk(content) >= SPEAKER_SPECIFIC else 0.0
 
 
-def named_people(pool_rows, query_words: set[str], spoken_to: set[str]) -> tuple[set[str], set[str]]:
-    """(the speakers a question names as speakers, those it names only as spoken to when it names
-    no speaker), among the speakers of the rows."""
+def named_people(pool_rows, query_words: set[str], spoken_to: set[str],
+                 friends: set[str] = frozenset()) -> tuple[set[str], set[str]]:
+    """(the speakers a question names as speakers, those whose friend it asks about when it names
+    no speaker), among the speakers of the rows. A person only told something ("What did the
+    doctor tell Caroline?") stays a speaker: Caroline is who reports it."""
     talkers = {part.casefold() for row in pool_rows for part in (speaker(row["content"]) or "").split()}
     named = query_words & talkers
     as_speaker = named - spoken_to
-    return as_speaker, (named & spoken_to if not as_speaker else set())
+    if as_speaker:
+        return as_speaker, set()
+    if named & friends:
+        return set(), named & friends
+    return named, set()
 
 
 _SMALL_TALK_COUNTS: dict[str, int] = {}
@@ -118,12 +130,13 @@ def group_of(row: dict) -> object:
 
 def compute(pool: Pool, query_words: set[str], when: Window | None,
             anchored: dict[int, list[tuple[dt.date, dt.date]]] | None = None,
-            spoken_to: set[str] = frozenset()) -> dict[int, dict[str, float]]:
+            spoken_to: set[str] = frozenset(), friends: set[str] = frozenset()) -> dict[int, dict[str, float]]:
     """Each candidate's features. `anchored`: the days a memory's date anchors name ("yesterday"
     written on the 23rd is the 22nd): a question's date fits them as it fits the valid day.
-    `spoken_to`: the names the question uses for who was spoken to (`listeners`)."""
+    `spoken_to`: the names the question uses for who was spoken to (`listeners`); `friends`: those
+    whose friend it asks about (`friends_of`)."""
     anchored = anchored or {}
-    as_speaker, only_to = named_people(pool.rows.values(), query_words, spoken_to)
+    as_speaker, only_to = named_people(pool.rows.values(), query_words, spoken_to, friends)
     top = max(pool.lexical.values(), default=0.0)
     norm = {i: s / top for i, s in pool.lexical.items()} if top > 0 else {}
     by_group: dict[object, list[float]] = {}

@@ -135,12 +135,29 @@ def scope_token(scope: str) -> str:
     return "s" + scope.encode("utf-8").hex() + "0"
 
 
-def in_scopes(expression: str, scopes: Sequence[str] | None) -> str:
-    """`expression` over the text columns, confined to these scopes' memories (None: every scope)."""
+# the scope tokens narrow a search only where the scopes read are a small part of the store: over
+# most of it, FTS5 walks the tokens' row lists (every row) and scores them for nothing (a store of
+# one scope: 0.2 -> 2.6 ms a one-word search at 100k, found by review)
+TOKEN_BELOW_SHARE = 0.3
+
+
+def in_scopes(conn: apsw.Connection, expression: str, scopes: Sequence[str] | None) -> str:
+    """`expression` over the text columns only (a scope token is no word), confined to these
+    scopes' memories when they are a small share of the store (None: every scope)."""
+    texts = f"{{{' '.join(COLUMNS)}}} : ({expression})"
     if not scopes:
-        return expression
-    return (f"{{{' '.join(COLUMNS)}}} : ({expression}) AND scope_key : ("
-            + " OR ".join(f'"{scope_token(s)}"' for s in dict.fromkeys(scopes)) + ")")
+        return texts
+    documents, _ = scope_sizes(conn, scopes)
+    if documents > TOKEN_BELOW_SHARE * _all_documents(conn):
+        return texts
+    return f"{texts} AND scope_key : (" + " OR ".join(f'"{scope_token(s)}"' for s in dict.fromkeys(scopes)) + ")"
+
+
+def _all_documents(conn: apsw.Connection) -> int:
+    kept = _frequency_cache(conn)
+    if "all documents" not in kept:
+        kept["all documents"] = counted_documents(conn)
+    return kept["all documents"]
 
 
 # authored text counts double the derived text (a model's title should not outrank what was said);
@@ -198,7 +215,8 @@ on_forget(lambda text: _COUNTED.pop(text, None))
 
 def stem_counts(conn: apsw.Connection, text: str) -> tuple[dict[str, int], int]:
     """({term: how often FTS5 indexes it for `text`}, the number of terms): what BM25 and the
-    coverage of a candidate read, kept like `stems` for the texts recall meets again and again."""
+    coverage of a candidate read, kept like `stems` for the texts recall meets again and again
+    (shared: callers only read it)."""
     known = _COUNTED.get(text)
     if known is None:
         found = stems(conn, text)
@@ -291,6 +309,12 @@ def _counts_changed(conn: apsw.Connection) -> None:
     _WRITES[conn] = _WRITES.get(conn, 0) + 1
 
 
+def counts_replaced(conn: apsw.Connection) -> None:
+    """The database under this connection was replaced through it (a restore's backup step: no
+    count_document, and data_version only moves for other connections' writes)."""
+    _counts_changed(conn)
+
+
 def stem_frequencies(conn: apsw.Connection, stemmed: Sequence[str],
                      scopes: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
     """({stem: documents holding it}, number of documents), summed over `scopes` (all when None)."""
@@ -327,7 +351,7 @@ def search(conn: apsw.Connection, expression: str, where: str, params: Sequence,
     window = " AND nodes_fts.rowid >= ?" if min_rowid is not None else ""
     sql = (f"SELECT n.id, bm25(nodes_fts, {', '.join(map(str, WEIGHTS))}, 0.0) AS s FROM nodes_fts"
            f" JOIN nodes n ON n.id = nodes_fts.rowid WHERE nodes_fts MATCH ?{window} AND {where} ORDER BY s LIMIT ?")
-    args = [in_scopes(expression, scopes), *([min_rowid] if min_rowid is not None else []), *params, limit]
+    args = [in_scopes(conn, expression, scopes), *([min_rowid] if min_rowid is not None else []), *params, limit]
     return [(i, s) for i, s in conn.execute(sql, args)]
 
 

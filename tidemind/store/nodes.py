@@ -185,9 +185,12 @@ WHERE status = 'superseded' AND superseded_by IS NOT NULL AND valid_to IS NULL;
 
 def erase(conn: apsw.Connection, node_id: int) -> None:
     """Forget: blank the authored and derived text; hashes stay as the tombstone."""
-    for scope, content in conn.execute("SELECT scope, content FROM nodes WHERE id=?", (node_id,)).fetchall():
-        fts.count_document(conn, scope, content, -1)
-        forget_cached(content)
+    for scope, *texts in conn.execute("SELECT scope, content, derived_text, clarified_text, context_text FROM nodes"
+                                      " WHERE id=?", (node_id,)).fetchall():
+        fts.count_document(conn, scope, texts[0], -1)
+        for text in texts:              # every column a recall reads is kept by text (fts.stem_counts)
+            if text:
+                forget_cached(text)
     conn.execute("UPDATE nodes SET content='', derived_text='', clarified_text='', context_text='', held_until=NULL,"
                  " status='forgotten' WHERE id=?", (node_id,))
 

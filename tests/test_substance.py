@@ -82,9 +82,11 @@ def test_a_tag_names_something():
     vague nouns ("difference" on 37 turns about different things, "world", "challenges")."""
     from tidemind.substance import says_a_topic
 
-    for vague in ("difference", "world", "challenges", "positive-changes", "opportunities", "the-world", "2023"):
+    for vague in ("difference", "world", "challenges", "positive-changes", "opportunities", "the-world", "2023",
+                  "struggles", "forces", "compassion", "enthusiasm", "worlds", "action"):      # life advice's nouns
         assert not says_a_topic(vague), vague
-    for topic in ("pottery", "camping-trip", "lgbtq-support-group", "staging-database", "sourdough"):
+    for topic in ("pottery", "camping-trip", "lgbtq-support-group", "staging-database", "sourdough", "armed-forces",
+                  "action-movies"):
         assert says_a_topic(topic), topic
 
 

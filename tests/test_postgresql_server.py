@@ -17,39 +17,10 @@ from pathlib import Path
 import pytest
 
 psycopg = pytest.importorskip("psycopg", reason="the test extra installs psycopg (pyproject.toml)")
-from tests.pgserver import TempPostgres, find_pginstall  # noqa: E402
-
-try:
-    find_pginstall()
-except RuntimeError as exc:                     # pragma: no cover - the test extra installs the wheel
-    pytest.skip(f"no PostgreSQL wheel: {exc}", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with TempPostgres() as pg:
-        with psycopg.connect(pg.conninfo, autocommit=True) as admin:
-            admin.execute("CREATE DATABASE template_tidemind")
-        with psycopg.connect(pg.conninfo.replace("dbname=postgres", "dbname=template_tidemind"),
-                             autocommit=True) as template:
-            template.execute("CREATE EXTENSION vector")
-        yield pg
-
-
-@pytest.fixture
-def database(server):
-    """A fresh database of its own for one test, made from a template that has pgvector."""
-    name = "t_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(server.conninfo, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template_tidemind')
-    conninfo = server.conninfo.replace("dbname=postgres", f"dbname={name}")
-    yield conninfo
-    with psycopg.connect(server.conninfo, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-
-
-def test_pgvector_and_an_hnsw_index_the_planner_uses(database):
-    with psycopg.connect(database) as conn:
+def test_pgvector_and_an_hnsw_index_the_planner_uses(postgres_database):
+    with psycopg.connect(postgres_database) as conn:
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
         assert tuple(int(p) for p in version.split(".")[:2]) >= (0, 8)
         conn.execute("CREATE TABLE v(id bigint PRIMARY KEY, e vector(3))")
@@ -63,8 +34,8 @@ def test_pgvector_and_an_hnsw_index_the_planner_uses(database):
         assert len(nearest) == 3
 
 
-def test_full_text_search_in_postgresqls_own_dialect(database):
-    with psycopg.connect(database) as conn:
+def test_full_text_search_in_postgresqls_own_dialect(postgres_database):
+    with psycopg.connect(postgres_database) as conn:
         conn.execute("CREATE TABLE n(id bigint PRIMARY KEY, content text, tsv tsvector"
                      " GENERATED ALWAYS AS (to_tsvector('english', content)) STORED)")
         conn.execute("CREATE INDEX ON n USING gin (tsv)")
@@ -75,20 +46,26 @@ def test_full_text_search_in_postgresqls_own_dialect(database):
         assert found == [1]                     # stemmed as SQLite's porter tokenizer stems
 
 
-def test_each_test_gets_a_database_no_other_test_sees(server, database):
-    with psycopg.connect(database) as conn:
+def test_each_test_gets_a_database_no_other_test_sees(postgres, postgres_database):
+    with psycopg.connect(postgres_database) as conn:
         conn.execute("CREATE TABLE mine(x int)")
         conn.commit()
-    with psycopg.connect(server.conninfo) as admin:
+    with psycopg.connect(postgres.conninfo) as admin:
         names = {r[0] for r in admin.execute("SELECT datname FROM pg_database")}
-    assert database.rsplit("dbname=", 1)[1] in names and "template_tidemind" in names
-    with psycopg.connect(server.conninfo.replace("dbname=postgres", "dbname=template_tidemind")) as template:
+    assert postgres_database.rsplit("dbname=", 1)[1] in names and "template_tidemind" in names
+    with psycopg.connect(postgres.conninfo.replace("dbname=postgres", "dbname=template_tidemind")) as template:
         assert template.execute("SELECT to_regclass('mine')").fetchone()[0] is None
 
 
 def test_no_server_outlives_a_killed_test_process(tmp_path):
     """A pytest killed mid-run (CI's timeout, a person's kill -9) must leave no postmaster and no
     shared memory behind: the server is our child with a death signal, not a daemon."""
+    from tests.pgserver import find_pginstall
+
+    try:
+        find_pginstall()
+    except RuntimeError as exc:
+        pytest.skip(f"no PostgreSQL wheel: {exc}")
     ready = tmp_path / "ready"
     script = (
         "import sys, time, pathlib\n"

@@ -70,3 +70,45 @@ def test_a_write_is_seen_by_another_connection_only_when_committed(conn, postgre
         assert scalar(other, "SELECT count(*) FROM notes") == 1
     finally:
         other.close()
+
+
+def test_task_leases_on_postgresql_one_taker_among_many(postgres_database):
+    """Several daemons on one database never run a task twice: eight connections take the same
+    lease at once, exactly one gets it; it is renewed, released, taken over from a dead holder,
+    with the SQL of store/task_runs.py unchanged."""
+    import threading
+
+    from tidemind.store import task_runs
+
+    setup = Connection.connect(postgres_database)
+    setup.execute(task_runs.DDL)
+    takers = [Connection.connect(postgres_database) for _ in range(8)]
+    start, won = threading.Barrier(len(takers)), []
+
+    def take(n: int) -> None:
+        start.wait()
+        if task_runs.acquire(takers[n], "annotate", f"daemon-{n}", "2026-12-02T10:00:00Z", "2026-12-02T10:05:00Z"):
+            won.append(n)
+
+    threads = [threading.Thread(target=take, args=(n,)) for n in range(len(takers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert len(won) == 1, won
+        holder = f"daemon-{won[0]}"
+        assert task_runs.holder(setup, "annotate") == holder
+        assert task_runs.renew(setup, "annotate", holder, "2026-12-02T10:10:00Z")
+        assert not task_runs.acquire(setup, "annotate", "late", "2026-12-02T10:06:00Z", "2026-12-02T10:11:00Z")
+        assert task_runs.take_over(setup, "annotate", holder, "heir", "2026-12-02T10:07:00Z", "2026-12-02T10:12:00Z")
+        task_runs.release(setup, "annotate", "heir", "2026-12-02T10:08:00Z", "ok", {"tagged": 3}, None)
+        state = task_runs.state(setup)["annotate"]
+        assert state["lease_owner"] is None and state["counts"] == {"tagged": 3} and state["status"] == "ok"
+        assert task_runs.latest_finish(setup) == "2026-12-02T10:08:00Z"
+        task_runs.set_cursor(setup, "link-propose", 41)
+        task_runs.set_cursor(setup, "link-propose", 42)
+        assert task_runs.get_cursor(setup, "link-propose") == 42 and task_runs.get_cursor(setup, "none") == 0
+    finally:
+        for c in (setup, *takers):
+            c.close()

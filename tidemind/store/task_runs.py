@@ -1,7 +1,9 @@
 """Task state for the metabolism scheduler: last run, status, counts, error, a cursor, and a lease.
 
 A lease is taken in a BEGIN IMMEDIATE transaction only when free or expired, so two processes
-(two daemons, a daemon and `tidemind metabolize`) never run the same task at once.
+(two daemons, a daemon and `tidemind metabolize`) never run the same task at once. The SQL here is
+the one both backends speak (issue 27): on PostgreSQL the conditional UPDATE locks the task's
+row, and a second taker, once the first commits, finds the lease held (tests/test_store_postgresql.py).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ CREATE TABLE task_runs(
 
 def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str) -> bool:
     with immediate(conn):
-        conn.execute("INSERT OR IGNORE INTO task_runs(task) VALUES(?)", (task,))
+        conn.execute("INSERT INTO task_runs(task) VALUES(?) ON CONFLICT(task) DO NOTHING", (task,))
         return changed(conn, "UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=?"
                              " AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < ? OR lease_owner = ?)",
                              (owner, until, now, task, now, owner)) == 1

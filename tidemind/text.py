@@ -58,22 +58,6 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
-_WORD_COUNTS: dict[str, int] = {}
-
-
-def word_count(text: str) -> int:
-    """len(content_words(text)), kept for the texts recall meets query after query (a memory's
-    text never changes; bounded, and dropped on forget)."""
-    found = _WORD_COUNTS.get(text)
-    if found is None:
-        found = len(content_words(text))
-        if len(text) <= 4096:           # (a long note is counted each time rather than kept)
-            if len(_WORD_COUNTS) >= 65_536:
-                _WORD_COUNTS.clear()
-            _WORD_COUNTS[text] = found
-    return found
-
-
 def has_phrase(text: str, phrase: str, ignore_case: bool = False) -> bool:
     """`phrase` in `text` as whole words ("Sun" is not in "Sunday", "Lee" is in "Maya Lee")."""
     return bool(phrase) and re.search(rf"(?<![\w'’-]){re.escape(phrase)}(?![\w-])", text,
@@ -120,9 +104,42 @@ def on_forget(drop):
     return drop
 
 
-on_forget(lambda text: _WORD_COUNTS.pop(text, None))
-
-
 def forget_cached(text: str) -> None:
     for drop in _FORGET_HOOKS:
         drop(text)
+
+
+class TextMemo:
+    """What is worked out from a memory's text, kept for the texts recall meets query after query
+    (a memory's text never changes): texts of at most `max_chars` (a long note is worked out each
+    time), up to `texts` of them (then all dropped), and a text's value dropped when its memory is
+    forgotten in this process."""
+
+    def __init__(self, texts: int = 65_536, max_chars: int = 4096):
+        self.texts, self.max_chars = texts, max_chars
+        self._kept: dict[str, object] = {}
+        on_forget(self.drop)
+
+    def get(self, text: str, compute):
+        found = self._kept.get(text)
+        if found is None:
+            found = compute()
+            if len(text) <= self.max_chars:
+                if len(self._kept) >= self.texts:
+                    self._kept.clear()
+                self._kept[text] = found
+        return found
+
+    def drop(self, text: str) -> None:
+        self._kept.pop(text, None)
+
+    def __contains__(self, text: str) -> bool:
+        return text in self._kept
+
+
+_WORD_COUNTS = TextMemo()
+
+
+def word_count(text: str) -> int:
+    """len(content_words(text)), kept (`TextMemo`)."""
+    return _WORD_COUNTS.get(text, lambda: len(content_words(text)))

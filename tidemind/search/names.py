@@ -108,7 +108,7 @@ def _respelling(typed: str, name: str) -> bool:
     """`typed` is `name` as people mistype or shorten it: one edit off a long name ("Carolne"), the
     start of one ("Caro"), a letter doubled in any ("Timm", "Johnn"), or a letter inside a name of
     five letters or more dropped ("Mria"). A changed letter in a short name, or a short name losing
-    a letter, is another name ("Gino", "Mary", "Dan" for Dana, "Jon" for John). A changed letter in a short name is another name ("Gino", "Mary")."""
+    a letter, is another name ("Gino", "Mary", "Dan" for Dana, "Jon" for John)."""
     if len(typed) >= MIN_EDITED and _one_edit(typed, name):
         return True
     if len(typed) >= MIN_PREFIX and name.startswith(typed):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .. import substance as _substance
-from ..text import content_words, on_forget, speaker  # noqa: F401  (speaker: read here by the features, and by callers)
+from ..text import TextMemo, content_words, speaker  # noqa: F401  (speaker: read here by the features, and by callers)
 from .when import Window
 
 WEIGHTS = {"own": 1.0, "prev": 0.6, "asked": 0.6, "prev2": 0.2, "next": 0.3, "sess": 0.5, "sess3": 0.2, "spk": 1.0,
@@ -94,19 +94,14 @@ def named_people(pool_rows, query_words: set[str], spoken_to: set[str],
     return named, set()
 
 
-_SMALL_TALK_COUNTS: dict[str, int] = {}
-on_forget(lambda text: _SMALL_TALK_COUNTS.pop(text, None))
+_SMALL_TALK_COUNTS = TextMemo()
 
 
 def _beyond_small_talk(content: str) -> int:
     """Content words that are not small talk, less the speaker's name (a memory's text never
     changes, and the same turns come back query after query: counted once, up to a bound)."""
-    found = _SMALL_TALK_COUNTS.get(content)
-    if found is None:
-        if len(_SMALL_TALK_COUNTS) >= 65_536:
-            _SMALL_TALK_COUNTS.clear()
-        found = _SMALL_TALK_COUNTS[content] = sum(1 for w in content_words(content) if w not in _substance.CHATTER) - 1
-    return found
+    return _SMALL_TALK_COUNTS.get(content, lambda: sum(1 for w in content_words(content)
+                                                       if w not in _substance.CHATTER) - 1)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import apsw
 
-from ..text import on_forget
+from ..text import TextMemo
 
 DDL = """
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
@@ -188,47 +188,33 @@ _TOKENIZERS: "weakref.WeakKeyDictionary[apsw.Connection, object]" = weakref.Weak
 # the same texts are tokenized again and again (recall rescores the turns that come back query
 # after query; 1.5 ms of a 10 ms recall on conversations-dev): their terms are kept, for texts
 # of a few kilobytes, up to a bound (the tokenizer is the same porter-over-unicode61 everywhere)
-_STEMMED: dict[str, tuple[str, ...]] = {}
-STEMMED_TEXTS, STEMMED_MAX_CHARS = 20_000, 4096
-on_forget(lambda text: _STEMMED.pop(text, None))
+_STEMMED = TextMemo(texts=20_000)
 
 
 def stems(conn: apsw.Connection, text: str) -> list[str]:
     """The exact terms FTS5 indexes for `text` (porter over unicode61)."""
-    known = _STEMMED.get(text)
-    if known is not None:
-        return list(known)
-    tok = _TOKENIZERS.get(conn)
-    if tok is None:
-        tok = _TOKENIZERS[conn] = conn.fts5_tokenizer("porter", ["unicode61"])
-    found = [t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
-    if len(text) <= STEMMED_MAX_CHARS:
-        if len(_STEMMED) >= STEMMED_TEXTS:
-            _STEMMED.clear()
-        _STEMMED[text] = tuple(found)
-    return found
+    def tokenize() -> tuple[str, ...]:
+        tok = _TOKENIZERS.get(conn)
+        if tok is None:
+            tok = _TOKENIZERS[conn] = conn.fts5_tokenizer("porter", ["unicode61"])
+        return tuple(t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None))
+    return list(_STEMMED.get(text, tokenize))
 
 
-_COUNTED: dict[str, tuple[dict[str, int], int]] = {}
-on_forget(lambda text: _COUNTED.pop(text, None))
+_COUNTED = TextMemo(texts=20_000)
 
 
 def stem_counts(conn: apsw.Connection, text: str) -> tuple[dict[str, int], int]:
     """({term: how often FTS5 indexes it for `text`}, the number of terms): what BM25 and the
     coverage of a candidate read, kept like `stems` for the texts recall meets again and again
     (shared: callers only read it)."""
-    known = _COUNTED.get(text)
-    if known is None:
+    def count() -> tuple[dict[str, int], int]:
         found = stems(conn, text)
         counts: dict[str, int] = {}
         for term in found:
             counts[term] = counts.get(term, 0) + 1
-        known = (counts, len(found))
-        if len(text) <= STEMMED_MAX_CHARS:
-            if len(_COUNTED) >= STEMMED_TEXTS:
-                _COUNTED.clear()
-            _COUNTED[text] = known
-    return known
+        return counts, len(found)
+    return _COUNTED.get(text, count)
 
 
 DOCUMENTS, TOKENS = 0, -1     # special rows of fts_terms: the scope's document count and its token total

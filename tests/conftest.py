@@ -69,8 +69,63 @@ def home(tmp_path):
     return tmp_path / "home"
 
 
+def stored_anywhere(conn, needle: str) -> list[str]:
+    """Every table.column of the store whose text holds `needle`, on either backend (a PostgreSQL
+    store has no file in the home to read the bytes of)."""
+    from tidemind.store.connection import dialect
+
+    if dialect(conn) == "postgresql":
+        columns = list(conn.execute("SELECT table_name, column_name FROM information_schema.columns WHERE"
+                                    " table_schema = 'public' AND data_type IN ('text', 'bytea')"))
+    else:
+        columns = [(t, c[1]) for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                                       " AND sql NOT LIKE 'CREATE VIRTUAL%'")
+                   for c in conn.execute(f'PRAGMA table_info("{t}")')]
+    found = []
+    for table, column in columns:
+        cast = f'CAST("{column}" AS TEXT)' if dialect(conn) == "sqlite" else f'encode("{column}", \'escape\')' \
+            if scalar_type(conn, table, column) == "bytea" else f'"{column}"'
+        if conn.execute(f'SELECT 1 FROM "{table}" WHERE instr({cast}, ?) > 0 LIMIT 1', (needle,)).fetchone():
+            found.append(f"{table}.{column}")
+    return found
+
+
+def scalar_type(conn, table: str, column: str) -> str:
+    return conn.execute("SELECT data_type FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
+                        (table, column)).fetchone()[0]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "backends(*names, why=''): the store backends a test runs on (default:"
+                            " sqlite only); `why` says why a backend is left out")
+
+
+def pytest_generate_tests(metafunc):
+    """A test that uses `backend` (through `mem` or `store`) runs once per backend its `backends`
+    marker names (issue 27: the behavioural suite on SQLite and PostgreSQL alike)."""
+    if "backend" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("backends")
+        metafunc.parametrize("backend", list(marker.args) if marker else ["sqlite"], indirect=True)
+
+
 @pytest.fixture
-def mem(home):
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def store(backend, request, monkeypatch):
+    """The store this test's memories live in: the home's SQLite file, or a fresh PostgreSQL
+    database (TIDEMIND_STORE, so every Memory, CLI and server the test starts opens it)."""
+    if backend == "sqlite":
+        return None
+    url = request.getfixturevalue("postgres_store")
+    monkeypatch.setenv("TIDEMIND_STORE", url)
+    return url
+
+
+@pytest.fixture
+def mem(home, store):
     m = Memory.open(home, clock=StepClock())
     yield m
     m.close()
@@ -139,6 +194,42 @@ def postgres():
                              autocommit=True) as template:
             template.execute("CREATE EXTENSION vector")
         yield pg
+
+
+@pytest.fixture(scope="session")
+def postgres_migrated_template(postgres):
+    """A template database with TideMind's PostgreSQL schema applied (made once: a test's database
+    is a copy of it, so no test pays for the migrations)."""
+    import psycopg
+
+    name = "template_tidemind_migrated"
+    with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template_tidemind')
+    from tidemind.store.backend import Location, backend_for
+
+    location = Location("postgresql", _store_url(postgres, name))
+    import tidemind.memory  # noqa: F401  (every owner of tables registers its migrations)
+    backend_for(location).open(location, 10_000).close()
+    return name
+
+
+def _store_url(postgres, database: str) -> str:
+    return f"postgresql://postgres@/{database}?host={postgres.socket_dir}&port={postgres.port}"
+
+
+@pytest.fixture
+def postgres_store(postgres, postgres_migrated_template):
+    """The URL of a fresh PostgreSQL store of this test's own (a copy of the migrated template)."""
+    import uuid
+
+    import psycopg
+
+    name = "s_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE {postgres_migrated_template}')
+    yield _store_url(postgres, name)
+    with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def test_new_migration_backs_up_first(home):
         import apsw
         assert apsw.Connection(str(backups[0])).execute("SELECT count(*) FROM nodes").fetchone()[0] == 1
     finally:
-        migrations._REGISTRY.pop("test-owner", None)
+        migrations.unregister("test-owner")
 
 
 def test_a_store_from_a_newer_tidemind_is_refused_clearly(home):

@@ -3,6 +3,8 @@ import pytest
 
 from tidemind.errors import InvalidInput
 
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
 
 def _conversation(mem, scope="project:a"):
     ids = {}
@@ -282,6 +284,8 @@ def test_token_totals_are_kept_per_scope_and_rebuilt_by_the_migration(mem):
     assert fts.scope_sizes(mem.conn, ["project:a", "project:b"]) == (2, 5)
 
 
+@pytest.mark.backends("sqlite", why="a migration of a SQLite store written by an earlier version; a PostgreSQL store"
+                      " starts at the schema these migrations reach")
 def test_the_migration_takes_date_anchors_out_of_an_older_stores_search(mem):
     from tidemind.store import derived, immediate
 
@@ -423,6 +427,8 @@ def test_short_names_typed_with_a_letter_more_and_nicknames_the_conversation_use
         assert respelled(mem.conn, asked, ["conv"]) == asked, asked
 
 
+@pytest.mark.backends("sqlite", why="the frequency cache is SQLite's (PRAGMA data_version tells another connection's"
+                      " writes); on PostgreSQL frequencies are read on every query until a change signal exists")
 def test_word_frequencies_kept_between_queries_follow_every_write(home, mem):
     """Recall keeps its words' document frequencies between queries (they are read three times a
     recall): a digest, a forget, or another process's commit must be seen by the next query."""
@@ -519,6 +525,8 @@ def test_a_question_naming_who_was_spoken_to_finds_what_the_other_said(mem):
         assert items[0] == answer, (asked, items)
 
 
+@pytest.mark.backends("sqlite", why="the scope token is how FTS5 narrows a search; PostgreSQL filters the scope"
+                      " column by its index")
 def test_the_scope_token_narrows_the_index_to_exactly_the_scopes_read(mem):
     """Full-text search names its scopes in MATCH (each memory's scope is one indexed token): the
     token must be the one SQLite computes for every scope name, follow a memory that changes

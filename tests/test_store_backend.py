@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tidemind.config import load_settings
-from tidemind.errors import InvalidInput
+from tidemind.errors import InvalidInput, StorageError
 from tidemind.memory import Memory
 from tidemind.store import backend
 
@@ -44,18 +44,22 @@ def test_the_cli_the_environment_and_the_config_name_the_same_store(home, tmp_pa
         assert [h["content"] for h in m.recall("nightly backups")["items"]][:1] == ["Backups run nightly at 02:00."]
 
 
-@pytest.mark.parametrize("store, says", [
-    ("postgresql://tm:s3cret-pw@db.example:5432/memory", "PostgreSQL database, and this version of TideMind stores"),
-    ("postgres://tm:s3cret-pw@db.example/memory", "PostgreSQL database"),
-    ("mysql://tm:s3cret-pw@db.example/memory", "no backend for mysql://"),
+@pytest.mark.parametrize("store, says, error", [
+    ("mysql://tm:s3cret-pw@db.example/memory", "no backend for mysql://", InvalidInput),
+    # a server that cannot be reached (nothing listens on port 1)
+    ("postgresql://tm:s3cret-pw@127.0.0.1:1/memory", "cannot open the PostgreSQL store postgresql://127.0.0.1",
+     StorageError),
+    ("postgres://tm:s3cret-pw@127.0.0.1:1/memory", "cannot open the PostgreSQL store", StorageError),
     # unescaped, a password's '/' or '#' moved part of it into the port or the path of the message,
     # or ended in a traceback that quoted it (found by review)
-    ("postgresql://admin:s3cret-pw/xyz@db.example/memory", "PostgreSQL database"),
-    ("postgresql://u:s3cret-pw#x@db.example/memory", "PostgreSQL database"),
-    ("postgresql://u:s3cret-pw@db[.example/memory", "PostgreSQL database"),
+    ("postgresql://admin:s3cret-pw/xyz@127.0.0.1:1/memory", "cannot open the PostgreSQL store", StorageError),
+    ("postgresql://u:s3cret-pw#x@127.0.0.1:1/memory", "cannot open the PostgreSQL store", StorageError),
+    ("postgresql://u:s3cret-pw@db[.example/memory", "cannot open the PostgreSQL store", StorageError),
+    ("postgresql://u:s3cret-pw@127.0.0.1:1/memory?sslmode=s3cret-pw-mode", "cannot open the PostgreSQL store",
+     StorageError),
 ])
-def test_a_store_no_backend_can_open_is_refused_in_one_line_and_nothing_is_made(home, store, says):
-    with pytest.raises(InvalidInput, match=says) as caught:
+def test_a_store_that_cannot_be_opened_is_refused_in_one_line_and_nothing_is_made(home, store, says, error):
+    with pytest.raises(error, match=says) as caught:
         Memory.open(home, store=store)
     assert "s3cret" not in str(caught.value)                     # a URL's password is never shown
     assert not home.exists()                                     # not even the home

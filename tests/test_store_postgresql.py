@@ -112,3 +112,51 @@ def test_task_leases_on_postgresql_one_taker_among_many(postgres_database):
     finally:
         for c in (setup, *takers):
             c.close()
+
+
+def test_every_table_sqlite_has_postgresql_has_with_the_same_columns(postgres_store, tmp_path):
+    """A schema change made in SQLite's migrations and not in the PostgreSQL baseline's (or the
+    other way round) fails here: the two stores hold the same tables and columns, but for the
+    index column each backend's full-text search keeps."""
+    from tidemind.memory import Memory
+    from tidemind.store.connection import rows
+
+    with Memory.open(tmp_path / "lite") as lite:
+        lite.embed_pending()                  # (no vector index table yet on either side)
+        sqlite_tables = {t: {c["name"] for c in rows(lite.conn, f'PRAGMA table_info("{t}")')}
+                         for (t,) in lite.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql"
+                                                       " NOT LIKE 'CREATE VIRTUAL%' AND name NOT LIKE 'nodes_fts%'"
+                                                       " AND name NOT LIKE 'sqlite_%'")}
+    with Memory.open(tmp_path / "server", store=postgres_store) as server:
+        pg_tables: dict[str, set[str]] = {}
+        for table, column in server.conn.execute("SELECT table_name, column_name FROM information_schema.columns"
+                                                 " WHERE table_schema = current_schema()"):
+            pg_tables.setdefault(table, set()).add(column)
+    assert set(sqlite_tables) == set(pg_tables)
+    only_sqlite = {"nodes": {"scope_key"}}            # FTS5's scope token
+    only_pg = {"nodes": {"search_vector"}}            # the tsvector PostgreSQL searches
+    for table in sqlite_tables:
+        assert sqlite_tables[table] - only_sqlite.get(table, set()) == \
+            pg_tables[table] - only_pg.get(table, set()), table
+
+
+def test_a_memory_on_postgresql_is_there_for_the_next_process_and_a_backup_says_how(postgres_store, tmp_path):
+    from tests.conftest import run_cli
+
+    from tidemind.errors import InvalidInput
+    from tidemind.memory import Memory
+
+    with Memory.open(tmp_path / "a", store=postgres_store) as m:
+        kept = m.digest("The glaze recipe: 60 feldspar, 20 silica, 20 whiting.", scope="studio")["node_ids"][0]
+        assert m.stats()["db_bytes"] > 0
+    # another machine's process: its own home, the same database
+    proc = run_cli(tmp_path / "b", "--json", "--store", postgres_store, "recall", "glaze recipe feldspar",
+                   "--scope", "studio")
+    assert proc.returncode == 0, proc.stderr.decode()
+    import json
+
+    assert [i["id"] for i in json.loads(proc.stdout)["items"]][:1] == [kept]
+    with Memory.open(tmp_path / "c", store=postgres_store) as m:
+        with pytest.raises(InvalidInput, match="pg_dump"):
+            m.backup(tmp_path / "copy.db")
+        assert not (tmp_path / "copy.db").exists()

@@ -4,7 +4,11 @@ import pytest
 from tidemind.errors import InvalidInput
 from tidemind.store import stream
 
-from .conftest import run_cli
+from tidemind.store.connection import checkpoint
+
+from .conftest import run_cli, stored_anywhere
+
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 TRICKY = [
     "emoji 🧠🌊👩🏽‍💻 and flags 🇵🇹",
@@ -74,7 +78,9 @@ def test_secrets_are_masked_everywhere(mem, home):
     assert any("assigned secret" in w for w in r["warnings"])
     content = mem.show(r["node_ids"][0])["content"]
     assert "[REDACTED:anthropic_key]" in content and "password = [REDACTED:assigned_secret]" in content
-    mem.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    checkpoint(mem.conn)
+    for needle in (key, "MIIEowIBAAKCAQEAzzz", "hunter2hunter2"):
+        assert not stored_anywhere(mem.conn, needle), needle
     for path in home.rglob("*"):
         if path.is_file():
             data = path.read_bytes()

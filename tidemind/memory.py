@@ -30,7 +30,7 @@ from .store import (AsOf, audit, captures, clarifications, derived, fts, immedia
                     stream, tags, vectors)
 from .store import integrity
 from .store.backend import backend_for
-from .store.connection import unwritable
+from .store.connection import checkpoint, unwritable
 from .timeutil import Clock, from_iso as parse_iso_dt, parse_iso, system_clock, to_iso
 from . import views
 
@@ -53,12 +53,21 @@ class Memory:
         location = settings.store_location
         backend = backend_for(location)      # a store no backend of this version can open: one line, nothing made
         self.read_only: str | None = None     # why, when the store could only be opened for reading
+        made_home = not settings.home.exists()
+        # a database server that refuses (unreachable, no pgvector): said as it is, nothing left behind;
+        # a SQLite file that cannot be written may still be read (below)
+        server_refused = (InvalidInput, StorageError) if location.path is None else ()
         try:
             settings.home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(describe_os_error(exc, settings.home, "create the TideMind home")) from None
         try:
             self.conn = backend.open(location, settings.busy_timeout_ms)
+        except server_refused:
+            if made_home:
+                with contextlib.suppress(OSError):
+                    settings.home.rmdir()
+            raise
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             raise InvalidInput(f"{settings.db_path} is not a usable TideMind database ({exc})") from None
         except StorageError:
@@ -92,11 +101,10 @@ class Memory:
         if self._side is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            from .store import connect
-
+            location = self.settings.store_location
             self._side = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemind-vector"),
-                          connect(self.settings.db_path, self.settings.busy_timeout_ms,
-                                  readonly=self.read_only is not None))
+                          backend_for(location).open_reader(location, self.settings.busy_timeout_ms,
+                                                            read_only=self.read_only is not None))
         return self._side
 
     def __enter__(self):
@@ -486,10 +494,9 @@ class Memory:
         warnings = []
         try:
             fts.purge_deleted(self.conn)
-            busy, wal_frames, copied = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            if busy or wal_frames != copied:
-                warnings.append("another process is reading the store, so the write-ahead log still holds old"
-                                " pages; they are overwritten at the next checkpoint")
+            left = checkpoint(self.conn)
+            if left:
+                warnings.append(left)
         except apsw.BusyError:
             warnings.append("the store was busy: the full-text index and write-ahead log will drop the old text"
                             " at the next forget or checkpoint")
@@ -1085,7 +1092,8 @@ class Memory:
             **({} if scopes else {"llm": llm_calls.totals(self.conn)}),
             "embedder": self.embedder.name,
             "scopes": [s for s in nodes.scopes_in_use(self.conn) if not scopes or s in scopes],
-            **({} if scopes else {"db_bytes": self.settings.db_path.stat().st_size}),
+            **({} if scopes else {"db_bytes": backend_for(self.settings.store_location).size(self.conn,
+                                                                                              self.settings.store_location)}),
         }
 
     # -- maintenance ----------------------------------------------------------------------------
@@ -1150,12 +1158,13 @@ class Memory:
 
     def backup(self, path) -> dict:
         target = Path(path).expanduser().resolve()
-        if target == self.settings.db_path.resolve():
+        location = self.settings.store_location
+        if location.path is not None and target == location.path.resolve():
             raise InvalidInput("backup target is the live database itself")
         if target.exists() and target.is_dir():
             target = target / f"tidemind-backup-{self.now()[:19].replace(':', '')}.db"
         try:
-            backend_for(self.settings.store_location).backup(self.conn, target)
+            backend_for(location).backup(self.conn, target)
         except (apsw.CantOpenError, OSError) as exc:
             raise InvalidInput(f"cannot write a backup to {target}: {exc}") from None
         return {"backup": str(target), "bytes": target.stat().st_size}

@@ -149,7 +149,8 @@ def _reread_referents(conn) -> None:
 
 migrations.register("clarify", [("0001_referents", _backfill_referents),
                                  ("0002_sources", clarifications.SOURCES_DDL),
-                                 ("0003_person_readings", _reread_referents)])
+                                 ("0003_person_readings", _reread_referents)],
+                    postgresql=[("pg0001_baseline", clarifications.PG_REFERENTS_DDL)])
 
 
 def on_capture(m: "Memory", *, capture_id: int, scope: str, body: str, units: Sequence[tuple[int, int, int]],

@@ -161,7 +161,8 @@ class DefaultEmbedder:
             conn.executemany("DELETE FROM embed_terms WHERE term_id=?", gone)
         docs = sum(1 for t in texts if content_words(t))
         conn.execute("INSERT INTO embed_stats(key, value) VALUES('docs', ?) ON CONFLICT(key)"
-                     " DO UPDATE SET value = max(0, value + ?)", (max(0, sign * docs), sign * docs))
+                     " DO UPDATE SET value = CASE WHEN embed_stats.value + ? < 0 THEN 0 ELSE embed_stats.value + ? END",
+                     (max(0, sign * docs), sign * docs, sign * docs))
 
     # -- embedding --------------------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import apsw
 
-from . import (audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, recall_hits, review, syntheses, tags,
-               task_runs, vectors, provider_state, scope_claims)
+from . import (audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, postgresql, recall_hits, review,
+               syntheses, tags, task_runs, vectors, provider_state, scope_claims)
 from .connection import connect, immediate, rows, scalar, storage_error
 from .visibility import AsOf, visible
 
@@ -61,7 +61,14 @@ CORE_MIGRATIONS = [
     ("0028_date_anchors_unindexed", derived.unindex_date_anchors),
     ("0029_fts_scope_key", nodes.SCOPE_KEY_DDL + fts.SCOPE_REBUILD),
 ]
-migrations.register("core", CORE_MIGRATIONS)
+# a PostgreSQL store starts at the schema these migrations reach (store/postgresql.py)
+PG_CORE_MIGRATIONS = [
+    ("pg0001_baseline", "".join([postgresql.COMPAT_DDL, captures.PG_DDL, nodes.PG_DDL, derived.PG_DDL, tags.PG_DDL,
+                                 links.PG_DDL, review.PG_DDL, audit.PG_DDL, fts.PG_DDL, vectors.PG_DDL,
+                                 task_runs.PG_DDL, llm_calls.PG_DDL, syntheses.PG_DDL, recall_hits.PG_DDL,
+                                 clarifications.PG_DDL, provider_state.PG_DDL, scope_claims.PG_DDL])),
+]
+migrations.register("core", CORE_MIGRATIONS, postgresql=PG_CORE_MIGRATIONS)
 
 
 def backup_to(conn: apsw.Connection, target: Path) -> None:

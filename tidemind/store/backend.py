@@ -5,10 +5,11 @@ CLI's `--store`): a path to a SQLite file, `sqlite:///absolute/path.db`, or a UR
 names another backend (`postgresql://...`). Unset, it is `tidemind.db` in the home, as always.
 
 `Memory` opens its connection here and nowhere else; a backend is an object with `open`,
-`open_read_only` and `backup`, registered under its URL schemes. SQLite is the one this version
-has. Above this module nothing knows which backend it talks to; the table modules of `store/`
-hold the SQL (for now in SQLite's dialect: FTS5, sqlite-vec, json_each) and are where a second
-backend's dialect will have to be taught, table family by table family (docs/DESIGN.md §5).
+`open_read_only`, `open_reader` and `backup`, registered under its URL schemes: SQLite (the
+embedded default) and PostgreSQL (store/postgresql.py). Above this module nothing knows which
+backend it talks to; the table modules of `store/` hold the SQL, in both dialects where they
+differ (`connection.dialect`), and each owner of tables registers its migrations per dialect
+(docs/DESIGN.md §5).
 """
 from __future__ import annotations
 
@@ -57,6 +58,10 @@ class Backend(Protocol):
 
     def open_read_only(self, location: Location, busy_timeout_ms: int, why: str): ...
 
+    def open_reader(self, location: Location, busy_timeout_ms: int, read_only: bool): ...
+
+    def size(self, conn, location: Location) -> int: ...
+
     def backup(self, conn, target: Path) -> None: ...
 
 
@@ -101,10 +106,6 @@ def locate(store: str | None, home: Path) -> Location:
 def backend_for(location: Location) -> Backend:
     found = _BACKENDS.get(location.scheme)
     if found is None:
-        if location.scheme == "postgresql":
-            raise InvalidInput(f"store {location} is a PostgreSQL database, and this version of TideMind stores in"
-                               f" SQLite only ({', '.join(schemes())}); leave `store` unset to use"
-                               " tidemind.db in the home")
         raise InvalidInput(f"store {location}: no backend for {location.scheme}:// (this version has:"
                            f" {', '.join(schemes())})")
     return found
@@ -122,9 +123,26 @@ class SQLiteBackend:
         from . import open_store_read_only
         return open_store_read_only(location.path, busy_timeout_ms, why)
 
+    def size(self, conn, location: Location) -> int:
+        """Bytes the store takes."""
+        return location.path.stat().st_size
+
+    def open_reader(self, location: Location, busy_timeout_ms: int, read_only: bool):
+        """A second connection for reads beside the first (recall's vector arm)."""
+        from .connection import connect
+        return connect(location.path, busy_timeout_ms, readonly=read_only)
+
     def backup(self, conn, target: Path) -> None:
         from . import backup_to
         backup_to(conn, target)
 
 
 register(SQLiteBackend())
+
+
+def _register_postgresql() -> None:
+    from .postgresql import PostgreSQLBackend
+    register(PostgreSQLBackend())
+
+
+_register_postgresql()

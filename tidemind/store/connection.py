@@ -226,9 +226,29 @@ def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
             raise problem from None
 
 
+def checkpoint(conn) -> str | None:
+    """Move what the write-ahead log holds into the database and empty it (after forget: the old
+    text leaves the log). Returns what could not be done, in a sentence, or None."""
+    if dialect(conn) != "sqlite":
+        conn.execute("VACUUM nodes")      # dead row versions' space is reused; the server's log is its own
+        return ("the database server's write-ahead log and archives keep the old rows until they are recycled;"
+                " its administrator decides when")
+    busy, wal_frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy or wal_frames != copied:
+        return ("another process is reading the store, so the write-ahead log still holds old pages; they are"
+                " overwritten at the next checkpoint")
+    return None
+
+
 def _rollback(conn: apsw.Connection) -> None:
     if conn.in_transaction:        # (SQLite may have rolled back already: a full disk can end the transaction)
         conn.execute("ROLLBACK")
+
+
+def dialect(conn) -> str:
+    """Which SQL the connection speaks: 'sqlite' (apsw) or 'postgresql' (store/postgresql.py).
+    A table module whose SQL differs between them asks this, and holds both texts."""
+    return getattr(conn, "dialect", "sqlite")
 
 
 def inserted(conn: apsw.Connection, sql: str, params=()) -> int:

@@ -5,6 +5,7 @@ reaches MATCH as syntax: `match_expression` quotes every token.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import weakref
@@ -13,6 +14,7 @@ from typing import Sequence
 import apsw
 
 from ..text import TextMemo
+from .connection import dialect
 
 DDL = """
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
@@ -38,6 +40,32 @@ CREATE TRIGGER nodes_fts_au AFTER UPDATE OF content, derived_text ON nodes BEGIN
   INSERT INTO nodes_fts(nodes_fts, rowid, content, derived_text) VALUES ('delete', old.id, old.content, old.derived_text);
   INSERT INTO nodes_fts(rowid, content, derived_text) VALUES (new.id, new.content, new.derived_text);
 END;
+"""
+
+# The same tables on PostgreSQL (the baseline a PostgreSQL store starts from: store/migrations.py)
+PG_DDL = """
+CREATE TABLE fts_terms(
+  scope TEXT NOT NULL,
+  term_id BIGINT NOT NULL,
+  df BIGINT NOT NULL,
+  PRIMARY KEY(scope, term_id)
+);
+-- PostgreSQL's own full text search in place of FTS5: one weighted tsvector per memory, kept by a
+-- trigger as FTS5's are (so no write path can forget it), with the column weights of WEIGHTS as
+-- the labels A (authored) B (clarified) C (derived) D (context)
+ALTER TABLE nodes ADD COLUMN search_vector tsvector NOT NULL DEFAULT ''::tsvector;
+CREATE FUNCTION nodes_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.search_vector :=
+    setweight(to_tsvector('english', NEW.content), 'A') ||
+    setweight(to_tsvector('english', NEW.clarified_text), 'B') ||
+    setweight(to_tsvector('english', NEW.derived_text), 'C') ||
+    setweight(to_tsvector('english', NEW.context_text), 'D');
+  RETURN NEW;
+END $$;
+CREATE TRIGGER nodes_search_vector BEFORE INSERT OR UPDATE OF content, derived_text, clarified_text, context_text
+  ON nodes FOR EACH ROW EXECUTE FUNCTION nodes_search_vector();
+CREATE INDEX nodes_search ON nodes USING gin(search_vector);
 """
 
 # The clarified layer (migration 0016): a third column, between what was said and what a model
@@ -192,13 +220,21 @@ _STEMMED = TextMemo(texts=20_000)
 
 
 def stems(conn: apsw.Connection, text: str) -> list[str]:
-    """The exact terms FTS5 indexes for `text` (porter over unicode61)."""
+    """The exact terms FTS5 indexes for `text` (porter over unicode61). On every backend: the
+    frequencies recall weighs words by are counted in these terms, whoever finds the candidates."""
     def tokenize() -> tuple[str, ...]:
-        tok = _TOKENIZERS.get(conn)
+        owner = conn if dialect(conn) == "sqlite" else _tokenizing_connection()
+        tok = _TOKENIZERS.get(owner)
         if tok is None:
-            tok = _TOKENIZERS[conn] = conn.fts5_tokenizer("porter", ["unicode61"])
+            tok = _TOKENIZERS[owner] = owner.fts5_tokenizer("porter", ["unicode61"])
         return tuple(t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None))
     return list(_STEMMED.get(text, tokenize))
+
+
+@functools.lru_cache(maxsize=1)
+def _tokenizing_connection() -> apsw.Connection:
+    """An empty in-memory SQLite, for its FTS5 tokenizer (a store on another backend has none)."""
+    return apsw.Connection(":memory:")
 
 
 _COUNTED = TextMemo(texts=20_000)
@@ -234,7 +270,7 @@ def count_document(conn: apsw.Connection, scope: str, text: str, sign: int) -> N
     changes = [(scope, i, max(sign, 0), sign) for i in ids | {DOCUMENTS}]
     changes.append((scope, TOKENS, max(sign, 0) * len(terms), sign * len(terms)))
     conn.executemany("INSERT INTO fts_terms(scope, term_id, df) VALUES(?, ?, ?) ON CONFLICT(scope, term_id)"
-                     " DO UPDATE SET df = df + ?", changes)
+                     " DO UPDATE SET df = fts_terms.df + ?", changes)
     if sign < 0:
         conn.executemany("DELETE FROM fts_terms WHERE scope = ? AND term_id = ? AND df <= 0",
                          [(scope, i) for i in ids | {DOCUMENTS, TOKENS}])
@@ -282,7 +318,8 @@ FREQUENCIES_KEPT = 50_000
 
 
 def _frequency_cache(conn: apsw.Connection) -> dict[tuple, int]:
-    if conn.in_transaction:
+    if conn.in_transaction or dialect(conn) != "sqlite":
+        # PostgreSQL has no data_version to tell another machine's write by: read every time
         return {}
     stamp = (_WRITES.get(conn, 0), next(iter(conn.execute("PRAGMA data_version")))[0])
     cached = _FREQUENCIES.get(conn)
@@ -334,6 +371,8 @@ def search(conn: apsw.Connection, expression: str, where: str, params: Sequence,
     """(node_id, bm25) best first; `where` (the visibility predicate and filters on alias n) is applied
     before LIMIT. `min_rowid` confines the match to newer rows (FTS5 seeks to it); `scopes`, the
     scopes `where` reads, to their memories before any row is scored or joined (`in_scopes`)."""
+    if dialect(conn) == "postgresql":
+        return _pg_search(conn, expression, where, params, limit, min_rowid, scopes)
     window = " AND nodes_fts.rowid >= ?" if min_rowid is not None else ""
     sql = (f"SELECT n.id, bm25(nodes_fts, {', '.join(map(str, WEIGHTS))}, 0.0) AS s FROM nodes_fts"
            f" JOIN nodes n ON n.id = nodes_fts.rowid WHERE nodes_fts MATCH ?{window} AND {where} ORDER BY s LIMIT ?")
@@ -345,16 +384,23 @@ def search(conn: apsw.Connection, expression: str, where: str, params: Sequence,
 def bare_search(conn: apsw.Connection, expression: str, limit: int,
                 min_rowid: int | None = None) -> list[tuple[int, float]]:
     """The physical floor: the FTS5 query alone, no join, no predicate (bench only)."""
+    if dialect(conn) == "postgresql":
+        return _pg_search(conn, expression, "TRUE", [], limit, min_rowid, None)
     return list(conn.execute("SELECT rowid, bm25(nodes_fts) AS s FROM nodes_fts WHERE nodes_fts MATCH ?"
                              " AND rowid >= ? ORDER BY s LIMIT ?", (expression, min_rowid or 0, limit)))
 
 
 def purge_deleted(conn: apsw.Connection) -> None:
-    """Merge all segments so deleted entries (forgotten text) leave the index's pages."""
+    """Merge all segments so deleted entries (forgotten text) leave the index's pages. (PostgreSQL
+    keeps a tsvector in the row itself: forget's UPDATE replaces it, and VACUUM is the server's.)"""
+    if dialect(conn) != "sqlite":
+        return
     conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
 
 
 def integrity_problems(conn: apsw.Connection) -> list[str]:
+    if dialect(conn) != "sqlite":
+        return []           # (the tsvector is a column of the row: nothing to drift)
     try:
         conn.execute("INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('integrity-check', 1)")
     except apsw.Error as exc:
@@ -363,4 +409,43 @@ def integrity_problems(conn: apsw.Connection) -> list[str]:
 
 
 def rebuild(conn: apsw.Connection) -> None:
+    if dialect(conn) != "sqlite":
+        conn.execute("UPDATE nodes SET content = content")       # (the trigger makes each row's tsvector again)
+        return
     conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild')")
+
+
+# -- PostgreSQL: the same search over each row's tsvector (PG_DDL) -----------------------------------
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+# ts_rank's weights for the labels D, C, B, A (PG_DDL): context, derived, clarified, authored
+_PG_WEIGHTS = "{%s}" % ", ".join(map(str, (WEIGHTS[3], WEIGHTS[1], WEIGHTS[2], WEIGHTS[0])))
+
+
+def _pg_terms(expression: str) -> tuple[list[str], str]:
+    """The terms and operator of a `match_expression`: each term as a tsquery phrase of its words."""
+    terms = [t.replace('""', '"') for t in _QUOTED.findall(expression)]
+    operator = " & " if "AND" in _QUOTED.sub("", expression).split() else " | "
+    phrases = [" <-> ".join(words) for t in terms if (words := tokens(t))]
+    return phrases, operator
+
+
+def _pg_search(conn, expression: str, where: str, params: Sequence, limit: int, min_rowid: int | None,
+               scopes: Sequence[str] | None) -> list[tuple[int, float]]:
+    """PostgreSQL finds the rows; each term's rank is weighed by its BM25 IDF in the scopes read
+    (fts_terms, the frequencies the rescoring uses), so a common word does not outrank a rare one
+    as ts_rank alone, which knows no document frequencies, would let it."""
+    phrases, operator = _pg_terms(expression)
+    if not phrases:
+        return []
+    import math
+
+    first = {p: (stems(conn, p.split(" <-> ")[0]) or [""])[0] for p in phrases}
+    df, n_docs = stem_frequencies(conn, [s for s in first.values() if s], scopes)
+    idf = {p: math.log((n_docs - df.get(first[p], 0) + 0.5) / (df.get(first[p], 0) + 0.5) + 1.0) for p in phrases}
+    ranked = " + ".join(f"? * ts_rank('{_PG_WEIGHTS}', n.search_vector, to_tsquery('english', ?), 1)" for _ in phrases)
+    window = " AND n.id >= ?" if min_rowid is not None else ""
+    sql = (f"SELECT n.id, -({ranked}) AS s FROM nodes n WHERE n.search_vector @@ to_tsquery('english', ?){window}"
+           f" AND {where} ORDER BY s, n.id LIMIT ?")
+    args = [x for p in phrases for x in (idf[p], p)]
+    args += [operator.join(f"({p})" for p in phrases), *([min_rowid] if min_rowid is not None else []), *params, limit]
+    return [(i, s) for i, s in conn.execute(sql, args)]

@@ -14,32 +14,61 @@ run unchanged on PostgreSQL:
 - the connection runs in autocommit mode, so a statement outside `immediate` stands alone, as it
   does in SQLite.
 
-Not registered as a backend yet: the table modules still speak SQLite's dialect (`INSERT OR
-IGNORE`, FTS5, sqlite-vec, `json_each`). They are taught PostgreSQL's family by family, and the
-backend is registered once `Memory` runs on it whole.
+The schema is each table module's `PG_DDL`, applied as one baseline migration per owner
+(store/migrations.py); `COMPAT_DDL` below gives PostgreSQL the few SQLite functions the table
+modules' SQL calls, so a statement that differs only by a function name is written once.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import apsw
 
+from ..errors import InvalidInput, StorageError
+from .connection import scalar
+
 # a single-quoted string, a double-quoted name, a line comment, a block comment, or the two
 # characters that mean something to psycopg's format
-_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?|%", re.DOTALL)
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?|%|(?<!:):[A-Za-z_]\w*",
+                     re.DOTALL)
 
 
 def to_psycopg(sql: str) -> str:
-    """SQLite's `?` placeholders as psycopg's `%s`; a `%` of the SQL itself doubled."""
+    """SQLite's `?` and `:name` placeholders as psycopg's `%s` and `%(name)s`; a `%` of the SQL
+    itself doubled."""
     def one(found: re.Match) -> str:
         token = found.group(0)
         if token == "?":
             return "%s"
+        if token[0] == ":":
+            return f"%({token[1:]})s"
         if token == "%":
             return "%%"
         return token.replace("%", "%%") if token[0] in "'\"" else token
     return _TOKENS.sub(one, sql)
+
+
+# SQLite's functions under their SQLite names, where PostgreSQL has the same thing by another name
+COMPAT_DDL = """
+CREATE FUNCTION instr(haystack text, needle text) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  RETURN strpos(haystack, needle);
+CREATE FUNCTION group_concat_step(acc text, value anyelement, sep text) RETURNS text LANGUAGE sql IMMUTABLE
+  AS 'SELECT CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value::text ELSE acc || sep || value::text END';
+CREATE FUNCTION group_concat_step(acc text, value anyelement) RETURNS text LANGUAGE sql IMMUTABLE
+  AS 'SELECT group_concat_step(acc, value, '','')';
+CREATE AGGREGATE group_concat(anyelement, text) (SFUNC = group_concat_step, STYPE = text);
+CREATE AGGREGATE group_concat(anyelement) (SFUNC = group_concat_step, STYPE = text);
+-- the lists of ids the SQL walks (a synthesis's members): SQLite's json_each's `value` column
+CREATE FUNCTION json_each(doc text) RETURNS TABLE(value bigint) LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  AS 'SELECT e::bigint FROM jsonb_array_elements_text(doc::jsonb) AS e';
+CREATE FUNCTION json_extract(doc text, path text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  RETURN (doc::jsonb) #>> string_to_array(substr(path, 3), '.');
+"""
+
+_CROSS_JOIN_ON = re.compile(r"\bCROSS JOIN\b(?=[^;]*?\bON\b)", re.IGNORECASE)
 
 
 class Cursor:
@@ -68,6 +97,7 @@ class Cursor:
 class Connection:
     """A psycopg connection with the store modules' connection surface."""
 
+    dialect = "postgresql"
     filename = ""          # no database file: no `-waiting` file to announce writers on
     system_errno = 0
 
@@ -77,6 +107,9 @@ class Connection:
         if not isinstance(connection, psycopg.Connection):
             raise TypeError("a psycopg connection is needed")
         connection.autocommit = True
+        connection.adapters.register_loader("numeric", _number_loader())
+        for kind, dumper in _loose_dumpers().items():
+            connection.adapters.register_dumper(kind, dumper)
         self._pg = connection
         self._changes = 0
 
@@ -89,14 +122,24 @@ class Connection:
     def execute(self, sql: str, params: Sequence = ()) -> Cursor:
         if sql.strip().upper() == "BEGIN IMMEDIATE":
             sql = "BEGIN"
-        cursor = self._pg.execute(to_psycopg(sql), tuple(params))
+        # SQLite reads `CROSS JOIN ... ON` as an inner join whose order the planner keeps; in
+        # PostgreSQL a CROSS JOIN takes no ON, and its planner orders joins itself
+        sql = _CROSS_JOIN_ON.sub("JOIN", sql)
+        params = dict(params) if isinstance(params, Mapping) else tuple(params)
+        with _busy_as_sqlite():
+            # without parameters the text goes as it is (a script of several statements: DDL)
+            cursor = self._pg.execute(to_psycopg(sql), params) if params else self._pg.execute(sql)
         self._changes = max(cursor.rowcount, 0) if cursor.description is None else 0
         return Cursor(cursor)
 
     def executemany(self, sql: str, seq: Iterable[Sequence]) -> None:
-        with self._pg.cursor() as cursor:
+        with self._pg.cursor() as cursor, _busy_as_sqlite():
             cursor.executemany(to_psycopg(sql), [tuple(p) for p in seq])
             self._changes = max(cursor.rowcount, 0)
+
+    def setbusytimeout(self, milliseconds: int) -> None:
+        """How long a statement waits for another writer's locks (SQLite's busy timeout)."""
+        self.execute(f"SET lock_timeout = {int(milliseconds)}")
 
     def changes(self) -> int:
         """Rows the last INSERT, UPDATE or DELETE changed (apsw's `changes`)."""
@@ -110,3 +153,134 @@ class Connection:
 
     def close(self) -> None:
         self._pg.close()
+
+
+@contextlib.contextmanager
+def _busy_as_sqlite():
+    """Another writer held the rows too long (lock_timeout), or two writers deadlocked: raised as
+    SQLite's BusyError, which every caller already answers ("the store is busy; try again")."""
+    import psycopg
+
+    try:
+        yield
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected,
+            psycopg.errors.SerializationFailure) as exc:
+        raise apsw.BusyError(_first_line(exc)) from exc
+
+
+@functools.lru_cache(maxsize=1)
+def _loose_dumpers() -> dict:
+    """Whole numbers (and booleans, as SQLite stores them: 1 and 0) sent untyped, so PostgreSQL
+    reads each as what its place in the statement needs, as SQLite does: `text_column = ?` with
+    an id compares text (a JSON field), `LIMIT ?` takes a bigint. psycopg would send int8, and
+    `text = bigint` is an error."""
+    from psycopg.adapt import Dumper
+
+    class LooseInt(Dumper):
+        oid = 0
+
+        def dump(self, obj) -> bytes:
+            return str(int(obj)).encode()
+    return {int: LooseInt, bool: LooseInt}
+
+
+@functools.lru_cache(maxsize=1)
+def _number_loader():
+    from psycopg.adapt import Loader
+
+    class NumberLoader(Loader):
+        """numeric as SQLite gives it: sum() and avg() of integers are numeric in PostgreSQL, and
+        the store modules count with them (an int when whole, else a float; never Decimal)."""
+
+        def load(self, data) -> int | float:
+            text = bytes(data).decode()
+            try:
+                return int(text)
+            except ValueError:
+                return float(text)
+    return NumberLoader
+
+
+
+class PostgreSQLBackend:
+    """A PostgreSQL database (15 or newer, with pgvector) named by a postgresql:// URL. Several
+    machines' daemons, desktops and servers may share it; its backups are the server's own
+    (pg_dump), and `tidemind migrate` copies a store between backends."""
+    schemes = ("postgresql",)
+
+    def open(self, location, busy_timeout_ms: int) -> Connection:
+        from . import migrations
+
+        conn = self._connect(location, busy_timeout_ms)
+        try:
+            if not scalar(conn, "SELECT 1 FROM pg_extension WHERE extname = 'vector'"):
+                try:
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                except Exception as exc:
+                    raise InvalidInput(f"store {location} needs the pgvector extension, and this user cannot create"
+                                       f" it ({_first_line(exc)}); a database owner can: CREATE EXTENSION vector"
+                                       ) from None
+            newer = migrations.unknown(conn)
+            if newer:
+                raise InvalidInput(f"store {location} was written by a newer TideMind ({', '.join(newer[:3])});"
+                                   " upgrade TideMind to open it")
+            missing = migrations.without_schema(conn)
+            if missing:
+                raise InvalidInput(f"store {location}: this version has no PostgreSQL tables yet for"
+                                   f" {', '.join(missing)}")
+            migrations.migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def open_read_only(self, location, busy_timeout_ms: int, why: str):
+        raise StorageError(f"{why}; the store {location} is a database server, which is not read through the home")
+
+    def size(self, conn, location) -> int:
+        return scalar(conn, "SELECT pg_database_size(current_database())")
+
+    def open_reader(self, location, busy_timeout_ms: int, read_only: bool) -> Connection:
+        return self._connect(location, busy_timeout_ms)
+
+    def backup(self, conn, target) -> None:
+        raise InvalidInput("a PostgreSQL store is backed up by the server (pg_dump), or copied whole to a SQLite"
+                           " file with `tidemind migrate --to FILE`")
+
+    @staticmethod
+    def _connect(location, busy_timeout_ms: int) -> Connection:
+        try:
+            import psycopg
+        except ImportError:
+            raise InvalidInput(f"store {location} is a PostgreSQL database: install TideMind's postgresql extra"
+                               " (pip install 'tidemind[postgresql]')") from None
+        try:
+            conn = Connection.connect(location.target)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot open the PostgreSQL store {location}: {_without_secret(_first_line(exc), location.target)}"
+                               ) from None
+        # a writer waits for another's row locks as long as SQLite's busy timeout lets it
+        conn.execute(f"SET lock_timeout = {int(busy_timeout_ms)}")
+        # a KNN confined to some scopes reads on through the HNSW graph until it has k rows
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        return conn
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _without_secret(message: str, url: str) -> str:
+    """An error message with the URL's password (and the URL itself) taken out: libpq quotes a
+    connection string it cannot parse."""
+    from urllib.parse import urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    message = message.replace(url, "<the store URL>")
+    if password:
+        message = message.replace(password, "***")
+    rest = url.partition("://")[2].rsplit("@", 1)[0] if "@" in url else ""
+    return message.replace(rest, "***") if rest else message

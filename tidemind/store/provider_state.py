@@ -21,6 +21,20 @@ CREATE TABLE provider_state(
 );
 """
 
+# The same tables on PostgreSQL (the baseline a PostgreSQL store starts from: store/migrations.py)
+PG_DDL = """
+CREATE TABLE provider_state(
+  provider TEXT PRIMARY KEY,             -- 'anthropic/claude-haiku-4-5', 'ollama/nomic-embed-text', ...
+  kind TEXT NOT NULL,                    -- 'llm' | 'embedder'
+  state TEXT NOT NULL CHECK(state IN ('ok','unreachable')),
+  failures BIGINT NOT NULL DEFAULT 0,   -- consecutive failed attempts (the backoff's exponent)
+  last_error TEXT,
+  last_failure_at TEXT,
+  last_ok_at TEXT,
+  retry_at TEXT                          -- no task calls it again before this (unless a person forces a run)
+);
+"""
+
 
 def get(conn: apsw.Connection, provider: str) -> dict | None:
     found = rows(conn, "SELECT * FROM provider_state WHERE provider=?", (provider,))

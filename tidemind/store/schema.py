@@ -117,3 +117,15 @@ def problems(conn: apsw.Connection) -> list[str]:
 
 def _objects_names(conn: apsw.Connection) -> set[tuple[str, str]]:
     return {(k, n) for k, n in conn.execute("SELECT type, name FROM sqlite_master")}
+
+
+def missing_tables(conn) -> list[str]:
+    """On a backend other than SQLite: the tables this version's baseline makes that the database
+    lacks (what the checks after this one read)."""
+    from . import migrations
+
+    expected = set(re.findall(r"CREATE TABLE (\w+)", "".join(
+        sql for items in migrations.registered(conn).values() for _, sql in items if isinstance(sql, str))))
+    found = {name for (name,) in conn.execute("SELECT table_name FROM information_schema.tables"
+                                              " WHERE table_schema = current_schema()")}
+    return [f"schema: missing table {name!r}" for name in sorted(expected - found)]

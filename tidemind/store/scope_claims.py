@@ -19,6 +19,15 @@ CREATE TABLE scope_claims(
 ) WITHOUT ROWID;
 """
 
+# The same tables on PostgreSQL (the baseline a PostgreSQL store starts from: store/migrations.py)
+PG_DDL = """
+CREATE TABLE scope_claims(
+  scope TEXT PRIMARY KEY,
+  claimant TEXT NOT NULL,                 -- 'root:<full commit hash>' or 'path:<sha256 of the path>'
+  claimed_at TEXT NOT NULL
+);
+"""
+
 
 def claimant(conn: apsw.Connection, scope: str) -> str | None:
     return scalar(conn, "SELECT claimant FROM scope_claims WHERE scope=?", (scope,))
@@ -26,5 +35,5 @@ def claimant(conn: apsw.Connection, scope: str) -> str | None:
 
 def claim(conn: apsw.Connection, scope: str, who: str, at: str) -> str:
     """Claim `scope` for `who` unless it is claimed; the claimant it has now."""
-    conn.execute("INSERT OR IGNORE INTO scope_claims(scope, claimant, claimed_at) VALUES(?,?,?)", (scope, who, at))
+    conn.execute("INSERT INTO scope_claims(scope, claimant, claimed_at) VALUES(?,?,?) ON CONFLICT DO NOTHING", (scope, who, at))
     return claimant(conn, scope)

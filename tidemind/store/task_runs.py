@@ -27,6 +27,21 @@ CREATE TABLE task_runs(
 );
 """
 
+# The same tables on PostgreSQL (the baseline a PostgreSQL store starts from: store/migrations.py)
+PG_DDL = """
+CREATE TABLE task_runs(
+  task TEXT PRIMARY KEY,
+  last_started TEXT,
+  last_finished TEXT,
+  status TEXT,                         -- 'ok' | 'error' | 'skipped' | 'waiting' (for a model service)
+  counts TEXT NOT NULL DEFAULT '{}',
+  error TEXT,
+  cursor BIGINT NOT NULL DEFAULT 0,   -- highest node id a cursor-driven task has processed
+  lease_owner TEXT,
+  lease_until TEXT
+);
+"""
+
 
 def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str) -> bool:
     with immediate(conn):

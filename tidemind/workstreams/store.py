@@ -70,6 +70,71 @@ CREATE TABLE ws_days(
   PRIMARY KEY(scope, day)
 );
 """
+
+# The same tables on PostgreSQL (the baseline a PostgreSQL store starts from: store/migrations.py)
+PG_DDL = """
+CREATE TABLE ws_slugs(
+  scope TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  has_note BIGINT NOT NULL DEFAULT 0,
+  note TEXT,
+  status TEXT NOT NULL DEFAULT 'active' CHECK(status IN ('active', 'unminted')),
+  dim BIGINT NOT NULL,
+  seed TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY(scope, slug)
+);
+CREATE TABLE ws_aliases(
+  scope TEXT NOT NULL,
+  alias TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY(scope, alias)
+);
+CREATE TABLE ws_compositions(
+  scope TEXT NOT NULL,
+  day TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  weight DOUBLE PRECISION NOT NULL,
+  source TEXT NOT NULL,
+  evidence TEXT NOT NULL,
+  generator TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(scope, day, slug)
+);
+CREATE INDEX ws_compositions_slug ON ws_compositions(scope, slug, day);
+CREATE TABLE ws_days(
+  scope TEXT NOT NULL,
+  day TEXT NOT NULL,
+  nodes BIGINT NOT NULL,
+  assigned BIGINT NOT NULL,
+  dim BIGINT NOT NULL,
+  seed TEXT NOT NULL,
+  fingerprint BYTEA NOT NULL,
+  composed_at TEXT NOT NULL, composer TEXT NOT NULL DEFAULT 'compose/offline-v1',
+  PRIMARY KEY(scope, day)
+);
+CREATE TABLE ws_assignments(
+  node_id BIGINT PRIMARY KEY REFERENCES nodes(id),
+  slug TEXT NOT NULL,
+  generator TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE ws_decisions(
+  scope TEXT NOT NULL,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK(status IN ('dismissed', 'watching')),
+  note TEXT,
+  days_at BIGINT NOT NULL,
+  mass_at DOUBLE PRECISION NOT NULL,
+  decided_at TEXT NOT NULL,
+  decided_by TEXT NOT NULL,
+  previous TEXT,
+  PRIMARY KEY(scope, name)
+);
+"""
 ASSIGNMENTS_DDL = """
 CREATE TABLE ws_assignments(
   node_id INTEGER PRIMARY KEY REFERENCES nodes(id),
@@ -99,7 +164,8 @@ CREATE TABLE ws_decisions(
 COMPOSER_DDL = "ALTER TABLE ws_days ADD COLUMN composer TEXT NOT NULL DEFAULT 'compose/offline-v1';"
 migrations.register("workstreams", [("0001_codebook_compositions", DDL), ("0002_assignments_decisions",
                                                                           ASSIGNMENTS_DDL),
-                                    ("0003_day_composer", COMPOSER_DDL)])
+                                    ("0003_day_composer", COMPOSER_DDL)],
+                    postgresql=[("pg0001_baseline", PG_DDL)])
 
 
 # -- codebook ---------------------------------------------------------------------------------
@@ -263,8 +329,10 @@ def put_decision(conn: apsw.Connection, scope: str, name: str, status: str, note
     note = secrets.mask_optional(note)          # why a name was dismissed, in a person's words
     before = decisions(conn, scope).get(name)
     previous = json.dumps({k: v for k, v in before.items() if k not in ("scope", "name")}) if before else None
-    conn.execute("INSERT OR REPLACE INTO ws_decisions(scope, name, status, note, days_at, mass_at, decided_at,"
-                 " decided_by, previous) VALUES(?,?,?,?,?,?,?,?,?)",
+    conn.execute("INSERT INTO ws_decisions(scope, name, status, note, days_at, mass_at, decided_at,"
+                 " decided_by, previous) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(scope, name) DO UPDATE SET"
+                 " status=excluded.status, note=excluded.note, days_at=excluded.days_at, mass_at=excluded.mass_at,"
+                 " decided_at=excluded.decided_at, decided_by=excluded.decided_by, previous=excluded.previous",
                  (scope, name, status, note, days, mass, at, by, previous))
 
 

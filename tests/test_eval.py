@@ -131,8 +131,8 @@ def test_recall_holds_on_variants_of_the_conversations(variant):
     """The robustness suite (issue 24), on the two conversations held out of fitting: a message
     per sentence, dates in other forms, speakers' names respelled. The hybrid stays 10 points of
     recall@10 above plain BM25 and answers at least 98% of the answerable questions (95% with the
-    names respelled: "Jon" or "Gia" for a John or a Gina of four letters is not guessed at, since
-    "Dan" is no Dana and "Leo" no Leon, search/names.py; 97% with the listener named instead of the
+    names respelled: "Gia" or "Gna" for a Gina of four letters is not guessed at, since "Dan" is no
+    Dana and "Leo" no Leon, search/names.py; 97% with the listener named instead of the
     speaker: "What console does Nate own?" was "answered" with Nate's farewells through his name,
     "What console does Joanna's friend own?" abstains)."""
     from tests.eval.fit_recall import HELD_OUT

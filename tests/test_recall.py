@@ -323,6 +323,15 @@ def test_a_speakers_name_is_found_as_people_spell_it(mem):
                                "Gina: I opened my clothing store downtown"])
     for asked in ("What did Mary say?", "What did we ship in Dec?", "Did Gino lose a job?", "What did Jen say?"):
         assert respelled(mem.conn, asked, ["talk"]) == asked, asked
+    # a name with no vowel left is no one else's, and "Jon" is how people write a John; a short
+    # name changed otherwise ("Jan", "Joan"), or losing a letter that is no inside "h", stays unknown
+    _turns(mem, "folk", "s1", ["John: I fixed the bike", "Gina: my store opened"])
+    assert respelled(mem.conn, "What did Jhn fix?", ["folk"]) == "What did John fix?"
+    assert respelled(mem.conn, "What did Gna open?", ["folk"]) == "What did Gna open?"
+    assert respelled(mem.conn, "What did Jon fix?", ["folk"]) == "What did John fix?"
+    assert respelled(mem.conn, "What did Gin open?", ["folk"]) == "What did Gin open?"
+    for asked in ("What did Jan fix?", "What did Joan fix?"):
+        assert respelled(mem.conn, asked, ["folk"]) == asked, asked
     mem.embed_pending()
     assert mem.recall("What did Mary say about her rent?", scopes=["talk"], record=False)["items"] == []
 

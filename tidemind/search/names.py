@@ -4,7 +4,8 @@ conversation between Jon and Gina where the question says "John".
 A question's capitalised word that no memory of the scopes holds, that is no month or day, and
 that is one edit away from a speaker of those scopes (six letters or more), the start of one
 (four letters or more), or a speaker's name with a letter doubled ("Timm") or, inside a name of
-five letters or more, dropped ("Mria"), is read as that speaker. A changed letter in a shorter name is
+five letters or more, dropped ("Mria"), or one edit off a speaker with no vowel left ("Jhn"), or a
+four-letter name without its inside "h" ("Jon" for John), is read as that speaker. A changed letter in a shorter name is
 another name ("Mary" is not "Mark", "Gino" not "Gina"): an unknown person must still be "I don't
 know". A word the memories do hold is read as a speaker only when it is the start of one name and
 the memories address someone by it ("Thanks, Mel!"): a nickname learned from the conversation.
@@ -28,6 +29,7 @@ from . import when
 _CACHE: dict[tuple[str, str], tuple[tuple, frozenset[str]]] = {}
 _ADDRESSED: dict[tuple[str, tuple, str], tuple[tuple, bool]] = {}     # (db, scopes, word) -> (state, verdict)
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+_VOWELS = frozenset("aeiouy")
 MIN_PREFIX = 4          # "Caro" for Caroline; "Dec" is December, "Jen" anyone
 ADDRESS_SAMPLE = 50     # of the memories using a short form, read to see it used as a name
 MIN_EDITED = 6          # one letter off only in a long name: "Carolne", "Melannie"; "Mary" is not "Mark"
@@ -106,10 +108,17 @@ def respelled(conn: apsw.Connection, query: str, scopes: Sequence[str]) -> str:
 
 def _respelling(typed: str, name: str) -> bool:
     """`typed` is `name` as people mistype or shorten it: one edit off a long name ("Carolne"), the
-    start of one ("Caro"), a letter doubled in any ("Timm", "Johnn"), or a letter inside a name of
-    five letters or more dropped ("Mria"). A changed letter in a short name, or a short name losing
-    a letter, is another name ("Gino", "Mary", "Dan" for Dana, "Jon" for John)."""
+    start of one ("Caro"), a letter doubled in any ("Timm", "Johnn"), a letter inside a name of
+    five letters or more dropped ("Mria"), a name one edit off that left no vowel ("Jhn": no one
+    is called that), or the silent "h" inside a four-letter name dropped ("Jon" for John, as
+    people write it). Any other changed letter in a short name, or a short name losing another
+    letter, is another name ("Gino", "Mary", "Dan" for Dana, "Leo" for Leon)."""
     if len(typed) >= MIN_EDITED and _one_edit(typed, name):
+        return True
+    if not _VOWELS.intersection(typed) and _one_edit(typed, name):
+        return True
+    if len(name) == 4 and len(typed) == 3 and "h" in name[1:-1] and name.replace("h", "", 1) == typed \
+            and name[0] != "h":
         return True
     if len(typed) >= MIN_PREFIX and name.startswith(typed):
         return True

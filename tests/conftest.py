@@ -105,7 +105,12 @@ def pytest_generate_tests(metafunc):
     marker names (issue 27: the behavioural suite on SQLite and PostgreSQL alike)."""
     if "backend" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("backends")
-        metafunc.parametrize("backend", list(marker.args) if marker else ["sqlite"], indirect=True)
+        names = list(marker.args) if marker else ["sqlite"]
+        # TIDEMIND_TEST_BACKENDS=sqlite,postgresql runs the unmarked tests on both too: how a test
+        # module not yet opted in is tried on the second backend
+        if not marker and os.environ.get("TIDEMIND_TEST_BACKENDS"):
+            names = os.environ["TIDEMIND_TEST_BACKENDS"].split(",")
+        metafunc.parametrize("backend", names, indirect=True)
 
 
 @pytest.fixture

@@ -273,6 +273,30 @@ def cmd_restore(args):
                              f" doctor: {'ok' if r['doctor']['ok'] else 'PROBLEMS: ' + '; '.join(r['doctor']['problems'])}")
 
 
+def cmd_migrate(args):
+    with _memory(args) as m:
+        r = m.migrate_to(args.to)
+    _emit(args, r, _fmt_migrate)
+    if not r["recall"]["ok"]:
+        raise SystemExit(1)      # copied and checked row by row, but recall does not agree: said above
+
+
+def _fmt_migrate(r: dict) -> str:
+    rows = sum(r["rows"].values())
+    recall = r["recall"]
+    lines = [f"copied {r['from']} to {r['to']}: {rows:,} rows in {len(r['rows'])} tables,"
+             f" {sum(r['indexed'].values()):,} vectors indexed, {r['stream_entries']:,} stream entries written",
+             f"authored text: nodes sha256 {r['authored_sha256']['nodes'][:16]}…, captures sha256"
+             f" {r['authored_sha256']['captures'][:16]}… (the same in both)",
+             f"recall: {recall['same_order']} of {recall['queries']} sampled queries answer in the same order;"
+             f" {'ok' if recall['ok'] else 'NOT the same'} by the rule for this copy: {recall['rule']}"]
+    if recall["found_by_source_not_target"]:
+        lines.append(f"  memories the source finds and the copy does not: {recall['found_by_source_not_target']}")
+    for d in recall["differ"][:5]:
+        lines.append(f"  differs: {d['query']!r} in {d['scope']}: {d['source'][:5]} here, {d['target'][:5]} there")
+    return "\n".join(lines)
+
+
 def cmd_backup(args):
     with _memory(args) as m:
         _emit(args, m.backup(args.path), lambda r: f"backup written to {r['backup']} ({r['bytes']:,} bytes)")
@@ -729,6 +753,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("path")
     s = add("restore", cmd_restore, "replace the store by a backup (the current one is kept under backups/)")
     s.add_argument("path")
+    s = add("migrate", cmd_migrate, "copy the store whole into another, empty one (a PostgreSQL database or a"
+                                    " SQLite file), and check the copy")
+    s.add_argument("--to", required=True, metavar="STORE", help="postgresql://user@host/db, or a SQLite file path")
     s = add("embed", cmd_embed, "drain the embedding queue")
     s.add_argument("--batch", type=int, default=256)
     s.add_argument("--all", action="store_true", help="re-embed every live node made by another embedder")

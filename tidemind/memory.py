@@ -1169,6 +1169,12 @@ class Memory:
             raise InvalidInput(f"cannot write a backup to {target}: {exc}") from None
         return {"backup": str(target), "bytes": target.stat().st_size}
 
+    def migrate_to(self, target: str) -> dict:
+        """Copy this store whole into the empty store `target` names (tidemind/relocation.py)."""
+        from .relocation import migrate
+
+        return migrate(self, target)
+
     def restore(self, path) -> dict:
         """Replace this store's contents by a backup (see `tidemind.restore`; that module also
         restores a store that will not open)."""

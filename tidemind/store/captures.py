@@ -74,3 +74,17 @@ def count(conn: apsw.Connection, scopes=None) -> int:
         return next(iter(conn.execute("SELECT count(*) FROM captures")))[0]
     marks = ",".join("?" * len(scopes))
     return next(iter(conn.execute(f"SELECT count(*) FROM captures WHERE scope IN ({marks})", list(scopes))))[0]
+
+
+def authored_digest(conn) -> str:
+    """sha256 over every capture's id, text and stored hash, in id order: two stores whose digests
+    match hold the same words under the same ids (a store copy is checked by it)."""
+    import hashlib
+
+    from .connection import stream_rows
+
+    digest = hashlib.sha256()
+    for row_id, content, content_hash in stream_rows(conn, "SELECT id, content, content_hash FROM captures ORDER BY id"):
+        digest.update(f"{row_id}\x00{content_hash}\x00".encode())
+        digest.update(content.encode("utf-8") + b"\x01" if content is not None else b"\x02")
+    return digest.hexdigest()

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import errno
 import importlib.util
+import itertools
 import os
 
 import apsw
@@ -226,6 +227,21 @@ def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
             raise problem from None
 
 
+@contextlib.contextmanager
+def snapshot(conn) -> Iterator:
+    """A read transaction: every query inside sees the store as it was at the first one, whatever
+    other writers commit meanwhile (a copy of the whole store reads one moment of it)."""
+    if dialect(conn) == "postgresql":
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    else:
+        conn.execute("BEGIN")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()     # (SQLite's snapshot starts at a read)
+    try:
+        yield conn
+    finally:
+        _rollback(conn)
+
+
 def checkpoint(conn) -> str | None:
     """Move what the write-ahead log holds into the database and empty it (after forget: the old
     text leaves the log). Returns what could not be done, in a sentence, or None."""
@@ -249,6 +265,22 @@ def dialect(conn) -> str:
     """Which SQL the connection speaks: 'sqlite' (apsw) or 'postgresql' (store/postgresql.py).
     A table module whose SQL differs between them asks this, and holds both texts."""
     return getattr(conn, "dialect", "sqlite")
+
+
+def stream_rows(conn, sql: str, params=()) -> Iterator[tuple]:
+    """A query's rows as they are read, never the whole result in memory at once (a copy of a
+    store of a million memories): apsw steps the statement; PostgreSQL reads through a
+    server-side cursor, inside the transaction the caller opened."""
+    if dialect(conn) == "postgresql":
+        return conn.stream(sql, params)
+    return iter(conn.execute(sql, params))
+
+
+def batches(rows: Iterable, size: int) -> Iterator[list]:
+    """`rows` in lists of at most `size`, read lazily."""
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, size)):
+        yield chunk
 
 
 def inserted(conn: apsw.Connection, sql: str, params=()) -> int:

@@ -193,6 +193,9 @@ def _all_documents(conn: apsw.Connection) -> int:
 # of its note, so it tells the sections apart less than their own words do) weighs like derived text
 COLUMNS = ("content", "derived_text", "clarified_text", "context_text")
 WEIGHTS = (1.0, 0.5, 0.75, 0.5)
+# the columns each backend's full-text index keeps for itself (FTS5's scope token, PostgreSQL's
+# tsvector): kept by triggers on every write, never copied from one store to another
+INDEX_COLUMNS = frozenset({("nodes", "scope_key"), ("nodes", "search_vector")})
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 

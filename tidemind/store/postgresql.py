@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import re
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import apsw
 
 from ..errors import InvalidInput, StorageError
 from .connection import scalar
+
+_STREAMS = itertools.count(1)     # names of server-side cursors, unique per process
 
 # a single-quoted string, a double-quoted name, a line comment, a block comment, or the two
 # characters that mean something to psycopg's format
@@ -136,6 +139,29 @@ class Connection:
         with self._pg.cursor() as cursor, _busy_as_sqlite():
             cursor.executemany(to_psycopg(sql), [tuple(p) for p in seq])
             self._changes = max(cursor.rowcount, 0)
+
+    def stream(self, sql: str, params: Sequence = (), size: int = 2000) -> Iterator[tuple]:
+        """A query's rows read `size` at a time through a server-side cursor, so a table of a
+        million rows is never held whole in memory (inside a transaction the caller opened).
+        Declared by hand: psycopg's named cursors pass the batch size as a parameter, which the
+        loose integer dumper this connection needs sends as text, and FETCH wants a literal."""
+        name = f"tidemind_stream_{next(_STREAMS)}"
+        own = not self.in_transaction           # (outside one, a transaction of its own for the cursor)
+        with _busy_as_sqlite():
+            if own:
+                self._pg.execute("BEGIN READ ONLY")
+            self._pg.execute(f"DECLARE {name} NO SCROLL CURSOR FOR {to_psycopg(sql)}", tuple(params) or None)
+        try:
+            while True:
+                with _busy_as_sqlite():
+                    batch = self._pg.execute(f"FETCH FORWARD {int(size)} FROM {name}").fetchall()
+                if not batch:
+                    return
+                yield from batch
+        finally:
+            if self.in_transaction:
+                with contextlib.suppress(Exception):
+                    self._pg.execute("ROLLBACK" if own else f"CLOSE {name}")
 
     def setbusytimeout(self, milliseconds: int) -> None:
         """How long a statement waits for another writer's locks (SQLite's busy timeout)."""

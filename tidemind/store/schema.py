@@ -17,7 +17,7 @@ import re
 import apsw
 
 from . import migrations, vectors
-from .connection import connect
+from .connection import connect, dialect
 
 _REFERENCE_INDEX = "vec_bits_1"
 
@@ -129,3 +129,87 @@ def missing_tables(conn) -> list[str]:
     found = {name for (name,) in conn.execute("SELECT table_name FROM information_schema.tables"
                                               " WHERE table_schema = current_schema()")}
     return [f"schema: missing table {name!r}" for name in sorted(expected - found)]
+
+
+# -- The catalogue, read the same way on either backend (store/transfer.py copies by it) ---------------
+def tables(conn) -> list[str]:
+    """The store's tables that hold rows of its own: no SQLite bookkeeping, and no virtual table or
+    the tables it keeps underneath (full-text and vector index internals are rebuilt, not copied)."""
+    if dialect(conn) == "postgresql":
+        return sorted(name for (name,) in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            " AND table_type = 'BASE TABLE'"))
+    found = list(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+    virtual = [name for name, sql in found if (sql or "").upper().startswith("CREATE VIRTUAL TABLE")]
+    return sorted(name for name, sql in found if name not in virtual and not name.startswith("sqlite_")
+                  and not any(name.startswith(f"{v}_") for v in virtual))
+
+
+def columns(conn, table: str) -> list[str]:
+    """A table's stored columns, in order (a generated column is computed, never written)."""
+    if dialect(conn) == "postgresql":
+        return [name for (name,) in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND table_name = ? AND is_generated = 'NEVER' ORDER BY ordinal_position", (table,))]
+    return [r[1] for r in conn.execute(f'PRAGMA table_xinfo("{table}")') if r[6] == 0]
+
+
+def primary_key(conn, table: str) -> list[str]:
+    if dialect(conn) == "postgresql":
+        return [name for (name,) in conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+            " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = CAST(? AS regclass) AND i.indisprimary"
+            " ORDER BY array_position(i.indkey, a.attnum)", (table,))]
+    return [r[1] for r in sorted((r for r in conn.execute(f'PRAGMA table_info("{table}")') if r[5]),
+                                 key=lambda r: r[5])]
+
+
+def references(conn) -> list[tuple[str, str, str]]:
+    """Every foreign key as (table, column, referenced table)."""
+    if dialect(conn) == "postgresql":
+        return [tuple(r) for r in conn.execute(
+            "SELECT t.relname, a.attname, r.relname FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid"
+            " JOIN pg_class r ON r.oid = c.confrelid JOIN pg_namespace s ON s.oid = c.connamespace"
+            " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]"
+            " WHERE c.contype = 'f' AND s.nspname = current_schema()")]
+    return [(table, r[3], r[2]) for table in tables(conn) for r in conn.execute(f'PRAGMA foreign_key_list("{table}")')]
+
+
+def id_high_water(conn) -> dict[str, int]:
+    """The highest id each table has ever handed out, where the store remembers more than the
+    rows it still has (SQLite's AUTOINCREMENT, PostgreSQL's identity sequences): a copy that
+    forgot it would hand a deleted row's id to a new one."""
+    if dialect(conn) == "postgresql":
+        marks = {}
+        for table, column in list(conn.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+                " AND is_identity = 'YES'")):
+            last = conn.execute("SELECT pg_sequence_last_value(CAST(pg_get_serial_sequence(?, ?) AS regclass))",
+                                (table, column)).fetchone()[0]
+            if last:
+                marks[table] = int(last)
+        return marks
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
+        return {}
+    return {name: int(seq) for name, seq in conn.execute("SELECT name, seq FROM sqlite_sequence")}
+
+
+def raise_id_high_water(conn, marks: dict[str, int]) -> None:
+    """After rows were written with their ids: the next id of each table is above both its rows
+    and `marks` (id_high_water of the store they came from)."""
+    if dialect(conn) == "postgresql":
+        for table, column in list(conn.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+                " AND is_identity = 'YES'")):
+            top = max(marks.get(table, 0), conn.execute(f'SELECT coalesce(max("{column}"), 0) FROM "{table}"'
+                                                        ).fetchone()[0])
+            conn.execute("SELECT setval(CAST(pg_get_serial_sequence(?, ?) AS regclass), ?, ?)",
+                         (table, column, max(top, 1), top > 0))
+        return
+    autoincrement = {name for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+                     if "AUTOINCREMENT" in (sql or "").upper()}
+    for table in sorted(autoincrement & set(marks)):
+        if conn.execute("SELECT 1 FROM sqlite_sequence WHERE name = ?", (table,)).fetchone():
+            conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (marks[table], table))
+        else:
+            conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES(?, ?)", (table, marks[table]))

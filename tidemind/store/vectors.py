@@ -9,6 +9,7 @@ embedding off the digest's critical path.
 from __future__ import annotations
 
 import functools
+import re
 from typing import TYPE_CHECKING, Sequence
 
 import apsw
@@ -140,6 +141,11 @@ def _bits(vec: np.ndarray) -> str:
 
     projected = np.asarray(vec, dtype=np.float32) @ _projection(np.asarray(vec).shape[0])
     return "".join("1" if x > 0 else "0" for x in projected.tolist())
+
+
+def is_index_table(table: str) -> bool:
+    """One embedder's KNN index (ensure_index): rebuilt from the floats, never copied."""
+    return table == "vector_indexes" or re.fullmatch(r"vec_bits_\d+", table) is not None
 
 
 def _indexes(conn: apsw.Connection) -> list[str]:
@@ -337,3 +343,33 @@ def floats(conn: apsw.Connection, node_ids: Sequence[int], embedder: str) -> dic
     marks = ",".join("?" * len(node_ids))
     return {i: np.frombuffer(b, np.float32) for i, b in conn.execute(
         f"SELECT node_id, vec FROM node_vectors WHERE embedder = ? AND node_id IN ({marks})", [embedder, *node_ids])}
+
+
+def copy_indexes(source, target, batch: int = 1000) -> dict[str, int]:
+    """Rebuild in `target` the KNN index of each embedder `source` has, holding the same nodes
+    (a superseded node's floats are kept but it is out of the index), from the floats `target`
+    already holds (store/transfer.py copied node_vectors). Embedders keep their order: the first
+    made is the one `embedders` names first. Returns the rows indexed per embedder."""
+    import numpy as np
+
+    from .connection import batches, stream_rows
+
+    done = {}
+    for embedder, dim, index_id in list(source.execute("SELECT embedder, dim, id FROM vector_indexes ORDER BY id")):
+        index = ensure_index(target, embedder, dim)
+        members = stream_rows(source, f"SELECT node_id, scope FROM vec_bits_{int(index_id)} ORDER BY node_id")
+        count = 0
+        for chunk in batches(members, batch):
+            found = floats(target, [node_id for node_id, _ in chunk], embedder)
+            missing = [node_id for node_id, _ in chunk if node_id not in found]
+            if missing:
+                raise ValueError(f"{embedder}: nodes {missing[:5]} are in the index but have no vector")
+            if dialect(target) == "postgresql":
+                target.executemany(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,?::bit({HASH_BITS}))",
+                                   [(i, scope, _bits(found[i])) for i, scope in chunk])
+            else:
+                target.executemany(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,vec_quantize_binary(?))",
+                                   [(i, scope, _hash_input(np.asarray(found[i]))) for i, scope in chunk])
+            count += len(chunk)
+        done[embedder] = count
+    return done

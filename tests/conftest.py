@@ -95,19 +95,22 @@ def scalar_type(conn, table: str, column: str) -> str:
                         (table, column)).fetchone()[0]
 
 
+BACKENDS = ("sqlite", "postgresql")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "backends(*names, why=''): the store backends a test runs on (default:"
-                            " sqlite only); `why` says why a backend is left out")
+                            " both); `why` says why a backend is left out")
 
 
 def pytest_generate_tests(metafunc):
-    """A test that uses `backend` (through `mem` or `store`) runs once per backend its `backends`
-    marker names (issue 27: the behavioural suite on SQLite and PostgreSQL alike)."""
+    """A test that uses `backend` (through `mem` or `store`) runs once per backend: on both unless
+    its `backends` marker names fewer and says why (issue 27: the behavioural suite on SQLite and
+    PostgreSQL alike)."""
     if "backend" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("backends")
-        names = list(marker.args) if marker else ["sqlite"]
-        # TIDEMIND_TEST_BACKENDS=sqlite,postgresql runs the unmarked tests on both too: how a test
-        # module not yet opted in is tried on the second backend
+        names = list(marker.args) if marker else list(BACKENDS)
+        # TIDEMIND_TEST_BACKENDS=sqlite (or postgresql) runs the unmarked tests on that one alone
         if not marker and os.environ.get("TIDEMIND_TEST_BACKENDS"):
             names = os.environ["TIDEMIND_TEST_BACKENDS"].split(",")
         metafunc.parametrize("backend", names, indirect=True)

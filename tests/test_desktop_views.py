@@ -6,8 +6,8 @@ import re
 import pytest
 
 pytest.importorskip("PySide6")
-from PySide6.QtCore import QPoint, Qt  # noqa: E402
-from PySide6.QtGui import QColor, QImage  # noqa: E402
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt  # noqa: E402
+from PySide6.QtGui import QColor, QImage, QMouseEvent  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLabel  # noqa: E402
 
@@ -100,7 +100,7 @@ def test_keyboard_search_into_results_and_the_quick_switcher(window, mem, qtbot)
     QTest.keyClick(window, Qt.Key_K, Qt.ControlModifier)
     assert window.switcher.isVisible()
     QTest.keyClicks(window.switcher.text, "lighthouse")
-    qtbot.waitUntil(lambda: window.switcher.list.count() >= 1, timeout=3000)
+    qtbot.waitUntil(lambda: window.switcher.list.count() >= 1, timeout=20000)
     QTest.keyClick(window.switcher.text, Qt.Key_Return)
     settle(window, qtbot)
     assert not window.switcher.isVisible() and window.node_view.node_id == target
@@ -190,7 +190,7 @@ def _whole_graph_laid_out(window, mem, qtbot):
     window.tabs.setCurrentWidget(window.graph_view)
     settle(window, qtbot)
     panel = window.graph_view
-    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=30000)
     return hubs, panel
 
 
@@ -218,12 +218,17 @@ def test_the_whole_graph_filters_colours_and_answers_the_pointer(window, mem, qt
     panel.flagged.setChecked(False)
     panel.status_actions["pending"].setChecked(True)
     settle(window, qtbot)
-    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=30000)
     panel.view.resetTransform()
     panel.view.centerOn(panel.items[hubs[0]])
     QApplication.processEvents()
-    QTest.mouseMove(panel.view.viewport(), _viewport_point(panel, hubs[0]))
-    qtbot.waitUntil(lambda: panel.focus is not None, timeout=2000)
+    # the pointer's move delivered to the view itself: QTest's synthetic pointer, left on this very
+    # spot by the same test on the other backend, brought no hover to the second window
+    point = _viewport_point(panel, hubs[0])
+    QApplication.sendEvent(panel.view.viewport(), QMouseEvent(
+        QEvent.MouseMove, QPointF(point), QPointF(panel.view.viewport().mapToGlobal(point)), Qt.NoButton,
+        Qt.NoButton, Qt.NoModifier))
+    qtbot.waitUntil(lambda: panel.focus is not None, timeout=20000)
     assert panel.focus == set(panel.items)                   # the hub and all its neighbours stand out
     assert all(panel.items[i].label.isVisible() for i in panel.focus)
     spoke = next(i for i in panel.items if i != hubs[0])
@@ -234,7 +239,7 @@ def test_the_whole_graph_filters_colours_and_answers_the_pointer(window, mem, qt
     QTest.mousePress(panel.view.viewport(), Qt.LeftButton, Qt.NoModifier, start)
     QTest.mouseMove(panel.view.viewport(), start + QPoint(60, 40))
     QTest.mouseRelease(panel.view.viewport(), Qt.LeftButton, Qt.NoModifier, start + QPoint(60, 40))
-    qtbot.waitUntil(lambda: panel.items[spoke].pos() != before, timeout=2000)
+    qtbot.waitUntil(lambda: panel.items[spoke].pos() != before, timeout=20000)
     assert spoke in panel.pinned
     QTest.mouseDClick(panel.view.viewport(), Qt.LeftButton, Qt.NoModifier, _viewport_point(panel, spoke))
     settle(window, qtbot)
@@ -246,7 +251,7 @@ def test_graph_positions_are_kept_per_scope_and_a_newcomer_moves_in(window, mem,
     kept = {i: (it.pos().x(), it.pos().y()) for i, it in panel.items.items()}
     panel.scope.setCurrentText("project:port")
     settle(window, qtbot)
-    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=30000)
     panel.scope.setCurrentIndex(0)                           # back to every scope: drawn where it was
     settle(window, qtbot)
     assert {i: (it.pos().x(), it.pos().y()) for i, it in panel.items.items()} == kept
@@ -255,7 +260,7 @@ def test_graph_positions_are_kept_per_scope_and_a_newcomer_moves_in(window, mem,
         _link(agent, hubs[0], new)
     qtbot.waitUntil(lambda: new in panel.items and (hubs[0], new, "confirmed") in panel.edge_layer.edges,
                     timeout=5000)                            # the poll noticed, the graph reloaded
-    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=10000)
+    qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=30000)
     hub = panel.items[hubs[0]].pos()
     assert (panel.items[new].pos() - hub).manhattanLength() < (panel.scene_rect().width() + panel.scene_rect().height()) / 2
     moved = [abs(panel.items[i].pos().x() - x) + abs(panel.items[i].pos().y() - y) for i, (x, y) in kept.items()]
@@ -423,7 +428,7 @@ def test_the_window_fits_800_by_500_without_sideways_scrolling(window, mem, qtbo
     window.resize(800, 500)
     settle(window, qtbot)
     assert window.node_view.chips_per_row == 1
-    qtbot.waitUntil(lambda: window.node_view.widget().width() <= window.node_view.viewport().width(), timeout=3000)
+    qtbot.waitUntil(lambda: window.node_view.widget().width() <= window.node_view.viewport().width(), timeout=20000)
 
 
 def test_the_proposed_tags_queue_rejects_a_useless_name_everywhere_and_undoes_it(window, mem, qtbot):

@@ -7,7 +7,6 @@ from tidemind.store.connection import checkpoint
 
 from .conftest import stored_anywhere
 
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 
 def test_correction_keeps_prior_version_and_recall_serves_the_correction(mem):

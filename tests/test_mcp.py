@@ -1,10 +1,11 @@
 """The MCP server through a real client over stdio (`tidemind serve` as a subprocess)."""
+import os
 import sys
 from contextlib import asynccontextmanager
 
 import anyio
 from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 
 from tidemind import __version__
 from tidemind.mcp_server import build_server
@@ -21,7 +22,9 @@ async def session_for(home, *scopes):
     args = ["-m", "tidemind.cli", "--home", str(home), "serve"]
     for s in scopes:
         args += ["--scope", s]
-    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+    # the SDK starts the server with a few inherited variables only: the store a test runs on goes along
+    env = {**get_default_environment(), **{k: v for k, v in os.environ.items() if k == "TIDEMIND_STORE"}}
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT), env=env)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()

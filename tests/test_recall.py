@@ -3,7 +3,6 @@ import pytest
 
 from tidemind.errors import InvalidInput
 
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 
 def _conversation(mem, scope="project:a"):
@@ -436,8 +435,8 @@ def test_short_names_typed_with_a_letter_more_and_nicknames_the_conversation_use
         assert respelled(mem.conn, asked, ["conv"]) == asked, asked
 
 
-@pytest.mark.backends("sqlite", why="the frequency cache is SQLite's (PRAGMA data_version tells another connection's"
-                      " writes); on PostgreSQL frequencies are read on every query until a change signal exists")
+@pytest.mark.backends("sqlite", why="it reads the statements run through apsw's exec_trace; on PostgreSQL the kept"
+                      " frequencies following another machine's commit: test_store_postgresql.py")
 def test_word_frequencies_kept_between_queries_follow_every_write(home, mem):
     """Recall keeps its words' document frequencies between queries (they are read three times a
     recall): a digest, a forget, or another process's commit must be seen by the next query."""

@@ -160,3 +160,29 @@ def test_a_memory_on_postgresql_is_there_for_the_next_process_and_a_backup_says_
         with pytest.raises(InvalidInput, match="pg_dump"):
             m.backup(tmp_path / "copy.db")
         assert not (tmp_path / "copy.db").exists()
+
+
+def test_another_machines_write_moves_data_version_and_what_a_reader_kept_is_read_again(postgres_store, tmp_path):
+    """Issue 27: a desktop or server on another machine notices a commit (the desktop polls
+    `data_version`), and the word frequencies a connection keeps between recalls are read again
+    after it, as SQLite's data_version makes them; a connection's own recall moves nothing."""
+    import time
+
+    from tidemind.memory import Memory
+    from tidemind.store import fts
+
+    with Memory.open(tmp_path / "a", store=postgres_store) as a, Memory.open(tmp_path / "b", store=postgres_store) as b:
+        a.digest("The glaze recipe: 60 feldspar, 20 silica, 20 whiting.", scope="studio")
+        a.digest("The kiln fires to cone 6.", scope="studio")
+        b.recall("glaze recipe", scopes=["studio"], record=True)
+        seen = b.data_version()
+        assert b.data_version() == seen                       # its own recall (and heat) moved nothing
+        kept = fts.stem_frequencies(b.conn, ["glaze"], ["studio"])
+        assert kept == ({"glaze": 1}, 2)
+        for n in range(3):
+            a.digest(f"Glaze test tile {n} came out crawling.", scope="studio")
+        deadline = time.monotonic() + 60                      # (a condition, not a margin: a loaded machine)
+        while b.data_version() == seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert b.data_version() != seen
+        assert fts.stem_frequencies(b.conn, ["glaze"], ["studio"]) == ({"glaze": 4}, 5)

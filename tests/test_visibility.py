@@ -8,7 +8,6 @@ from tidemind.memory import Memory
 from tidemind.search.recall import RecallRequest, fts_arm, vector_arm, _where
 from tidemind.store import immediate, links, nodes, tags
 
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 KEY = "zanzibar marmalade"
 

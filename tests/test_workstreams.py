@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tidemind.errors import InvalidInput, NotFound
 from tidemind.metabolism.scheduler import run_due
 from tidemind.store import immediate
+from tidemind.store.connection import checkpoint
 from tidemind.workstreams import Workstreams, hypervector, store
 from tidemind.workstreams.hypervector import compose, decode, vector_for
 
@@ -511,7 +512,7 @@ def test_forget_takes_an_unknowns_trail_and_a_forgotten_note_is_no_project_note(
     ws.file_ripe(S)
     for node_id in ids:
         mem.forget(node_id)
-    mem.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    checkpoint(mem.conn)
     for table, column in (("ws_compositions", "slug"), ("ws_decisions", "name"), ("review_items", "payload"),
                           ("audit_log", "details")):
         assert not mem.conn.execute(f"SELECT count(*) FROM {table} WHERE {column} LIKE '%sourdough%'").fetchone()[0], table

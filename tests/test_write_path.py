@@ -8,7 +8,6 @@ from tidemind.store.connection import checkpoint
 
 from .conftest import run_cli, stored_anywhere
 
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 TRICKY = [
     "emoji 🧠🌊👩🏽‍💻 and flags 🇵🇹",

@@ -63,7 +63,7 @@ def listing(conn: apsw.Connection, scopes: Sequence[str], view: str = "recent", 
         filters.append(review.flagged_sql("n"))
     for sql, more in filters:
         pred, params = f"{pred} AND {sql}", [*params, *more]
-    order = f"{derived.title_sql('n')} COLLATE NOCASE, n.id" if view == "all" else RECENT
+    order = f"{derived.title_order_sql(conn, 'n')}, n.id" if view == "all" else RECENT
     found, total = nodes.listing(conn, pred, params, order, offset, limit)
     named = derived.titles(conn, [r["id"] for r in found])
     served = tags.served_names(conn, [r["id"] for r in found])

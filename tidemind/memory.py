@@ -30,7 +30,7 @@ from .store import (AsOf, audit, captures, clarifications, derived, fts, immedia
                     stream, tags, vectors)
 from .store import integrity
 from .store.backend import backend_for
-from .store.connection import checkpoint, unwritable
+from .store.connection import checkpoint, data_version, unwritable
 from .timeutil import Clock, from_iso as parse_iso_dt, parse_iso, system_clock, to_iso
 from . import views
 
@@ -1036,7 +1036,7 @@ class Memory:
 
     def data_version(self) -> int:
         """Changes whenever another connection commits: a cheap way for a window to notice."""
-        return scalar(self.conn, "PRAGMA data_version")
+        return data_version(self.conn)
 
     def change_mark(self) -> tuple:
         """What a person could see change: the newest audit row (every mutation writes one) and

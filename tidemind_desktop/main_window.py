@@ -892,7 +892,7 @@ class MainWindow(QMainWindow):
         if "stats" in data:
             st = data["stats"]
             nodes = st["nodes"]
-            self.status.setText(f"{self.memory.settings.db_path} · {nodes['live']} live, {nodes['archived']} archived,"
+            self.status.setText(f"{self.memory.settings.store_location} · {nodes['live']} live, {nodes['archived']} archived,"
                                 f" {nodes['superseded']} superseded · LLM {'on' if st.get('llm') else 'off'}"
                                 f" · {sum(st['review'].values())} review items")
             known = [self.scope.itemText(i) for i in range(self.scope.count())]

@@ -283,6 +283,15 @@ def batches(rows: Iterable, size: int) -> Iterator[list]:
         yield chunk
 
 
+def data_version(conn) -> int:
+    """A number that moves when another connection has committed a change to the store (what a
+    connection keeps between reads is valid while it stands still): SQLite's PRAGMA
+    data_version; a server's own signal (store/postgresql.Connection.data_version)."""
+    if dialect(conn) == "sqlite":
+        return next(iter(conn.execute("PRAGMA data_version")))[0]
+    return conn.data_version()
+
+
 def inserted(conn: apsw.Connection, sql: str, params=()) -> int:
     """Run one INSERT and return the new row's id. `RETURNING id` is SQL both SQLite (3.35+) and
     PostgreSQL speak, where `last_insert_rowid()` is SQLite's alone (the store seam, issue 27).

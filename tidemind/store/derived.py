@@ -13,7 +13,7 @@ import apsw
 
 from .. import secrets
 from . import nodes
-from .connection import rows
+from .connection import dialect, rows
 from .visibility import unheld
 
 DDL = """
@@ -214,6 +214,13 @@ def nodes_missing(conn: apsw.Connection, field: str, generators: str | tuple[str
 def title_sql(alias: str) -> str:
     """SQL expression: the node's derived title, else its text (a listing sorted by title)."""
     return f"coalesce((SELECT d.value FROM derived d WHERE d.node_id = {alias}.id AND d.field = 'title'), {alias}.content)"
+
+
+def title_order_sql(conn, alias: str) -> str:
+    """ORDER BY text: by title, letter case aside (SQLite's NOCASE; PostgreSQL's lower())."""
+    if dialect(conn) == "postgresql":
+        return f"lower({title_sql(alias)})"
+    return f"{title_sql(alias)} COLLATE NOCASE"
 
 
 def titles(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:

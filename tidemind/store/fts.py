@@ -14,7 +14,7 @@ from typing import Sequence
 import apsw
 
 from ..text import TextMemo
-from .connection import dialect
+from .connection import data_version, dialect
 
 DDL = """
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
@@ -313,7 +313,7 @@ def document_frequencies(conn: apsw.Connection, words: Sequence[str],
 # A recall reads its words' frequencies three times (to prune the search, to score, to weigh the
 # evidence), and the same words come back query after query: read once, they are kept for the
 # connection until the counts change (this connection writing them, `count_document`, or another
-# connection committing anything, PRAGMA data_version; a recall's own record of itself changes
+# connection committing anything, connection.data_version; a recall's own record of itself changes
 # nothing here). Never inside a transaction: what it wrote may yet be rolled back. Bounded.
 _FREQUENCIES: "weakref.WeakKeyDictionary[apsw.Connection, tuple[tuple[int, int], dict]]" = weakref.WeakKeyDictionary()
 _WRITES: "weakref.WeakKeyDictionary[apsw.Connection, int]" = weakref.WeakKeyDictionary()
@@ -321,10 +321,9 @@ FREQUENCIES_KEPT = 50_000
 
 
 def _frequency_cache(conn: apsw.Connection) -> dict[tuple, int]:
-    if conn.in_transaction or dialect(conn) != "sqlite":
-        # PostgreSQL has no data_version to tell another machine's write by: read every time
+    if conn.in_transaction:
         return {}
-    stamp = (_WRITES.get(conn, 0), next(iter(conn.execute("PRAGMA data_version")))[0])
+    stamp = (_WRITES.get(conn, 0), data_version(conn))
     cached = _FREQUENCIES.get(conn)
     if cached is None or cached[0] != stamp or len(cached[1]) > FREQUENCIES_KEPT:
         cached = _FREQUENCIES[conn] = (stamp, {})

@@ -115,6 +115,8 @@ class Connection:
             connection.adapters.register_dumper(kind, dumper)
         self._pg = connection
         self._changes = 0
+        self._heard = 0          # change notices received (data_version)
+        connection.add_notify_handler(self._notice)
 
     @classmethod
     def connect(cls, conninfo: str) -> "Connection":
@@ -162,6 +164,22 @@ class Connection:
             if self.in_transaction:
                 with contextlib.suppress(Exception):
                     self._pg.execute("ROLLBACK" if own else f"CLOSE {name}")
+
+    def _notice(self, notify) -> None:
+        if notify.pid != self._pg.info.backend_pid:      # (as SQLite's: another connection's commits)
+            self._heard += 1
+
+    def listen_for_changes(self) -> None:
+        self._pg.execute(f"LISTEN {CHANGES_CHANNEL}")
+
+    def data_version(self) -> int:
+        """SQLite's PRAGMA data_version for a server: a number that moves once another connection
+        (here or on another machine) has committed a change. PostgreSQL delivers a NOTIFY only
+        after the writer's commit, so a reader that sees the number move reads the new rows; one
+        round trip collects the notices that arrived since the last look."""
+        if not self.in_transaction:
+            self._pg.execute("SELECT 1")
+        return self._heard
 
     def setbusytimeout(self, milliseconds: int) -> None:
         """How long a statement waits for another writer's locks (SQLite's busy timeout)."""
@@ -255,6 +273,7 @@ class PostgreSQLBackend:
                 raise InvalidInput(f"store {location}: this version has no PostgreSQL tables yet for"
                                    f" {', '.join(missing)}")
             migrations.migrate(conn)
+            ensure_change_signal(conn)
         except BaseException:
             conn.close()
             raise
@@ -289,7 +308,47 @@ class PostgreSQLBackend:
         conn.execute(f"SET lock_timeout = {int(busy_timeout_ms)}")
         # a KNN confined to some scopes reads on through the HNSW graph until it has k rows
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        conn.listen_for_changes()
         return conn
+
+
+# The change signal (Connection.data_version): a statement-level trigger on each table sends one
+# notice per writing transaction (PostgreSQL folds a transaction's identical notices into one) and
+# delivers it after the commit. A search's record of its own hits changes nothing anyone caches.
+CHANGES_CHANNEL = "tidemind_changes"
+CHANGES_DDL = f"""
+CREATE OR REPLACE FUNCTION tidemind_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('{CHANGES_CHANNEL}', '');
+  RETURN NULL;
+END $$;
+"""
+QUIET_TABLES = ("recall_hits", "migrations")
+
+
+def ensure_change_signal(conn: Connection) -> None:
+    """Every table tells of its changes (tables a later migration or a new embedder's index add
+    included): the triggers missing are made, under the migrations' lock."""
+    from .migrations import _PG_MIGRATION_LOCK
+
+    quiet = ", ".join(f"'{t}'" for t in QUIET_TABLES)
+    missing_sql = ("SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace"
+                   f" WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname NOT IN ({quiet})"
+                   " AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid"
+                   " AND t.tgname = 'tidemind_changed')")
+    if not conn.execute(missing_sql).fetchall():
+        return
+    conn.execute("BEGIN")
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (_PG_MIGRATION_LOCK,))
+        conn.execute(CHANGES_DDL)
+        for (table,) in conn.execute(missing_sql).fetchall():
+            conn.execute(f'CREATE TRIGGER tidemind_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON "{table}"'
+                         " FOR EACH STATEMENT EXECUTE FUNCTION tidemind_changed()")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _first_line(exc: BaseException) -> str:

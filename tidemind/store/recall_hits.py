@@ -49,17 +49,22 @@ def hot_since(conn: apsw.Connection, min_hits: int, limit: int) -> list[dict]:
     more after the last one counted, or the pair recalled in other company, is another)."""
     import datetime as dt
 
-    found = rows(conn, """
-        SELECT h.node_id, count(*) AS hits, json_group_array(json_array(h.at, h.company)) AS answers
-        FROM recall_hits h
+    since = """FROM recall_hits h
         JOIN nodes n ON n.id = h.node_id AND n.status = 'live'
         LEFT JOIN derived d ON d.node_id = h.node_id AND d.field = 'reconsolidated_at'
-        WHERE d.value IS NULL OR h.at > d.value
-        GROUP BY h.node_id HAVING count(*) >= ? ORDER BY hits DESC LIMIT ?""", (min_hits, limit))
+        WHERE (d.value IS NULL OR h.at > d.value)"""
+    found = rows(conn, f"SELECT h.node_id, count(*) AS hits {since} GROUP BY h.node_id HAVING count(*) >= ?"
+                       " ORDER BY hits DESC, h.node_id LIMIT ?", (min_hits, limit))
+    answers: dict[int, list[tuple[str, str]]] = {}
+    if found:
+        marks = ",".join("?" * len(found))
+        for node_id, at, company in conn.execute(f"SELECT h.node_id, h.at, h.company {since} AND h.node_id IN ({marks})",
+                                                 [r["node_id"] for r in found]):
+            answers.setdefault(node_id, []).append((at, company))
     for r in found:
         last: dict[str, dt.datetime] = {}          # company -> when its last counted occasion began
         counts: dict[int, int] = {}
-        for at, company in sorted(tuple(a) for a in json.loads(r.pop("answers"))):
+        for at, company in sorted(answers.get(r["node_id"], [])):
             when = dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
             if company in last and (when - last[company]).total_seconds() < OCCASION_S:
                 continue

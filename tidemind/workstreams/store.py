@@ -180,7 +180,8 @@ def put_slug(conn: apsw.Connection, scope: str, slug: str, *, dim: int, seed: st
     note = secrets.mask_optional(note)          # a person's words, or a path
     conn.execute("INSERT INTO ws_slugs(scope, slug, has_note, note, status, dim, seed, created_at, created_by)"
                  " VALUES(?,?,?,?, 'active', ?,?,?,?) ON CONFLICT(scope, slug) DO UPDATE SET status='active',"
-                 " has_note=max(has_note, excluded.has_note), note=coalesce(excluded.note, note)",
+                 " has_note=CASE WHEN excluded.has_note > ws_slugs.has_note THEN excluded.has_note ELSE ws_slugs.has_note END,"
+                 " note=coalesce(excluded.note, ws_slugs.note)",
                  (scope, slug, int(has_note), note, dim, seed, at, by))
 
 

@@ -64,6 +64,16 @@ def serving(handler: type[BaseHTTPRequestHandler]):
         server.shutdown()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_breakers():
+    """Each test starts as a fresh process would: with no model's circuit breaker open (another
+    test's failing stub opened one for ten minutes: the next test's model was never asked)."""
+    from tidemind.llm import BREAKER
+
+    BREAKER.failures.clear()
+    BREAKER.opened.clear()
+
+
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
@@ -225,19 +235,41 @@ def _store_url(postgres, database: str) -> str:
     return f"postgresql://postgres@/{database}?host={postgres.socket_dir}&port={postgres.port}"
 
 
-@pytest.fixture
-def postgres_store(postgres, postgres_migrated_template):
-    """The URL of a fresh PostgreSQL store of this test's own (a copy of the migrated template)."""
+@contextlib.contextmanager
+def _fresh_store(postgres, template: str):
     import uuid
 
     import psycopg
 
     name = "s_" + uuid.uuid4().hex[:12]
     with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE {postgres_migrated_template}')
-    yield _store_url(postgres, name)
-    with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE {template}')
+    try:
+        yield _store_url(postgres, name)
+    finally:
+        with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_store(postgres, postgres_migrated_template):
+    """The URL of a fresh PostgreSQL store of this test's own (a copy of the migrated template)."""
+    with _fresh_store(postgres, postgres_migrated_template) as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_store(request):
+    """`store` for a module whose tests share one store they build once (a module-scoped world):
+    each module runs once per backend, TIDEMIND_STORE set for it and every process it starts."""
+    if request.param == "sqlite":
+        yield None
+        return
+    postgres = request.getfixturevalue("postgres")
+    with _fresh_store(postgres, request.getfixturevalue("postgres_migrated_template")) as url, \
+            pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TIDEMIND_STORE", url)
+        yield url
 
 
 @pytest.fixture

@@ -66,6 +66,10 @@ def test_a_store_goes_to_postgresql_and_back_the_same_memory(tmp_path, postgres_
         assert stored_anywhere(pg.conn, "31-07-52") == []
         assert "glaze" not in {t["name"] for t in pg.tags_of(story["said"][1])}
         assert pg.doctor()["ok"], pg.doctor()["problems"]
+        # another machine's home has no stream entry of these: a note there, not a problem
+        with Memory.open(tmp_path / "laptop", store=postgres_store) as laptop:
+            report = laptop.doctor()
+        assert report["ok"] and any("another machine" in n for n in report["notes"]), report
         # a new memory never takes the id of one the store had
         newest = pg.conn.execute("SELECT max(id) FROM nodes").fetchone()[0]
         assert pg.digest("The shop closes at six on Sundays.", scope="studio")["node_ids"][0] > newest
@@ -151,3 +155,18 @@ def test_the_cli_copies_and_says_what_it_checked(tmp_path, postgres_store):
     assert r["rows"]["nodes"] > 0 and r["recall"]["ok"]
     again = run_cli(tmp_path / "home", "migrate", "--to", postgres_store)
     assert again.returncode != 0 and b"not empty" in again.stderr
+
+
+def test_a_backup_file_fills_an_empty_server_store_and_restore_says_so(tmp_path, postgres_store):
+    """A server store is not restored over (its server's tools do that); a backup file is a store
+    like any other, copied whole into an empty database."""
+    story = _lived_in(tmp_path / "home")
+    with Memory.open(tmp_path / "home") as m:
+        backup = m.backup(str(tmp_path / "saved.db"))["backup"]
+    with Memory.open(tmp_path / "home", store=postgres_store) as pg:
+        with pytest.raises(InvalidInput, match="pg_restore.*migrate --to"):
+            pg.restore(backup)
+    with Memory.open(tmp_path / "from-backup", store=backup) as saved:
+        assert saved.migrate_to(postgres_store)["recall"]["ok"]
+    with Memory.open(tmp_path / "home", store=postgres_store) as pg:
+        assert pg.show(story["corrected"], scopes=["project:shop"])["content"] == "The payments API listens on port 8080."

@@ -186,3 +186,26 @@ def test_another_machines_write_moves_data_version_and_what_a_reader_kept_is_rea
             time.sleep(0.01)
         assert b.data_version() != seen
         assert fts.stem_frequencies(b.conn, ["glaze"], ["studio"]) == ({"glaze": 4}, 5)
+
+
+def test_the_bench_measures_a_server_store_beside_sqlite_in_one_run(postgres_store, tmp_path):
+    """`tidemind --store postgresql://… bench`: the same corpus on both, one table; a store that
+    holds anything is not filled with a bench's memories."""
+    import json
+
+    from tests.conftest import run_cli
+
+    from tidemind.memory import Memory
+
+    proc = run_cli(tmp_path / "home", "--json", "--store", postgres_store, "bench", "--nodes", "300", "--queries", "8",
+                   "--digests", "8", "--no-mcp")
+    assert proc.returncode == 0, proc.stderr.decode()
+    runs = json.loads(proc.stdout)["side_by_side"]
+    assert set(runs) == {"sqlite", "postgresql"}
+    for run in runs.values():
+        assert run["nodes"] == 300 and run["recall_ms"]["n"] == 8 and run["digest_ms"]["n"] == 8
+        assert run["fts_floor_ms"]["n"] and run["vec_floor_ms"]["n"]
+    table = run_cli(tmp_path / "home", "--store", postgres_store, "bench", "--nodes", "50", "--no-mcp")
+    assert table.returncode != 0 and b"not empty" in table.stderr            # (the first run filled it)
+    with Memory.open(tmp_path / "home", store=postgres_store) as m:
+        assert m.stats()["nodes"]["live"] == 300 + 8

@@ -39,6 +39,7 @@ from . import text
 from .memory import Memory
 from .search.recall import COMMON_WINDOW, FTS_CANDIDATES, VEC_CANDIDATES, query_terms
 from .store import captures, fts, immediate, links, nodes, stream, vectors
+from .errors import InvalidInput
 from .timeutil import from_iso, to_iso
 
 SYLLABLES = ["ka", "lo", "mi", "ra", "te", "su", "no", "vi", "pe", "da", "go", "ri", "shu", "ban", "tor", "el",
@@ -137,7 +138,12 @@ def _timed(fn) -> float:
 
 MCP_STARTS = 7
 
-def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, rounds: int) -> dict:
+def _store_env(store: str) -> dict:
+    """The environment of a process the bench starts: this run's store, whatever the bench's own."""
+    return {**os.environ, "TIDEMIND_STORE": store}
+
+
+def _mcp_and_hooks(home: str, store: str, probe: list[tuple[str, str]], corpus: Corpus, rounds: int) -> dict:
     """The same calls through a real stdio MCP client and in-process, and the hooks' wall time."""
     import json
     import subprocess
@@ -145,7 +151,7 @@ def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, roun
 
     import anyio
     from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp.client.stdio import get_default_environment, stdio_client
 
     scope = "personal"
     questions = [q for q, s in probe if s == scope][:rounds] or [q for q, _ in probe][:rounds]
@@ -153,7 +159,8 @@ def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, roun
     timings: dict[str, list[float]] = {"mcp_recall_ms": [], "mcp_digest_ms": [], "inproc_recall_ms": [],
                                        "inproc_digest_ms": [], "mcp_start_ms": []}
     params = StdioServerParameters(command=sys.executable, args=["-m", "tidemind.cli", "--home", home, "serve",
-                                                                 "--scope", scope])
+                                                                 "--scope", scope],
+                                   env={**get_default_environment(), "TIDEMIND_STORE": store})
 
     async def start_once() -> None:
         """A host starting the server: process spawn to `initialize` answered, official client."""
@@ -180,7 +187,7 @@ def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, roun
                     timings["mcp_digest_ms"].append((time.perf_counter() - start) * 1000)
 
     anyio.run(over_stdio)
-    with Memory.open(home, readable_scopes=[scope], writable_scopes=[scope]) as m:
+    with Memory.open(home, store=store, readable_scopes=[scope], writable_scopes=[scope]) as m:
         for q in questions:
             timings["inproc_recall_ms"].append(_timed(lambda: m.recall(q)))
         for body in bodies:
@@ -191,7 +198,7 @@ def _mcp_and_hooks(home: str, probe: list[tuple[str, str]], corpus: Corpus, roun
         for name, event in (("session-start", {"cwd": outside_git}), ("user-prompt", {"cwd": outside_git, "prompt": q})):
             start = time.perf_counter()
             subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", home, "hook", name],
-                           input=json.dumps(event).encode(), capture_output=True, check=True)
+                           input=json.dumps(event).encode(), capture_output=True, check=True, env=_store_env(store))
             hooks[f"hook_{name.replace('-', '_')}_ms"].append((time.perf_counter() - start) * 1000)
     shutil.rmtree(outside_git, ignore_errors=True)
     out = {k: _pct(v) for k, v in {**timings, **hooks}.items() if v}
@@ -356,16 +363,56 @@ def _metabolism(m: Memory, cap: int) -> dict:
             "metabolism_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
+def run_side_by_side(store: str, **options) -> dict:
+    """The bench on a server store and, in the same run, on SQLite with the same corpus (the seed):
+    `tidemind --store postgresql://… bench`. The server store must be empty."""
+    from .store.backend import locate
+
+    home = options.pop("home", None)
+    temp = tempfile.mkdtemp(prefix="tidemind-bench-")
+    try:
+        with Memory.open(Path(temp) / "check", store=store) as m:
+            if m.stats()["nodes"]["live"] or m.stats()["captures"]:
+                raise InvalidInput(f"the bench fills its store: {locate(store, Path(temp))} is not empty")
+        runs = {}
+        server = locate(store, Path(temp)).scheme
+        # every Memory of the bench names its store: the bench's own setting must not leak into one
+        outer = os.environ.pop("TIDEMIND_STORE", None)
+        try:
+            for name, where in (("sqlite", None), (server, store)):
+                extra = {} if name == "sqlite" else {"import_notes": 0, "hostile_units": 0}   # (file imports: once)
+                runs[name] = run_bench(home=str(Path(home or temp) / name), store=where, **{**options, **extra})
+        finally:
+            if outer is not None:
+                os.environ["TIDEMIND_STORE"] = outer
+        return {"nodes": options.get("n_nodes", 10_000), "side_by_side": runs}
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _settle(conn) -> None:
+    """The store as a person's would be after a quiet while: statistics gathered, the log folded in."""
+    from .store.connection import checkpoint, dialect
+
+    if dialect(conn) == "sqlite":
+        conn.execute("PRAGMA optimize")
+        checkpoint(conn)
+    else:
+        conn.execute("ANALYZE")
+
+
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
               seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: int = 0,
-              import_notes: int = 0, hostile_units: int = 0) -> dict:
+              import_notes: int = 0, hostile_units: int = 0, store: str | None = None) -> dict:
     """`metabolism`: time the offline tasks over up to this many nodes each (0: skip);
     `import_notes`: time importing a generated vault of this many notes (0: skip);
-    `hostile_units`: time importing notes built to be slow, of this many sections (0: skip)."""
+    `hostile_units`: time importing notes built to be slow, of this many sections (0: skip);
+    `store`: a server store to fill (None: the home's own SQLite file)."""
     temp = None
     if home is None:
         temp = tempfile.mkdtemp(prefix="tidemind-bench-")
         home = temp
+    store = store or str(Path(home) / "tidemind.db")
     try:
         corpus = Corpus(seed)
         if n_nodes == 0:                   # `--nodes 0 --import-notes N`: the import alone
@@ -373,7 +420,7 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
                                    if import_notes else {}),
                     **(_hostile_bench(str(Path(home) / "hostile-bench"), hostile_units) if hostile_units else {})}
         scopes = scopes_for(n_scopes)
-        m = Memory.open(home)
+        m = Memory.open(home, store=store)
         t0 = time.perf_counter()
         # the metabolism's digests need days to digest: spread the facts over the last 60 days then
         bulk_load(m, corpus, n_nodes, scopes, spread_days=60 if metabolism else 0)
@@ -385,8 +432,7 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         if metabolism:
             meta["synthesis_seed"] = _seed_syntheses(m, scopes)
             meta.update(_metabolism(m, metabolism))
-        m.conn.execute("PRAGMA optimize")
-        m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        _settle(m.conn)
 
         rng = random.Random(seed + 1)
         sample_ids = [r[0] for r in m.conn.execute("SELECT id FROM nodes ORDER BY random() LIMIT ?", (queries,))]
@@ -425,7 +471,7 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             digest_ms.append(_timed(lambda: m.digest(body, scope=scopes[i % len(scopes)], session=f"d{i // 10}",
                                                      source_tool="bench")))
         m.embed_pending()    # steady state for what follows: an MCP server started with a backlog embeds it first
-        db_bytes = m.settings.db_path.stat().st_size
+        db_bytes = m.stats()["db_bytes"]
         result = {
             "nodes": n_nodes,
             "scopes": len(scopes),
@@ -450,7 +496,7 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         result["recall_over_floors"] = round(result["recall_ms"]["p50"] / floor, 2) if floor else None
         m.close()
         if mcp:
-            result.update(_mcp_and_hooks(str(home), probe, corpus, rounds=min(queries, 50)))
+            result.update(_mcp_and_hooks(str(home), store, probe, corpus, rounds=min(queries, 50)))
         if import_notes:
             result.update(_import_bench(str(Path(home) / "import-bench"), import_notes, corpus))
         if hostile_units:
@@ -479,7 +525,29 @@ def _format_hostile(r: dict) -> str:
     return "\n".join(lines)
 
 
+SIDE_BY_SIDE = ("digest_ms", "recall_ms", "recall_fts_only_ms", "recall_vector_only_ms", "recall_all_scopes_ms",
+                "fts_floor_ms", "vec_floor_ms", "prepare_ms", "mcp_start_ms", "mcp_recall_ms", "mcp_digest_ms",
+                "hook_session_start_ms", "hook_user_prompt_ms")
+
+
+def format_side_by_side(r: dict) -> str:
+    runs = r["side_by_side"]
+    names = list(runs)
+    first = runs[names[0]]
+    lines = [f"TideMind bench, {r['nodes']:,} nodes in {first['scopes']} scopes, the same corpus on each store",
+             "  " + " · ".join(f"{n}: load {v['load_s']} s, {v['db_bytes_per_1000_nodes']:,} bytes/1000 nodes"
+                               for n, v in runs.items()), "",
+             f"  {'measure (ms)':<24}" + "".join(f"{n + ' p50':>16}{n + ' p95':>16}" for n in names)]
+    for key in SIDE_BY_SIDE:
+        if all(key in v for v in runs.values()):
+            lines.append(f"  {key:<24}" + "".join(f"{runs[n][key]['p50']:>16}{runs[n][key]['p95']:>16}" for n in names))
+    lines.append("\n  recall p50 / floors: " + ", ".join(f"{n} {v['recall_over_floors']}" for n, v in runs.items()))
+    return "\n".join(lines)
+
+
 def format_table(r: dict) -> str:
+    if "side_by_side" in r:
+        return format_side_by_side(r)
     if not r["nodes"]:
         parts = ([_format_import(r)] if "import_cold_s" in r else []) + (
             [_format_hostile(r)] if "hostile_units" in r else [])

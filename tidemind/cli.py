@@ -124,7 +124,7 @@ def cmd_init(args):
             from .errors import StorageError
 
             raise StorageError(m.read_only)
-        _emit(args, {"home": str(m.settings.home), "db": str(m.settings.db_path)},
+        _emit(args, {"home": str(m.settings.home), "db": str(m.settings.store_location)},
               lambda r: f"TideMind home ready at {r['home']}")
 
 
@@ -670,13 +670,17 @@ def cmd_prepare(args):
 
 
 def cmd_bench(args):
-    from .bench import run_bench
+    from .bench import run_bench, run_side_by_side
 
-    r = run_bench(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home, seed=args.seed,
-                  n_scopes=args.scopes, mcp=not args.no_mcp,
-                  metabolism=args.metabolism if args.metabolism is not None else (5000 if args.full else 0),
-                  import_notes=args.import_notes if args.import_notes is not None else (2000 if args.full else 0),
-                  hostile_units=args.hostile_notes or 0)
+    options = dict(n_nodes=args.nodes, queries=args.queries, digests=args.digests, home=args.bench_home,
+                   seed=args.seed, n_scopes=args.scopes, mcp=not args.no_mcp,
+                   metabolism=args.metabolism if args.metabolism is not None else (5000 if args.full else 0),
+                   import_notes=args.import_notes if args.import_notes is not None else (2000 if args.full else 0),
+                   hostile_units=args.hostile_notes or 0)
+    server = os.environ.get("TIDEMIND_STORE", "")
+    # `tidemind --store postgresql://… bench`: that store and SQLite, side by side in one run
+    r = run_side_by_side(server, **options) if "://" in server and not server.startswith(("sqlite:", "file:")) \
+        else run_bench(**options)
     from .bench import format_table
 
     _emit(args, r, format_table)

@@ -60,7 +60,8 @@ def _open(home, event: dict):
         from .memory import Memory
 
         settings = load_settings(home, busy_timeout_ms=HOOK_BUSY_MS)
-        if not settings.db_path.exists():
+        where = settings.store_location.path            # (a server store has no file to look for)
+        if where is not None and not where.exists():
             return None, f"no TideMind store at {settings.home} yet"
         cwd = Path(event["cwd"]) if event.get("cwd") else None
         memory = Memory(settings, actor="hook", readable_scopes=[], writable_scopes=[])

@@ -132,6 +132,10 @@ def _replace_file(db: Path, src: apsw.Connection, keep: Path) -> None:
 def restore(settings: Settings, path, now: str, live: apsw.Connection | None = None) -> dict:
     """`live`: an open connection to the store (a Memory's); else the files are opened here."""
     source = Path(path).expanduser().resolve()
+    if settings.store_location.path is None:
+        raise InvalidInput(f"the store {settings.store_location} is a database server: its own tools restore it"
+                           " (pg_restore), or a backup file fills an empty database with `tidemind --store"
+                           " BACKUP.db migrate --to <its URL>`")
     db = settings.db_path
     if not source.is_file():
         raise InvalidInput(f"no backup file at {source}")

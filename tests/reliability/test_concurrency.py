@@ -10,10 +10,18 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from tidemind.memory import Memory
 
 from ..conftest import ROOT
 from ..test_mcp import call, session_for
+
+@pytest.fixture(autouse=True)
+def _on_each_backend(store):
+    """Every race here runs on SQLite and on PostgreSQL (the `store` fixture; TIDEMIND_STORE
+    reaches every process a test starts), unless a test says why not."""
+
 
 WRITER = textwrap.dedent("""
     import sys
@@ -63,13 +71,18 @@ def test_sigkill_loses_nothing_acknowledged(home):
         assert report["ok"], report
 
 
-def test_locked_database_waits_then_fails_clearly(home):
+def test_locked_database_waits_then_fails_clearly(home, store):
     from tidemind.config import load_settings
     from tidemind.errors import StoreBusy
     from tidemind.store import connect
 
     Memory.open(home).close()
-    holder = connect(home / "tidemind.db")
+    if store:                     # another process's write transaction, held as long as it likes
+        from tidemind.store.postgresql import Connection
+
+        holder = Connection.connect(store)
+    else:
+        holder = connect(home / "tidemind.db")
     holder.execute("BEGIN IMMEDIATE")
     try:
         m = Memory(load_settings(home, busy_timeout_ms=300))
@@ -153,6 +166,9 @@ def test_everything_at_once_on_one_store(home, tmp_path):
         assert report["ok"], report
 
 
+@pytest.mark.backends("sqlite", why="the import's short chunks are how SQLite's one writer at a time lets a digest in;"
+                      " PostgreSQL's writers do not queue behind each other (an import beside digests on it:"
+                      " test_everything_at_once_on_one_store)")
 def test_a_10000_note_import_beside_a_digesting_mcp_server_refuses_no_write(home, tmp_path):
     """Issue 16: an 8,000-note import was one 25 s transaction, and an MCP digest during it failed
     with "the database stayed locked" after 10 s. The import commits in chunks of ~0.25 s: every
@@ -228,6 +244,7 @@ PROBE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.backends("sqlite", why="it times SQLite's write lock from a second connection to the file")
 def test_a_writer_waits_for_at_most_the_chunk_in_progress_never_behind_the_import(home, tmp_path):
     """Issue 29: a probe taking the write lock every 0.2 s during an import waited up to 8.2 s
     (7.0 s behind 3,000 ordinary notes) although no chunk held the lock for more than 0.28 s: the

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tidemind.importers.engine import sync
 from tidemind.memory import Memory
 from tidemind.metabolism.scheduler import ordered_tasks, owner_id, run_task
@@ -23,6 +25,11 @@ from tidemind.store import nodes
 from ..conftest import ROOT
 
 ROUNDS = 25 if os.environ.get("TIDEMIND_SOAK") else 5
+
+
+@pytest.fixture(autouse=True)
+def _on_each_backend(store):
+    """Every kill here lands on SQLite and on PostgreSQL (TIDEMIND_STORE reaches the workers)."""
 
 
 def run_and_kill(kind: str, home, seed: int, min_acks: int, *extra) -> list[dict]:

@@ -19,8 +19,9 @@ import pytest
 
 from tidemind.memory import Memory
 from tidemind.metabolism.scheduler import run_due
+from tidemind.store.connection import checkpoint
 
-from ..conftest import ROOT
+from ..conftest import ROOT, stored_anywhere
 from ..test_mcp import call, session_for
 
 KEY = "marmalade lighthouse"
@@ -30,7 +31,8 @@ NONCE = {"archived": "quintessa", "superseded": "vexillum", "forgotten": "wombat
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, module_store):
+    """(Built once per backend: `module_store` runs the module on SQLite and on PostgreSQL.)"""
     home = tmp_path_factory.mktemp("leaks") / "home"
     ids = {}
     with Memory.open(home) as m:
@@ -199,11 +201,15 @@ def test_desktop_search_and_node_view(world, qtbot):
 
 
 def test_forgotten_bytes_are_nowhere_on_disk(world):
+    """In the home's files (the SQLite store, its log, the stream) and, on a server, in any table."""
     home, _, _ = world
     with Memory.open(home) as m:
-        m.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        checkpoint(m.conn)
+        in_tables = {word: stored_anywhere(m.conn, word) for word in (NONCE["forgotten"], NONCE["archived"])}
     needle = NONCE["forgotten"].encode()
     holders = [str(p) for p in home.rglob("*") if p.is_file() and needle in p.read_bytes().lower()]
-    assert holders == []
+    assert holders == [] and in_tables[NONCE["forgotten"]] == []
     # the archived text, by contrast, is still there (archive hides, it does not erase)
-    assert any(NONCE["archived"].encode() in p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert in_tables[NONCE["archived"]]
+    assert m.settings.store_location.path is None or \
+        any(NONCE["archived"].encode() in p.read_bytes() for p in home.rglob("*") if p.is_file())

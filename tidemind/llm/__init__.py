@@ -197,7 +197,9 @@ def ask_json(conn: apsw.Connection, llm: LLM, task: str, strategy: Strategy, sch
     """Call the model with a strategy, return a validated object or None (never raises for bad
     output). `check` is the caller's own validation after the schema's (None when the answer
     fits, else why not). Raises `ProviderUnavailable` when the model cannot be reached."""
-    if not BREAKER.allows(task):
+    # one breaker per model and task: a model swapped in is not held to the last one's failures
+    breaker_key = f"{getattr(llm, 'name', '?')} {task}"
+    if not BREAKER.allows(breaker_key):
         return None
     started = time.perf_counter()
     status, reason, result, completion = "ok", None, None, Completion("")
@@ -219,7 +221,7 @@ def ask_json(conn: apsw.Connection, llm: LLM, task: str, strategy: Strategy, sch
     except Exception as exc:        # a request the service refused on its merits: recorded, the pass goes on
         status, reason = "error", f"{type(exc).__name__}: {exc}"[:300]
     if outage is None:              # an outage says nothing about the answers: the scheduler handles it
-        BREAKER.record(task, status == "ok")
+        BREAKER.record(breaker_key, status == "ok")
     llm_calls.record(conn, at=at, task=task, provider=llm.name, strategy=f"{strategy.name}@{strategy.version}",
                      status=status, reason=reason, input_tokens=completion.input_tokens,
                      output_tokens=completion.output_tokens, ms=int((time.perf_counter() - started) * 1000))

@@ -31,6 +31,7 @@ import apsw
 from ..errors import InvalidInput, StorageError
 from .connection import scalar
 
+WRITER_LOCK = 0x7446_7772        # the advisory lock every write transaction holds (Connection._begin_writing)
 _STREAMS = itertools.count(1)     # names of server-side cursors, unique per process
 
 # a single-quoted string, a double-quoted name, a line comment, a block comment, or the two
@@ -126,7 +127,11 @@ class Connection:
 
     def execute(self, sql: str, params: Sequence = ()) -> Cursor:
         if sql.strip().upper() == "BEGIN IMMEDIATE":
-            sql = "BEGIN"
+            return self._begin_writing()
+        if sql.strip().upper() == "BEGIN":
+            # SQLite's deferred transaction reads one snapshot throughout (PostgreSQL's default,
+            # READ COMMITTED, would take a new one per statement)
+            sql = "BEGIN ISOLATION LEVEL REPEATABLE READ"
         # SQLite reads `CROSS JOIN ... ON` as an inner join whose order the planner keeps; in
         # PostgreSQL a CROSS JOIN takes no ON, and its planner orders joins itself
         sql = _CROSS_JOIN_ON.sub("JOIN", sql)
@@ -135,6 +140,21 @@ class Connection:
             # without parameters the text goes as it is (a script of several statements: DDL)
             cursor = self._pg.execute(to_psycopg(sql), params) if params else self._pg.execute(sql)
         self._changes = max(cursor.rowcount, 0) if cursor.description is None else 0
+        return Cursor(cursor)
+
+    def _begin_writing(self) -> Cursor:
+        """SQLite's BEGIN IMMEDIATE: a write transaction that holds the store's one writer lock
+        from its start (a transaction-level advisory lock), waiting for it no longer than the
+        lock timeout. Writers on a server queue as SQLite's do, so two of them never deadlock
+        half-way through (a concurrent import and desktop archived the same memory in opposite
+        orders: PostgreSQL aborted one); readers never wait for them."""
+        with _busy_as_sqlite():
+            self._pg.execute("BEGIN")
+            try:
+                cursor = self._pg.execute(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+            except BaseException:
+                self._pg.execute("ROLLBACK")
+                raise
         return Cursor(cursor)
 
     def executemany(self, sql: str, seq: Iterable[Sequence]) -> None:

@@ -317,7 +317,38 @@ def cmd_demo(args):
 def cmd_serve(args):
     from .mcp_server import serve   # imported here: the other commands never pay for the MCP SDK
 
-    serve(args.home, args.scope)
+    if args.require_token and not args.http:
+        raise InvalidInput("--require-token is for --http (the stdio server is only ever the caller's own)")
+    serve(args.home, args.scope, http=args.http, require_token=args.require_token)
+
+
+def cmd_tokens(args):
+    with _memory(args) as m:
+        if args.action == "add":
+            if not args.name:
+                raise InvalidInput("tokens add needs a NAME (who the token is for) and at least one --scope")
+            _emit(args, m.token_add(args.name, args.scope or []), _fmt_token_added)
+        elif args.action == "revoke":
+            if not args.name:
+                raise InvalidInput("tokens revoke needs the NAME of the token (tidemind tokens list shows them)")
+            _emit(args, m.token_revoke(args.name), lambda r: f"revoked the token of {r['name']} at {r['revoked_at']};"
+                                                              " servers refuse it from their next request")
+        else:
+            _emit(args, {"tokens": m.tokens()}, _fmt_tokens)
+
+
+def _fmt_token_added(r: dict) -> str:
+    return (f"token for {r['name']} (scopes {', '.join(r['scopes'])}; writes go to {r['scopes'][0]}):\n"
+            f"{r['token']}\n"
+            "It is shown this once and not kept anywhere (the store holds its SHA-256): give it to its holder now.")
+
+
+def _fmt_tokens(r: dict) -> str:
+    if not r["tokens"]:
+        return "no tokens (tidemind tokens add NAME --scope S makes one)"
+    return "\n".join(f"{t['name']}  scopes {', '.join(t['scopes'])}  created {t['created_at'][:19]}"
+                     f"  last used {(t['last_used_at'] or 'never')[:19]}"
+                     + (f"  REVOKED {t['revoked_at'][:19]}" if t["revoked_at"] else "") for t in r["tokens"])
 
 
 def cmd_hook(args):
@@ -759,8 +790,20 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("embed", cmd_embed, "drain the embedding queue")
     s.add_argument("--batch", type=int, default=256)
     s.add_argument("--all", action="store_true", help="re-embed every live node made by another embedder")
-    s = add("serve", cmd_serve, "run the MCP stdio server (brain_prepare, brain_recall, brain_digest)")
-    s.add_argument("--scope", action="append", help="scope this server may touch (repeatable; the first gets writes)")
+    s = add("serve", cmd_serve, "run the MCP server (brain_prepare, brain_recall, brain_digest) over stdio, or over"
+                                " HTTP with --http")
+    s.add_argument("--scope", action="append", help="scope this server may touch (repeatable; the first gets writes);"
+                   " over HTTP, a request with a token gets the token's scopes instead")
+    s.add_argument("--http", metavar="HOST:PORT", help="serve the MCP streamable HTTP transport at"
+                   " http://HOST:PORT/mcp; an address other than loopback needs tokens (tidemind tokens add)")
+    s.add_argument("--require-token", action="store_true", help="with --http: ask every request for a token even on"
+                   " loopback (behind a reverse proxy on this machine), and refuse to start while none is defined")
+    s = add("tokens", cmd_tokens, "bearer tokens of the HTTP server: add NAME --scope S [--scope S2], list,"
+                                  " revoke NAME")
+    s.add_argument("action", choices=["add", "list", "revoke"])
+    s.add_argument("name", nargs="?", help="who the token is for (add, revoke)")
+    s.add_argument("--scope", action="append", help="add: a scope the token may touch (repeatable; the first gets"
+                   " writes)")
     s = add("hook", cmd_hook, "run a lifecycle hook for an agent host (reads the event JSON on stdin)")
     s.add_argument("event", choices=["session-start", "user-prompt", "pre-compact", "stop"])
     s.add_argument("--host", default=None, help="the host running it, for its output format (default claude-code)")

@@ -311,3 +311,41 @@ def test_addresses():
             parse_address(bad)
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.1.2.3")
     assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("192.168.1.2")
+
+
+# -- hooks pointed at the server (install-hooks --url writes these commands) ------------------------
+def run_hook(event: str, url: str, stdin: dict, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tidemind.cli", "hook", event, "--host", "claude-code", "--url", url,
+                           "--token-env", "TEAM_MEMORY_TOKEN"], input=json.dumps(stdin).encode(),
+                          capture_output=True, cwd=ROOT, timeout=60,
+                          env={**{k: v for k, v in os.environ.items() if k != "TEAM_MEMORY_TOKEN"}, **env})
+
+
+def test_the_hooks_ask_the_remote_server_in_the_tokens_scopes_and_never_fail_the_host(home, mem, tmp_path):
+    mem.digest(ALPHA, scope="alpha")
+    mem.digest(BETA, scope="beta")
+    alice = add_token(home, "alice", "alpha")
+    elsewhere = tmp_path / "laptop"                     # the hook's own machine: no store of its own
+    with http_server(home) as served:
+        env = {"TEAM_MEMORY_TOKEN": alice, "TIDEMIND_HOME": str(elsewhere)}
+        started = run_hook("session-start", served.url, {"hook_event_name": "SessionStart"}, env)
+        assert started.returncode == 0, started.stderr.decode()
+        context = json.loads(started.stdout)["hookSpecificOutput"]
+        assert context["hookEventName"] == "SessionStart" and "1240" in context["additionalContext"]
+        assert "980" not in context["additionalContext"]
+        prompt = run_hook("user-prompt", served.url, {"prompt": "what temperature does the alpha kiln fire at"}, env)
+        said = json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "1240 degrees" in said and "980" not in said
+        asked_beta = run_hook("user-prompt", served.url, {"prompt": "what temperature does the beta kiln fire at in"
+                                                                    " the garden shed"}, env)
+        assert b"980" not in asked_beta.stdout
+        run_cli(home, "tokens", "revoke", "alice")
+        refused = run_hook("session-start", served.url, {}, env)
+        assert refused.returncode == 0                 # a hook never fails the host: one line instead
+        line = json.loads(refused.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert line.startswith("(TideMind: ") and served.url in line and "was revoked" in line
+        assert alice.removeprefix("tidemind_") not in (refused.stdout + refused.stderr).decode()
+        unset = run_hook("session-start", served.url, {}, {"TIDEMIND_HOME": str(elsewhere)})
+        assert "$TEAM_MEMORY_TOKEN holds no token" in json.loads(unset.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert run_hook("stop", served.url, {"transcript_path": "/nonexistent"}, env).stdout == b""
+    assert not (elsewhere / "tidemind.db").exists()     # nothing was opened locally

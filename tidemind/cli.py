@@ -354,13 +354,14 @@ def _fmt_tokens(r: dict) -> str:
 def cmd_hook(args):
     from .hooks import run
 
-    sys.exit(run(args.event, args.home, args.host))
+    sys.exit(run(args.event, args.home, args.host, url=args.url, token_env=args.token_env))
 
 
 def cmd_install_hooks(args):
     from .install import describe, run
 
-    r = run(args.host or ["claude-code"], args.base, args.home, args.scope, args.uninstall, args.dry_run)
+    r = run(args.host or ["claude-code"], args.base, args.home, args.scope, args.uninstall, args.dry_run,
+            url=args.url, token_env=args.token_env)
     _emit(args, r, describe)
 
 
@@ -807,6 +808,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("hook", cmd_hook, "run a lifecycle hook for an agent host (reads the event JSON on stdin)")
     s.add_argument("event", choices=["session-start", "user-prompt", "pre-compact", "stop"])
     s.add_argument("--host", default=None, help="the host running it, for its output format (default claude-code)")
+    s.add_argument("--url", help="ask this TideMind server over HTTP (tidemind serve --http) instead of the local store")
+    s.add_argument("--token-env", default="TIDEMIND_TOKEN", help="with --url: the environment variable holding the"
+                   " bearer token (default TIDEMIND_TOKEN)")
     s = add("install-hooks", cmd_install_hooks, "register the MCP server and hooks with an agent host")
     from .install import HOST_NAMES
 
@@ -818,6 +822,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="print the change as a diff and write nothing")
     s.add_argument("--base", default=None, help="the home directory the hosts' files are under (default: ~)")
     s.add_argument("--scope", action="append", help="fix the server's scopes (default: derived per project)")
+    s.add_argument("--url", help="point the host at a TideMind server over HTTP (tidemind serve --http), e.g."
+                   " https://memory.example.org/mcp, instead of starting one (claude-code, codex, cursor)")
+    s.add_argument("--token-env", help="with --url: the environment variable the host reads the bearer token from"
+                   " (default TIDEMIND_TOKEN); the token itself is never written into a file")
     s = add("metabolize", cmd_metabolize, "run metabolism tasks now (all, or --task NAME ...)")
     s.add_argument("--task", action="append", help="one of embed, annotate, link-propose, link-evaluate, dedup,"
                    " contradict, crystallize, temporal, lessons, reconsolidate, fingerprint, decay (repeatable)")

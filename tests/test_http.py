@@ -185,6 +185,7 @@ def test_each_token_reads_and_writes_only_its_own_scopes_through_every_tool(home
     assert mem.show(shared_id)["status"] == "live"
     actors = {r[0] for r in mem.conn.execute("SELECT actor FROM audit_log WHERE node_id = ?", (bob_node,))}
     assert actors == {"mcp:bob"}                       # the audit log names the token's holder
+    assert mem.show(bob_node)["written_by"] == "agent"  # and a reader weighs it as an agent's, as over stdio
 
 
 def test_refusals_are_401_with_a_sentence_and_a_revoked_token_is_refused_at_once(home, mem):

@@ -391,3 +391,79 @@ def test_a_linked_config_is_written_through_its_link(tmp_path):
     cli(tmp_path, tmp_path / "tm", base, "--host", "cursor", "--uninstall")
     assert (base / ".cursor" / "mcp.json").is_symlink()
     assert dotfiles.read_bytes() == (FIXTURES / "cursor" / ".cursor" / "mcp.json").read_bytes()
+
+
+# -- a remote server (install-hooks --url): the shape each host's own fixture shows for one -------------
+REMOTE_URL = "https://memory.example.org/mcp"
+REMOTE_ENTRIES = {
+    # as the fixture's "github" server: "type": "http", url, headers with ${VAR}
+    "claude-code": {"type": "http", "url": REMOTE_URL, "headers": {"Authorization": "Bearer ${TEAM_TOKEN}"}},
+    # as the fixture's [mcp_servers.figma]: url and bearer_token_env_var
+    "codex": {"url": REMOTE_URL, "bearer_token_env_var": "TEAM_TOKEN"},
+    # as the fixture's "remote-server": url, headers with ${env:VAR}
+    "cursor": {"url": REMOTE_URL, "headers": {"Authorization": "Bearer ${env:TEAM_TOKEN}"}},
+}
+
+
+@pytest.mark.parametrize("host", list(REMOTE_ENTRIES))
+def test_url_points_a_host_at_a_remote_server_without_writing_the_token(host, tmp_path):
+    base = fixture_home(tmp_path, host)
+    home = tmp_path / "tm"
+    original = snapshot(base)
+    spec = HOSTS[host]
+    local = cli(tmp_path, home, base, "--host", host)            # wired to a local server first
+    assert local["hosts"][0]["changes"]
+    secret = "tidemind_" + "s3cr3t" * 7
+    env = {**env_for(tmp_path), "TEAM_TOKEN": secret}
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "--json", "install-hooks",
+                           "--base", str(base), "--host", host, "--url", REMOTE_URL, "--token-env", "TEAM_TOKEN"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    mcp_path, fmt, key = spec["mcp"]
+    config = read_config(base / mcp_path, fmt)
+    assert config[key]["tidemind"] == REMOTE_ENTRIES[host]
+    assert without_ours(config, key, None) == read_config(FIXTURES / host / mcp_path, fmt)   # the rest as it was
+    if "hooks" in spec:
+        hooks_path, hfmt, style, events = spec["hooks"]
+        registered = our_hooks(read_config(base / hooks_path, hfmt), style)
+        wanted = {e: n for e, n in events.items() if n in ("session-start", "user-prompt")}
+        assert set(registered) == set(wanted)                    # the local stop hook is taken out
+        for event, name in wanted.items():
+            assert registered[event][0].endswith(f" hook {name} --host {host} --url {REMOTE_URL} --token-env TEAM_TOKEN")
+    assert all(secret.encode() not in data for data in snapshot(base).values())
+    assert all(secret.encode() not in p.read_bytes() for p in home.rglob("*") if p.is_file())
+    again = cli(tmp_path, home, base, "--host", host, "--url", REMOTE_URL, "--token-env", "TEAM_TOKEN")
+    assert again["hosts"][0]["changes"] == []                    # idempotent
+    cli(tmp_path, home, base, "--host", host, "--uninstall")
+    assert snapshot(base) == original
+
+
+@pytest.mark.parametrize("args,said", [
+    (["--host", "gemini", "--url", REMOTE_URL], "gemini not wired to a remote server"),
+    (["--host", "claude-code", "--host", "vscode", "--url", REMOTE_URL], "vscode not wired"),
+    (["--host", "claude-code", "--url", "http://memory.example.org/mcp"], "in clear"),
+    (["--host", "claude-code", "--url", "https://alice:pw@memory.example.org/mcp"], "must not carry credentials"),
+    (["--host", "claude-code", "--url", "ftp://memory.example.org"], "http(s) URL"),
+    (["--host", "claude-code", "--url", REMOTE_URL, "--token-env", "$X"], "must name an environment variable"),
+    (["--host", "claude-code", "--url", REMOTE_URL, "--scope", "alpha"], "decides the scopes"),
+    (["--host", "claude-code", "--token-env", "X"], "goes with --url"),
+])
+def test_a_remote_install_it_cannot_do_right_is_refused_and_nothing_changes(tmp_path, args, said):
+    base = tmp_path / "base"
+    for host in ("claude-code", "gemini", "vscode"):
+        shutil.copytree(FIXTURES / host, base, dirs_exist_ok=True)
+    before = snapshot(base)
+    proc = cli(tmp_path, tmp_path / "tm", base, *args, check=False)
+    assert proc.returncode == 1 and said in proc.stderr, proc.stderr
+    assert snapshot(base) == before
+
+
+def test_all_with_url_wires_the_hosts_that_take_a_remote_server_and_names_the_rest(tmp_path):
+    base = tmp_path / "base"
+    for host in ("codex", "gemini", "cursor"):
+        shutil.copytree(FIXTURES / host, base, dirs_exist_ok=True)
+    report = cli(tmp_path, tmp_path / "tm", base, "--host", "all", "--url", REMOTE_URL)
+    assert [h["host"] for h in report["hosts"]] == ["cursor", "codex"] and report["not_remote"] == ["gemini"]
+    assert read_config(base / ".cursor/mcp.json", "json")["mcpServers"]["tidemind"]["headers"] == \
+        {"Authorization": "Bearer ${env:TIDEMIND_TOKEN}"}
+    assert "tidemind" not in read_config(base / ".gemini/settings.json", "jsonc")["mcpServers"]

@@ -317,19 +317,51 @@ def cmd_demo(args):
 def cmd_serve(args):
     from .mcp_server import serve   # imported here: the other commands never pay for the MCP SDK
 
-    serve(args.home, args.scope)
+    if args.require_token and not args.http:
+        raise InvalidInput("--require-token is for --http (the stdio server is only ever the caller's own)")
+    serve(args.home, args.scope, http=args.http, require_token=args.require_token)
+
+
+def cmd_tokens(args):
+    with _memory(args) as m:
+        if args.action == "add":
+            if not args.name:
+                raise InvalidInput("tokens add needs a NAME (who the token is for) and at least one --scope")
+            _emit(args, m.token_add(args.name, args.scope or []), _fmt_token_added)
+        elif args.action == "revoke":
+            if not args.name:
+                raise InvalidInput("tokens revoke needs the NAME of the token (tidemind tokens list shows them)")
+            _emit(args, m.token_revoke(args.name), lambda r: f"revoked the token of {r['name']} at {r['revoked_at']};"
+                                                              " servers refuse it from their next request")
+        else:
+            _emit(args, {"tokens": m.tokens()}, _fmt_tokens)
+
+
+def _fmt_token_added(r: dict) -> str:
+    return (f"token for {r['name']} (scopes {', '.join(r['scopes'])}; writes go to {r['scopes'][0]}):\n"
+            f"{r['token']}\n"
+            "It is shown this once and not kept anywhere (the store holds its SHA-256): give it to its holder now.")
+
+
+def _fmt_tokens(r: dict) -> str:
+    if not r["tokens"]:
+        return "no tokens (tidemind tokens add NAME --scope S makes one)"
+    return "\n".join(f"{t['name']}  scopes {', '.join(t['scopes'])}  created {t['created_at'][:19]}"
+                     f"  last used {(t['last_used_at'] or 'never')[:19]}"
+                     + (f"  REVOKED {t['revoked_at'][:19]}" if t["revoked_at"] else "") for t in r["tokens"])
 
 
 def cmd_hook(args):
     from .hooks import run
 
-    sys.exit(run(args.event, args.home, args.host))
+    sys.exit(run(args.event, args.home, args.host, url=args.url, token_env=args.token_env))
 
 
 def cmd_install_hooks(args):
     from .install import describe, run
 
-    r = run(args.host or ["claude-code"], args.base, args.home, args.scope, args.uninstall, args.dry_run)
+    r = run(args.host or ["claude-code"], args.base, args.home, args.scope, args.uninstall, args.dry_run,
+            url=args.url, token_env=args.token_env)
     _emit(args, r, describe)
 
 
@@ -763,11 +795,26 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("embed", cmd_embed, "drain the embedding queue")
     s.add_argument("--batch", type=int, default=256)
     s.add_argument("--all", action="store_true", help="re-embed every live node made by another embedder")
-    s = add("serve", cmd_serve, "run the MCP stdio server (brain_prepare, brain_recall, brain_digest)")
-    s.add_argument("--scope", action="append", help="scope this server may touch (repeatable; the first gets writes)")
+    s = add("serve", cmd_serve, "run the MCP server (brain_prepare, brain_recall, brain_digest) over stdio, or over"
+                                " HTTP with --http")
+    s.add_argument("--scope", action="append", help="scope this server may touch (repeatable; the first gets writes);"
+                   " over HTTP, a request with a token gets the token's scopes instead")
+    s.add_argument("--http", metavar="HOST:PORT", help="serve the MCP streamable HTTP transport at"
+                   " http://HOST:PORT/mcp; an address other than loopback needs tokens (tidemind tokens add)")
+    s.add_argument("--require-token", action="store_true", help="with --http: ask every request for a token even on"
+                   " loopback (behind a reverse proxy on this machine), and refuse to start while none is defined")
+    s = add("tokens", cmd_tokens, "bearer tokens of the HTTP server: add NAME --scope S [--scope S2], list,"
+                                  " revoke NAME")
+    s.add_argument("action", choices=["add", "list", "revoke"])
+    s.add_argument("name", nargs="?", help="who the token is for (add, revoke)")
+    s.add_argument("--scope", action="append", help="add: a scope the token may touch (repeatable; the first gets"
+                   " writes)")
     s = add("hook", cmd_hook, "run a lifecycle hook for an agent host (reads the event JSON on stdin)")
     s.add_argument("event", choices=["session-start", "user-prompt", "pre-compact", "stop"])
     s.add_argument("--host", default=None, help="the host running it, for its output format (default claude-code)")
+    s.add_argument("--url", help="ask this TideMind server over HTTP (tidemind serve --http) instead of the local store")
+    s.add_argument("--token-env", default="TIDEMIND_TOKEN", help="with --url: the environment variable holding the"
+                   " bearer token (default TIDEMIND_TOKEN)")
     s = add("install-hooks", cmd_install_hooks, "register the MCP server and hooks with an agent host")
     from .install import HOST_NAMES
 
@@ -779,6 +826,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="print the change as a diff and write nothing")
     s.add_argument("--base", default=None, help="the home directory the hosts' files are under (default: ~)")
     s.add_argument("--scope", action="append", help="fix the server's scopes (default: derived per project)")
+    s.add_argument("--url", help="point the host at a TideMind server over HTTP (tidemind serve --http), e.g."
+                   " https://memory.example.org/mcp, instead of starting one (claude-code, codex, cursor)")
+    s.add_argument("--token-env", help="with --url: the environment variable the host reads the bearer token from"
+                   " (default TIDEMIND_TOKEN); the token itself is never written into a file")
     s = add("metabolize", cmd_metabolize, "run metabolism tasks now (all, or --task NAME ...)")
     s.add_argument("--task", action="append", help="one of embed, annotate, link-propose, link-evaluate, dedup,"
                    " contradict, crystallize, temporal, lessons, reconsolidate, fingerprint, decay (repeatable)")

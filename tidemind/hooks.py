@@ -5,6 +5,10 @@ for the model goes where the host puts it in front of the model (`hookSpecificOu
 additionalContext` with the host's own event name), a note for the person goes in `systemMessage`.
 A hook never fails the host: when the store is missing, locked or broken it says so in one line and
 exits 0. It waits at most HOOK_BUSY_MS for a lock, and imports only what its event needs.
+
+With `--url` (written by `install-hooks --url`) session-start and user-prompt ask a TideMind server
+over HTTP instead of the local store, with the bearer token in the variable `--token-env` names,
+through the MCP SDK's client: the same tools the host calls, so the token's scopes bound them.
 """
 from __future__ import annotations
 
@@ -109,10 +113,14 @@ def user_prompt(home, host: str = DEFAULT_HOST) -> str:
         memory.close()
     if r["abstained"]:
         return ""
+    return _prompt_context(host, r["items"])
+
+
+def _prompt_context(host: str, items: list[dict]) -> str:
     from .prepare import quote
 
     lines, size = [], 0
-    for item in r["items"]:
+    for item in items:
         if item.get("evidence", 0) < PROMPT_MIN_EVIDENCE:
             continue
         line = f"- [{item['id']}] {item.get('written_by', 'system')}: {quote(item['content'], 400)}"
@@ -278,10 +286,92 @@ def stop(home, host: str = DEFAULT_HOST) -> str:
 
 HOOKS = {"session-start": session_start, "user-prompt": user_prompt, "pre-compact": pre_compact, "stop": stop}
 
+# -- a remote server (install-hooks --url) ------------------------------------------------------
+REMOTE_SECONDS = {"session-start": 8.0, "user-prompt": 4.0}     # within the hosts' timeouts (install.py)
 
-def run(name: str, home, host: str | None = None) -> int:
+
+def _ask_remote(url: str, token_env: str, tool: str, arguments: dict, seconds: float):
+    """(the tool's answer, None) or (None, one line saying why); never raises, never says the token."""
+    import os
+
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        return None, f"${token_env} holds no token for {url}"
     try:
-        out = HOOKS[name](home, host or DEFAULT_HOST)
+        import anyio
+        import httpx2
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        async def ask():
+            with anyio.fail_after(seconds):
+                async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                              timeout=httpx2.Timeout(seconds)) as client:
+                    async with streamable_http_client(url, http_client=client) as (read, write):
+                        async with ClientSession(read, write) as session:
+                            await session.initialize()
+                            return await session.call_tool(tool, arguments)
+
+        answer = anyio.run(ask)
+    except BaseException as exc:            # (an ExceptionGroup from the client's task group, a timeout)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        refused = _refusal(url, token, seconds)
+        if refused:
+            return None, f"{url} refused the token: {refused}"
+        said = " ".join(str(exc).split()).replace(token, "…")[:200] or type(exc).__name__
+        return None, f"{url} did not answer ({type(exc).__name__}: {said})"
+    if answer.is_error:
+        return None, f"{url}: " + (answer.content[0].text if answer.content else "error")[:200]
+    return answer, None
+
+
+def _refusal(url: str, token: str, seconds: float) -> str | None:
+    """The server's own sentence when it refused the token (its 401 body), which the SDK's client
+    reports only as "an error response"."""
+    try:
+        import httpx2
+
+        answer = httpx2.post(url, headers={"Authorization": f"Bearer {token}", "Accept": "application/json,"
+                                           " text/event-stream"}, json={}, timeout=seconds)
+        if answer.status_code == 401:
+            return str(answer.json().get("error_description", "401"))[:300].replace(token, "…")
+    except Exception:
+        pass
+    return None
+
+
+def remote_session_start(url: str, token_env: str, host: str) -> str:
+    answer, problem = _ask_remote(url, token_env, "brain_prepare", {}, REMOTE_SECONDS["session-start"])
+    if answer is None:
+        return _context(host, "session-start", f"(TideMind: {problem})")
+    return _context(host, "session-start", answer.content[0].text if answer.content else "")
+
+
+def remote_user_prompt(url: str, token_env: str, host: str) -> str:
+    prompt = (_event().get("prompt") or "").strip()
+    if not prompt:
+        return ""
+    answer, _ = _ask_remote(url, token_env, "brain_recall", {"query": prompt[:2_000], "limit": PROMPT_MAX_ITEMS},
+                            REMOTE_SECONDS["user-prompt"])
+    found = (answer.structured_content or {}) if answer is not None else {}
+    found = found.get("result", found)
+    if not found or found.get("abstained"):
+        return ""                 # silence beats noise on every prompt; session-start reports problems
+    return _prompt_context(host, found.get("items", []))
+
+
+REMOTE_HOOKS = {"session-start": remote_session_start, "user-prompt": remote_user_prompt}
+
+
+def run(name: str, home, host: str | None = None, url: str | None = None, token_env: str = "TIDEMIND_TOKEN") -> int:
+    try:
+        if url is not None:       # (pre-compact and stop have nothing to ask a remote server: silent)
+            out = REMOTE_HOOKS[name](url, token_env, host or DEFAULT_HOST) if name in REMOTE_HOOKS else ""
+        else:
+            out = HOOKS[name](home, host or DEFAULT_HOST)
     except Exception as exc:    # last line of defence: exit 0 with one line
         out = json.dumps({"systemMessage": f"TideMind hook {name} failed: {type(exc).__name__}: {exc}"})
     if out:

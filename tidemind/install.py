@@ -41,6 +41,42 @@ from .jsonedit import Document, JSONEditError
 SERVER_NAME = "tidemind"
 HOST_NAMES = ["claude-code", "claude-desktop", "cursor", "codex", "gemini", "vscode", "windsurf"]
 
+# The hosts whose remote (HTTP) MCP server entry this version writes with `--url`: the shape of each
+# is the one its own configuration shows in tests/fixtures/hosts (Claude Code's "type": "http" with
+# headers, Codex's url + bearer_token_env_var, Cursor's url + headers with ${env:...}); the token
+# is always named by an environment variable, never written into a file.
+REMOTE_HOSTS = ("claude-code", "codex", "cursor")
+# the hooks a remote install registers: the stop hook files lessons in the review queue, which no
+# tool of the remote server takes
+REMOTE_HOOKS = ("session-start", "user-prompt")
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A TideMind server over HTTP (`tidemind serve --http`) and the variable its token is in."""
+    url: str
+    token_env: str
+
+
+def check_remote(url: str, token_env: str) -> Remote:
+    """Refused in one line: a URL that is not http(s), plain http to anything but this machine (the
+    token would cross the network in clear), a variable name a shell could not export."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(f"--url must be the server's http(s) URL, e.g. https://memory.example.org/mcp; got"
+                           f" {url[:80]!r}")
+    if parts.username or parts.password:
+        raise InvalidInput("--url must not carry credentials; the token goes in the variable --token-env names")
+    if parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "::1", "localhost"):
+        raise InvalidInput(f"--url {url[:80]}: plain http would send the token across the network in clear; use"
+                           " https:// (TLS at a reverse proxy, see the README) or a server on this machine")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", token_env or ""):
+        raise InvalidInput(f"--token-env must name an environment variable (letters, digits, _); got {token_env!r}")
+    return Remote(url, token_env)
+
+
 # hook name -> (the host's event, timeout in seconds)
 CLAUDE_HOOKS = {"session-start": ("SessionStart", 10), "user-prompt": ("UserPromptSubmit", 5), "stop": ("Stop", 15)}
 CODEX_HOOKS = {"session-start": ("SessionStart", 10), "user-prompt": ("UserPromptSubmit", 5), "stop": ("Stop", 15)}
@@ -126,24 +162,37 @@ def _shell(parts: list[str]) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _remote_entry(host: str, remote: Remote) -> dict:
+    """The host's own shape for a remote MCP server whose bearer token is in `remote.token_env`."""
+    if host == "claude-code":
+        return {"type": "http", "url": remote.url, "headers": {"Authorization": f"Bearer ${{{remote.token_env}}}"}}
+    if host == "codex":
+        return {"url": remote.url, "bearer_token_env_var": remote.token_env}
+    return {"url": remote.url, "headers": {"Authorization": f"Bearer ${{env:{remote.token_env}}}"}}     # cursor
+
+
 def targets(host: str, base: Path, home: str | None, scopes: list[str] | None, platform: str = sys.platform,
-            overridden: bool = True) -> list[Target]:
+            overridden: bool = True, remote: Remote | None = None) -> list[Target]:
     paths = host_paths(host, base, platform, overridden)
     command = _base_command(home)
     serve = command[1:] + ["serve"] + [a for s in (scopes or []) for a in ("--scope", s)]
-    hook = lambda name: _shell(command + ["hook", name, "--host", host])   # noqa: E731
-    plain = {"command": command[0], "args": serve}
+    # a remote install's hooks ask the same server the host does (hooks.py), with the same token
+    to_server = ["--url", remote.url, "--token-env", remote.token_env] if remote else []
+    hook = lambda name: _shell(command + ["hook", name, "--host", host] + to_server)   # noqa: E731
+    plain = {"command": command[0], "args": serve} if remote is None else _remote_entry(host, remote)
+    wired = (lambda hooks: {n: v for n, v in hooks.items() if n in REMOTE_HOOKS}) if remote else dict  # noqa: E731
     out: list[Target] = []
     if host == "claude-code":
-        out.append(Target(paths["mcp"], "mcp-json", "MCP server", entry={"type": "stdio", **plain}))
+        out.append(Target(paths["mcp"], "mcp-json", "MCP server",
+                          entry={"type": "stdio", **plain} if remote is None else plain))
         out.append(Target(paths["hooks"], "hooks-json", "hooks", hooks={
             event: {"matcher": "", "hooks": [{"type": "command", "command": hook(name), "timeout": t}]}
-            for name, (event, t) in CLAUDE_HOOKS.items()}))
+            for name, (event, t) in wired(CLAUDE_HOOKS).items()}))
     elif host == "codex":
         out.append(Target(paths["mcp"], "mcp-toml", "MCP server", entry=plain))
         out.append(Target(paths["hooks"], "hooks-json", "hooks", hooks={
             event: {"hooks": [{"type": "command", "command": hook(name), "timeout": t}]}
-            for name, (event, t) in CODEX_HOOKS.items()}))
+            for name, (event, t) in wired(CODEX_HOOKS).items()}))
     elif host == "gemini":
         out.append(Target(paths["mcp"], "mcp-json", "MCP server", entry=plain, comments=True))
         out.append(Target(paths["hooks"], "hooks-json", "hooks", comments=True, hooks={
@@ -382,11 +431,12 @@ def _without_empty_servers(data: dict) -> dict:
 
 
 def plan(host: str, base: Path, home: str | None, scopes: list[str] | None, install: bool,
-         manifest: dict | None = None, platform: str = sys.platform, overridden: bool = True) -> list[Change]:
+         manifest: dict | None = None, platform: str = sys.platform, overridden: bool = True,
+         remote: Remote | None = None) -> list[Change]:
     """The changes wiring (or unwiring) `host` needs; raises InvalidInput before anything is written."""
     recorded = {f["path"]: f for f in (manifest or {}).get("files", [])}
     changes: dict[Path, Change] = {}
-    for target in targets(host, base, home, scopes, platform, overridden):
+    for target in targets(host, base, home, scopes, platform, overridden, remote):
         _check_path(target.path, base)
         previous = changes.get(target.path)
         raw = previous.after if previous else _read(target.path)
@@ -481,7 +531,10 @@ def apply(host: str, changes: list[Change], home: Path, install: bool) -> dict:
         if change.before is not None:
             folder = home / "backups" / "hosts" / host / stamp
             folder.mkdir(parents=True, exist_ok=True)
-            backup = folder / (re.sub(r"[^A-Za-z0-9._-]+", "_", str(path).strip("/")) or "file")
+            name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(path).strip("/")) or "file"
+            backup, n = folder / name, 1
+            while backup.exists():     # two installs in one second: the first one's backup is the original
+                backup, n = folder / f"{name}.{n}", n + 1
             backup.write_bytes(change.before)
         made: list[str] = []
         _write(path, change.after, made)
@@ -529,12 +582,21 @@ def detect(base: Path, platform: str = sys.platform, overridden: bool = True) ->
 
 
 def run(hosts: list[str], base: str | None, home: str | None, scopes: list[str] | None, uninstall: bool,
-        dry_run: bool, platform: str = sys.platform) -> dict:
-    """Plan every host, then (unless dry_run) write: a refusal leaves every file as it was."""
+        dry_run: bool, platform: str = sys.platform, url: str | None = None, token_env: str | None = None) -> dict:
+    """Plan every host, then (unless dry_run) write: a refusal leaves every file as it was. With
+    `url`, the host is pointed at that TideMind server over HTTP instead of starting its own."""
     if scopes:                         # written into each host's command line: checked like every --scope
         from .scopes import check_scope
 
         scopes = [check_scope(s) for s in scopes]
+    remote = None
+    if url is not None and not uninstall:
+        if scopes:
+            raise InvalidInput("--scope and --url do not go together: a remote server's token decides the scopes"
+                               " (tidemind tokens add NAME --scope S on the server)")
+        remote = check_remote(url, token_env or "TIDEMIND_TOKEN")
+    elif token_env is not None and url is None:
+        raise InvalidInput("--token-env goes with --url (the variable holding that server's token)")
     overridden = base is not None
     root = Path(base).expanduser().resolve() if base else Path.home()
     tm_home = resolve_home(home)
@@ -543,12 +605,22 @@ def run(hosts: list[str], base: str | None, home: str | None, scopes: list[str] 
     if "all" in hosts:
         found = detect(root, platform, overridden)
         hosts = found if not uninstall else [h for h in HOST_NAMES if load_manifest(tm_home, h) or h in found]
-    plans = {h: plan(h, root, home, scopes, not uninstall, load_manifest(tm_home, h), platform, overridden)
+    if remote is not None:
+        unsupported = [h for h in hosts if h not in REMOTE_HOSTS]
+        if unsupported and found is not None:          # `all`: wire the hosts that can, say which were left
+            hosts = [h for h in hosts if h in REMOTE_HOSTS]
+        elif unsupported:
+            raise InvalidInput(f"--url: {', '.join(unsupported)} not wired to a remote server by this version (it"
+                               f" writes the remote-server format of {', '.join(REMOTE_HOSTS)} only); nothing was"
+                               " changed")
+    plans = {h: plan(h, root, home, scopes, not uninstall, load_manifest(tm_home, h), platform, overridden, remote)
              for h in hosts}
     out = {"action": "uninstall" if uninstall else "install", "dry_run": dry_run, "hosts": []}
     if found is not None:
         out["found"] = found
         out["not_found"] = [h for h in HOST_NAMES if h not in found]
+        if remote is not None:
+            out["not_remote"] = [h for h in found if h not in REMOTE_HOSTS]
     for host, changes in plans.items():
         if dry_run:
             out["hosts"].append({"host": host, "changes": [
@@ -564,6 +636,9 @@ def describe(report: dict) -> str:
     if "found" in report:
         lines.append("found: " + (", ".join(report["found"]) or "no host") +
                      ("; not found: " + ", ".join(report["not_found"]) if report["not_found"] else ""))
+    if report.get("not_remote"):
+        lines.append("left as they are (no remote-server format for them in this version): "
+                     + ", ".join(report["not_remote"]))
     for h in report["hosts"]:
         if not h["changes"]:
             lines.append(f"{h['host']}: {'already up to date' if report['action'] == 'install' else 'nothing to remove'}")

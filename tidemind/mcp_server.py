@@ -1,17 +1,22 @@
-"""`tidemind serve`: the MCP stdio server, a thin shell over `tidemind.memory.Memory`.
+"""`tidemind serve`: the MCP server, a thin shell over `tidemind.memory.Memory`, served over stdio
+or, with `--http`, over streamable HTTP (`mcp_http.py`).
 
 Its scopes are fixed when it starts (`--scope`, else config, else the git repository of the
 working directory as `project:<name>`, else `personal`); a call may narrow what it reads,
-never widen it. Every user-caused problem is a `ToolError` with a sentence the model can act on.
+never widen it. Over HTTP a call that came with a bearer token runs in that token's scopes
+instead, exactly as a server started with them as `--scope` would. Every user-caused problem is
+a `ToolError` with a sentence the model can act on.
 """
 from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, Strict, ValidationError
@@ -156,18 +161,39 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
         raise
     memory.readable, memory.writable = list(fixed), list(fixed)
     legacy_readable(memory, scopes, settings, cwd)
+    own = Caller(list(fixed), list(memory.readable), list(memory.writable), memory.actor)
     lock = threading.Lock()          # tools run in worker threads; one connection serves them in turn
     server = _Server("tidemind", version=__version__, instructions=INSTRUCTIONS)
     embedder = BackgroundEmbedder(memory, lock)
 
-    def call(fn, *args, **kwargs):
+    def caller(ctx: Context | None) -> Caller:
+        """Whose call this is: the bearer token's holder over HTTP (mcp_http.TokenGate put it on
+        the request), else the server's own scopes (stdio, or loopback HTTP without tokens)."""
+        try:
+            request = ctx.request_context.request if ctx is not None else None
+        except ValueError:               # (no request context: a call made in-process)
+            request = None
+        user = request.scope.get("user") if request is not None else None
+        held = getattr(user, "access_token", None)
+        if held is None:
+            return own
+        return Caller(list(held.scopes), list(held.scopes), list(held.scopes), f"mcp:{held.client_id}")
+
+    def call(who: Caller, fn, *args, **kwargs):
         try:
             with lock:
-                return fn(*args, **kwargs)
+                # one Memory serves every caller in turn, each in its own scopes: set under the lock
+                # that serialises the calls, so no call ever runs with another caller's scopes
+                memory.readable, memory.writable, memory.actor = list(who.readable), list(who.writable), who.actor
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    memory.readable, memory.writable, memory.actor = list(own.readable), list(own.writable), own.actor
         except TideMindError as exc:
             raise ToolError(str(exc)) from None
         except (OSError, *DISK_ERRORS) as exc:     # a disk the core met outside a transaction: say why
-            problem = storage_error(exc, settings.db_path)
+            location = settings.store_location       # (db_path is SQLite's alone: it raised on PostgreSQL)
+            problem = storage_error(exc, location.path if location.path is not None else str(location))
             if problem is None:
                 raise
             raise ToolError(str(problem)) from None
@@ -178,7 +204,8 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     def brain_digest(content: str = "", intent: Literal["store", "correct", "archive", "forget", "clarify"] = "store",
                      target_node: NodeId | None = None, scope: str | None = None,
                      source: Source | None = None, valid_at: str | None = None,
-                     skip: Annotated[bool, Strict()] = False) -> dict[str, Any]:
+                     skip: Annotated[bool, Strict()] = False, ctx: Context | None = None) -> dict[str, Any]:
+        who = caller(ctx)
         source = source or {}
         if skip and intent != "clarify":
             raise ToolError('skip is only for intent "clarify"')
@@ -186,8 +213,8 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
             if target_node is not None:
                 raise ToolError("target_node is only for intent correct, archive or forget")
             if scope is not None:
-                _narrow(fixed, scope)
-            r = call(memory.digest, content, scope=scope, valid_at=valid_at, source_tool=source.get("tool"),
+                _narrow(who.scopes, scope)
+            r = call(who, memory.digest, content, scope=scope, valid_at=valid_at, source_tool=source.get("tool"),
                      session=source.get("session"))
             embedder.wake()           # the acknowledgement does not wait for the vectors
             return {"intent": intent, **r}
@@ -197,20 +224,20 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
             if skip and content.strip():
                 raise ToolError("give either content (the user's answer) or skip: true, not both")
             if skip:
-                r = call(memory.clarify_skip, target_node, by_node=True)
+                r = call(who, memory.clarify_skip, target_node, by_node=True)
             elif not content.strip():
                 raise ToolError('intent "clarify" needs content (the user\'s answer), or skip: true to leave the'
                                 " memory as written")
             else:
-                r = call(memory.clarify_answer, target_node, content, by_node=True)
+                r = call(who, memory.clarify_answer, target_node, content, by_node=True)
                 embedder.wake()
             return {"intent": intent, "warnings": [], **r}
         if intent == "correct":
-            r = call(memory.correct, target_node, content, valid_at=valid_at, source_tool=source.get("tool"),
+            r = call(who, memory.correct, target_node, content, valid_at=valid_at, source_tool=source.get("tool"),
                      session=source.get("session"))
             embedder.wake()
         else:
-            r = call(getattr(memory, intent), target_node)
+            r = call(who, getattr(memory, intent), target_node)
         return {"intent": intent, "warnings": [], **r}
 
     @server.tool(description=RECALL_DOC, annotations=ToolAnnotations(
@@ -219,26 +246,28 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
     def brain_recall(query: Query | None = None, node_id: NodeId | None = None, from_node: NodeId | None = None,
                      scope: str | list[str] | None = None, tags: TagFilters | None = None, limit: Limit = 8,
                      mode: Literal["detail", "index", "taste", "clarify"] = "detail", as_of: str | None = None,
-                     clock: Literal["both", "valid", "recorded"] = "both", choose: Choice | None = None) -> dict[str, Any]:
+                     clock: Literal["both", "valid", "recorded"] = "both", choose: Choice | None = None,
+                     ctx: Context | None = None) -> dict[str, Any]:
+        who = caller(ctx)
         given = [x is not None for x in (query, node_id, from_node)]
         if sum(given) != 1:
             raise ToolError("give exactly one of query, node_id or from_node")
-        scopes = _narrow(fixed, scope)
+        scopes = _narrow(who.scopes, scope)
         if mode == "taste":
             if query is None:
                 raise ToolError('mode "taste" needs query, e.g. "where recipe-site" or "gaps"')
-            return call(_taste, memory, query, scopes)
+            return call(who, _taste, memory, query, scopes)
         if node_id is not None:
-            item = call(memory.show, node_id, scopes=scopes, as_of=as_of, clock=clock)
+            item = call(who, memory.show, node_id, scopes=scopes, as_of=as_of, clock=clock)
             return {"items": [item], "abstained": False, "message": "1 memory"}
         if from_node is not None:
-            r = call(memory.neighbourhood, from_node, scopes=scopes, limit=limit)
+            r = call(who, memory.neighbourhood, from_node, scopes=scopes, limit=limit)
             items = [r["node"], *r["neighbours"]]
             return {"items": items if mode == "detail" else [_index(i) for i in items], "abstained": False,
                     "message": f"node {from_node} and {len(r['neighbours'])} confirmed neighbour(s)"}
         if choose is not None and query is None:
             raise ToolError("choose follows a query whose answer offered `clarify` groups")
-        r = call(memory.recall, query, scopes=scopes, tags_filter=tags or (), limit=limit, as_of=as_of,
+        r = call(who, memory.recall, query, scopes=scopes, tags_filter=tags or (), limit=limit, as_of=as_of,
                  clock=clock, choose=choose)
         if mode == "clarify" and r.get("clarify"):
             brief = {i["id"]: _index(i) for i in r["items"]}
@@ -257,12 +286,24 @@ def build_server(home: str | None = None, scopes: list[str] | None = None, cwd: 
         title="Session context", read_only_hint=True, destructive_hint=False, idempotent_hint=True,
         open_world_hint=False))
     def brain_prepare(hint: Query | None = None,
-                      budget_chars: Annotated[int, Strict(), Field(ge=200, le=50_000)] = 9000) -> str:
-        return call(memory.prepare, hint, budget_chars)["text"]
+                      budget_chars: Annotated[int, Strict(), Field(ge=200, le=50_000)] = 9000,
+                      ctx: Context | None = None) -> str:
+        return call(caller(ctx), memory.prepare, hint, budget_chars)["text"]
 
     server.memory = memory          # for tests and the bench
     embedder.wake()                 # catch up on anything queued while no server ran
     return server
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The scopes one call runs in: `scopes`, what a tool's `scope` may narrow to; `readable` and
+    `writable`, what the core enforces (the first writable scope gets writes); `actor`, who the
+    audit log names."""
+    scopes: list[str]
+    readable: list[str]
+    writable: list[str]
+    actor: str
 
 
 class BackgroundEmbedder:
@@ -315,7 +356,12 @@ def _index(item: dict) -> dict:
     return {"id": item["id"], "title": title_of(item), "score": item.get("score")}
 
 
-def serve(home: str | None, scopes: list[str] | None) -> None:
+def serve(home: str | None, scopes: list[str] | None, http: str | None = None, require_token: bool = False) -> None:
+    if http is not None:
+        from . import mcp_http
+
+        mcp_http.serve(home, scopes, http, require_token=require_token)
+        return
     import anyio
 
     from . import mcp_stdio

@@ -20,12 +20,13 @@ from .embed import schema as _embed_schema  # noqa: F401  (registers the default
 from .importers import store as _import_schema  # noqa: F401  (registers the import engine's tables)
 from .workstreams import store as _workstream_schema  # noqa: F401  (registers the workstream tables)
 from . import browse, clarify, lifecycle, limits, secrets, text, units
+from . import tokens as tokens_mod
 from .config import Settings, load_settings
 from .errors import (Conflict, InvalidInput, NotFound, ProviderUnavailable, ScopeDenied, StorageError, StoreBusy,
                      check_id, describe_os_error)
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall, when
-from .store import (AsOf, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, review, scalar,
+from .store import (AsOf, access_tokens, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, review, scalar,
                     recall_hits, syntheses,
                     stream, tags, vectors)
 from .store import integrity
@@ -596,6 +597,62 @@ class Memory:
         read = self.read_scopes(scopes)
         write_scope = self.writable[0] if self.writable else read[0]
         return prepare_mod.build(self.conn, read, write_scope, hint, budget_chars, today=self.now())
+
+    # -- bearer tokens of the HTTP server (tokens.py, store/access_tokens.py) ---------------------
+    TOKEN_USE_RESOLUTION = dt.timedelta(minutes=1)   # last_used_at is this exact: not a write per request
+
+    def _person_only(self, what: str) -> None:
+        if self.readable is not None:        # a server or hook bounded by scopes never hands out access
+            raise ScopeDenied(f"{what} is for the person who runs TideMind (tidemind tokens), not a scoped session")
+
+    def token_add(self, name: str, scopes: Sequence[str]) -> dict:
+        """A new token for `name`, bounded by `scopes` (the first gets writes). The token is in the
+        answer and nowhere else: the store keeps its digest."""
+        self._person_only("adding a token")
+        name = tokens_mod.check_name(name)
+        scopes = list(dict.fromkeys(check_scope(s) for s in scopes or ()))
+        if not scopes:
+            raise InvalidInput("a token needs at least one --scope (the first gets its writes)")
+        token, now = tokens_mod.new_token(), self.now()
+        with immediate(self.conn):
+            if access_tokens.live_named(self.conn, name) is not None:
+                raise Conflict(f"a token named {name!r} exists; revoke it first (tidemind tokens revoke {name})")
+            token_id = access_tokens.add(self.conn, name, tokens_mod.digest(token), scopes, now)
+            audit.record(self.conn, at=now, actor=self.actor, action="token_add", token_id=token_id, token_name=name,
+                         scopes=scopes)
+        return {"name": name, "scopes": scopes, "created_at": now, "token": token}
+
+    def tokens(self) -> list[dict]:
+        self._person_only("listing tokens")
+        return access_tokens.listed(self.conn)
+
+    def token_revoke(self, name: str) -> dict:
+        self._person_only("revoking a token")
+        name, now = tokens_mod.check_name(name), self.now()
+        with immediate(self.conn):
+            held = access_tokens.live_named(self.conn, name)
+            if held is None:
+                raise NotFound(f"no live token named {name!r} (tidemind tokens list shows them)")
+            access_tokens.revoke(self.conn, name, now)
+            audit.record(self.conn, at=now, actor=self.actor, action="token_revoke", token_id=held["id"],
+                         token_name=name)
+        return {"name": name, "revoked_at": now}
+
+    def live_token_count(self) -> int:
+        return access_tokens.live_count(self.conn)
+
+    def token_holder(self, token: str) -> dict | None:
+        """Who holds `token` ({id, name, scopes, revoked_at}), or None for a token never given.
+        Read from the store on every call, so a revocation by any process counts at once."""
+        row = access_tokens.by_digest(self.conn, tokens_mod.digest(token))
+        if row is None or not tokens_mod.matches(row["token_sha256"], token):
+            return None
+        if row["revoked_at"] is None:
+            with contextlib.suppress(StoreBusy, StorageError):    # a use not recorded never refuses the request
+                with immediate(self.conn):
+                    access_tokens.touch(self.conn, row["id"], self.now(),
+                                        unless_after=to_iso(self.clock() - self.TOKEN_USE_RESOLUTION))
+        return {k: row[k] for k in ("id", "name", "scopes", "revoked_at")}
 
     # -- digests --------------------------------------------------------------------------------
     def digests(self, *, scopes: Sequence[str] | None = None, week: str | None = None, day: str | None = None,

@@ -145,6 +145,7 @@ def _bitcoin_wif(s: str) -> bool:
 # where spans overlap, the earlier kind names the merged span.
 _SHAPES: list[tuple[str, str, Callable[[str], bool] | None]] = [
     ("anthropic_key", _lead("sk-ant-") + f"[{_T}]{{20,}}+", None),
+    ("tidemind_token", _lead("tidemind_") + f"[{_T}]{{40,}}+", None),     # `tidemind tokens add` (tokens.py)
     ("openai_key", _lead("sk-") + f"(?:proj-|svcacct-|admin-)?(?P<body>[{_T}]{{20,}}+)", _openai_body),
     ("github_token", _lead("gh[pousr]_") + "[A-Za-z0-9]{30,}+", None),
     ("github_token", _lead("github_pat_") + "[A-Za-z0-9_]{30,}+", None),

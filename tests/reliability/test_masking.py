@@ -256,6 +256,8 @@ FORMATS = [
      RSA_BODY, '{"private_key": "[REDACTED:private_key]\\n"}', "private_key"),
     ("anthropic_key", "use sk-ant-api03-" + "Q7x" * 14 + " here", "Q7xQ7xQ7x", "use [REDACTED:anthropic_key] here",
      "anthropic_key"),
+    ("tidemind_token", "the team server token is tidemind_" + "Zq9-" * 11 + " for now", "Zq9-Zq9-",
+     "token is [REDACTED:tidemind_token] for now", "tidemind_token"),
     ("openai_project_key", "OPENAI key sk-proj-" + "Ab3" * 16, "Ab3Ab3Ab3", "OPENAI key [REDACTED:openai_key]",
      "openai_key"),
     ("github_fine_grained", "github_pat_" + "11ABCDEFG0" * 4 + "_" + "abc" * 10, "11ABCDEFG0", "[REDACTED:github_token]",

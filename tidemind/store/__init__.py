@@ -8,7 +8,7 @@ from pathlib import Path
 
 import apsw
 
-from . import (audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, postgresql, recall_hits, review,
+from . import (access_tokens, audit, captures, clarifications, derived, fts, links, llm_calls, migrations, nodes, postgresql, recall_hits, review,
                syntheses, tags, task_runs, vectors, provider_state, scope_claims)
 from .connection import connect, immediate, rows, scalar, storage_error
 from .visibility import AsOf, visible
@@ -129,6 +129,6 @@ def open_store_read_only(db_path: Path, busy_timeout_ms: int, why: str) -> apsw.
     return conn
 
 
-__all__ = ["AsOf", "visible", "open_store", "open_store_read_only", "immediate", "rows", "scalar", "backup_to", "connect",
+__all__ = ["AsOf", "access_tokens", "visible", "open_store", "open_store_read_only", "immediate", "rows", "scalar", "backup_to", "connect",
            "audit", "captures", "clarifications", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
            "vectors", "provider_state", "scope_claims"]

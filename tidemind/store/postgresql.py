@@ -393,4 +393,8 @@ def _without_secret(message: str, url: str) -> str:
     if password:
         message = message.replace(password, "***")
     rest = url.partition("://")[2].rsplit("@", 1)[0] if "@" in url else ""
-    return message.replace(rest, "***") if rest else message
+    message = message.replace(rest, "***") if rest else message
+    # libpq quotes what it could not read of the URL in its own reading, which may hold the
+    # password cut where urlsplit would not cut it ('unexpected spaces found in "ss wd9@host"'):
+    # nothing quoted is shown (the host is named before the message)
+    return re.sub(r'"[^"]*"?', '"…"', message)

@@ -170,3 +170,53 @@ def test_a_backup_file_fills_an_empty_server_store_and_restore_says_so(tmp_path,
         assert saved.migrate_to(postgres_store)["recall"]["ok"]
     with Memory.open(tmp_path / "home", store=postgres_store) as pg:
         assert pg.show(story["corrected"], scopes=["project:shop"])["content"] == "The payments API listens on port 8080."
+
+
+def test_a_database_of_something_else_is_never_touched(tmp_path, postgres_database):
+    """Found by review: the target was migrated before it was found not empty, so an application's
+    own database got TideMind's tables, functions and a trigger on its tables; a SQLite file
+    likewise. Nothing is made now, and the refusal names what is there."""
+    import psycopg
+
+    from tidemind.store.connection import connect
+
+    _lived_in(tmp_path / "home")
+    with psycopg.connect(postgres_database, autocommit=True) as app:
+        app.execute("CREATE TABLE people(name TEXT)")
+        app.execute("INSERT INTO people VALUES ('Ada')")
+    url = "postgresql://postgres@/{}?host={}&port={}".format(*[
+        dict(p.split("=", 1) for p in postgres_database.split())[k] for k in ("dbname", "host", "port")])
+    other = tmp_path / "app.db"
+    conn = connect(other)
+    conn.execute("CREATE TABLE people(name TEXT)")
+    conn.close()
+    before = other.read_bytes()
+    with Memory.open(tmp_path / "home") as m:
+        for target in (url, str(other)):
+            with pytest.raises(InvalidInput, match="tables of something else .*people"):
+                m.migrate_to(target)
+    assert other.read_bytes() == before
+    with psycopg.connect(postgres_database, autocommit=True) as app:
+        assert [t for (t,) in app.execute("SELECT table_name FROM information_schema.tables"
+                                          " WHERE table_schema = 'public'")] == ["people"]
+        assert app.execute("SELECT count(*) FROM pg_trigger WHERE tgname = 'tidemind_changed'").fetchone()[0] == 0
+        assert app.execute("SELECT count(*) FROM pg_proc WHERE proname IN ('instr', 'group_concat')").fetchone()[0] == 0
+
+
+def test_processes_opening_a_new_server_store_at_once_all_open_it(postgres_database):
+    """Found by review: the migrations' ledger was made outside their lock, and the change triggers
+    inside a snapshot taken before the lock: of three processes opening a new store at once, some
+    failed."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    params = dict(p.split("=", 1) for p in postgres_database.split())
+    url = f"postgresql://postgres@/{params['dbname']}?host={params['host']}&port={params['port']}"
+    opener = ("import sys, tempfile; from tidemind.memory import Memory;"
+              " Memory.open(tempfile.mkdtemp(), store=sys.argv[1]).close()")
+    procs = [subprocess.Popen([sys.executable, "-c", opener, url], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors

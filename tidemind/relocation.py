@@ -38,6 +38,8 @@ def migrate(memory, target: str, sample: int = SAMPLE) -> dict:
         raise InvalidInput(f"the target's stream folder {into.stream_dir} already holds entries: a copy goes only"
                            " into an empty store")
     backend = backend_for(destination)
+    if destination.path is not None and destination.path.exists():
+        _refuse_foreign_file(destination.path)
     made = destination.path is not None and not destination.path.exists()
     if made:
         destination.path.parent.mkdir(parents=True, exist_ok=True)
@@ -65,6 +67,24 @@ def migrate(memory, target: str, sample: int = SAMPLE) -> dict:
                 c.close()
     report["recall"] = _compare_recall(memory, into, sample)
     return {"from": str(source), "to": str(destination), "stream_entries": written, **report}
+
+
+def _refuse_foreign_file(path: Path) -> None:
+    """A file that is not a TideMind store is left as it is: opening it would migrate it first."""
+    import apsw
+
+    from .store.connection import connect
+
+    try:
+        conn = connect(path, readonly=True)
+        try:
+            names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        raise InvalidInput(f"{path} is not a SQLite store this can copy into ({exc}); name a new file") from None
+    if names and "migrations" not in names:
+        raise InvalidInput(f"{path} holds tables of something else ({', '.join(names[:5])}): name a new file")
 
 
 def _remove_sqlite(path: Path) -> None:

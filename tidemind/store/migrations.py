@@ -75,7 +75,13 @@ def pending(conn: apsw.Connection, create: bool = True) -> list[tuple[str, str, 
     """The registered migrations this database has not had (`create`: make the ledger when it
     has none; a read-only connection reads it only)."""
     if create:
-        conn.execute(LEDGER[dialect(conn)])
+        if dialect(conn) == "postgresql" and not _has_ledger(conn):
+            # two processes opening a new store at once: one makes the ledger, the other waits
+            with immediate(conn):
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (_PG_MIGRATION_LOCK,))
+                conn.execute(LEDGER["postgresql"])
+        else:
+            conn.execute(LEDGER[dialect(conn)])
         done = {(o, n) for o, n in conn.execute("SELECT owner, name FROM migrations")}
     elif _has_ledger(conn):
         done = {(o, n) for o, n in conn.execute("SELECT owner, name FROM migrations")}

@@ -29,7 +29,8 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import apsw
 
 from ..errors import InvalidInput, StorageError
-from .connection import scalar
+from . import vectors
+from .connection import immediate, scalar
 
 WRITER_LOCK = 0x7446_7772        # the advisory lock every write transaction holds (Connection._begin_writing)
 _STREAMS = itertools.count(1)     # names of server-side cursors, unique per process
@@ -289,6 +290,10 @@ class PostgreSQLBackend:
                     raise InvalidInput(f"store {location} needs the pgvector extension, and this user cannot create"
                                        f" it ({_first_line(exc)}); a database owner can: CREATE EXTENSION vector"
                                        ) from None
+            foreign = foreign_tables(conn)
+            if foreign:
+                raise InvalidInput(f"store {location} holds tables of something else ({', '.join(foreign[:5])}):"
+                                   " give TideMind a database (or schema) of its own")
             newer = migrations.unknown(conn)
             if newer:
                 raise InvalidInput(f"store {location} was written by a newer TideMind ({', '.join(newer[:3])});"
@@ -361,19 +366,35 @@ def ensure_change_signal(conn: Connection) -> None:
                    f" WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname NOT IN ({quiet})"
                    " AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid"
                    " AND t.tgname = 'tidemind_changed')")
-    if not conn.execute(missing_sql).fetchall():
+    ours = _own_tables(conn)
+    if not [t for (t,) in conn.execute(missing_sql).fetchall() if t in ours or vectors.is_index_table(t)]:
         return
-    conn.execute("BEGIN")
-    try:
+    # (the writer lock's transaction reads what committed before it got the lock: a process that
+    # made the triggers while this one waited is seen, and OR REPLACE covers the rest)
+    with immediate(conn):
         conn.execute("SELECT pg_advisory_xact_lock(?)", (_PG_MIGRATION_LOCK,))
         conn.execute(CHANGES_DDL)
         for (table,) in conn.execute(missing_sql).fetchall():
-            conn.execute(f'CREATE TRIGGER tidemind_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON "{table}"'
-                         " FOR EACH STATEMENT EXECUTE FUNCTION tidemind_changed()")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+            if table in ours or vectors.is_index_table(table):
+                conn.execute(f'CREATE OR REPLACE TRIGGER tidemind_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE'
+                             f' ON "{table}" FOR EACH STATEMENT EXECUTE FUNCTION tidemind_changed()')
+
+
+def _own_tables(conn) -> set[str]:
+    """The tables this version's PostgreSQL migrations make (never another application's)."""
+    from . import migrations
+
+    return set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", "".join(
+        sql for items in migrations.registered(conn).values() for _, sql in items if isinstance(sql, str))))
+
+
+def foreign_tables(conn) -> list[str]:
+    """Tables of something else in a database without TideMind's ledger (a store URL naming an
+    application's database): TideMind must not add its tables, functions and triggers there."""
+    if scalar(conn, "SELECT to_regclass('migrations') IS NOT NULL"):
+        return []
+    return [t for (t,) in conn.execute("SELECT table_name FROM information_schema.tables"
+                                       " WHERE table_schema = current_schema() ORDER BY table_name")]
 
 
 def _first_line(exc: BaseException) -> str:

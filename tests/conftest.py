@@ -85,8 +85,10 @@ def stored_anywhere(conn, needle: str) -> list[str]:
     from tidemind.store.connection import dialect
 
     if dialect(conn) == "postgresql":
+        # (tag names are citext, the search index a tsvector: found by review, they were not read)
         columns = list(conn.execute("SELECT table_name, column_name FROM information_schema.columns WHERE"
-                                    " table_schema = 'public' AND data_type IN ('text', 'bytea')"))
+                                    " table_schema = 'public' AND (data_type IN ('text', 'bytea', 'tsvector')"
+                                    " OR udt_name = 'citext')"))
     else:
         columns = [(t, c[1]) for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
                                                        " AND sql NOT LIKE 'CREATE VIRTUAL%'")
@@ -94,7 +96,7 @@ def stored_anywhere(conn, needle: str) -> list[str]:
     found = []
     for table, column in columns:
         cast = f'CAST("{column}" AS TEXT)' if dialect(conn) == "sqlite" else f'encode("{column}", \'escape\')' \
-            if scalar_type(conn, table, column) == "bytea" else f'"{column}"'
+            if scalar_type(conn, table, column) == "bytea" else f'CAST("{column}" AS TEXT)'
         if conn.execute(f'SELECT 1 FROM "{table}" WHERE instr({cast}, ?) > 0 LIMIT 1', (needle,)).fetchone():
             found.append(f"{table}.{column}")
     return found

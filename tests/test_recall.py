@@ -563,3 +563,22 @@ def test_the_scope_token_narrows_the_index_to_exactly_the_scopes_read(mem):
         {ids["personal"], ids["conv-26"]}
     where, params = visible("n", ["conv-26"])
     assert fts.search(mem.conn, '"heron"', where, params, 10, scopes=["conv-26"]) == []
+
+
+def test_how_dates_are_read_follows_the_scopes_of_the_reader_asking(home, mem):
+    """Found by review: one Memory serving several tokens' scopes (serve --http) kept the first
+    caller's reading of 05/07/2023 for everyone, which told one scope how another writes dates."""
+    from tidemind.config import load_settings
+    from tidemind.memory import Memory
+
+    for text in ("Invoice 88 was paid on 25/12/2023.", "Met the accountant on 31/01/2024.", "Audit closed 28/02/2024."):
+        mem.digest(text, scope="alpha")
+    for text in ("Server migration finished 12/25/2023.", "Bob's review was 01/31/2024."):
+        mem.digest(text, scope="beta")
+    shared = Memory(load_settings(home), actor="x", readable_scopes=["alpha"], writable_scopes=["alpha"])
+    try:
+        assert shared.date_order()[0] is True                       # alpha writes the day first
+        shared.readable, shared.writable = ["beta"], ["beta"]       # the next caller of the same server
+        assert shared.date_order()[0] is False
+    finally:
+        shared.close()

@@ -388,3 +388,17 @@ def test_a_reaction_that_names_the_other_speaker_is_still_small_talk(mem):
     run_due(mem, only=["annotate"], force=True)
     assert "family" in set().union(*(_names(mem, n) for n in ids[:5]))     # the topic is a tag here
     assert _names(mem, ids[-1]) == set()
+
+
+def test_a_tag_name_with_a_control_character_is_refused_on_every_path(mem):
+    """Found by review: a NUL went into a SQLite store's tag names, and a PostgreSQL store (and so
+    `migrate --to`) refused it with a bare driver error."""
+    from tidemind.errors import InvalidInput
+
+    node = mem.digest("The kiln fires to cone 6.")["node_ids"][0]
+    for bad in ("ta\x00g", "ta\x07g", "\ud800x"):
+        for call in (lambda: mem.tag_add(node, bad), lambda: mem.tag_decide(node, bad, reject=True),
+                     lambda: mem.tag_reject_everywhere(bad, "personal")):
+            with pytest.raises(InvalidInput, match="printable"):
+                call()
+    assert mem.tag_add(node, "#kiln")["tag"] == "kiln"

@@ -294,6 +294,13 @@ def _ask_remote(url: str, token_env: str, tool: str, arguments: dict, seconds: f
     """(the tool's answer, None) or (None, one line saying why); never raises, never says the token."""
     import os
 
+    from .errors import InvalidInput
+    from .install import check_remote
+
+    try:
+        check_remote(url, token_env)      # (plain http to another machine would carry the token in clear)
+    except InvalidInput as exc:
+        return None, str(exc)
     token = os.environ.get(token_env, "").strip()
     if not token:
         return None, f"${token_env} holds no token for {url}"

@@ -51,6 +51,16 @@ def check_tags(tags: Sequence[str] | None) -> list[str]:
     return tags
 
 
+def check_tag_name(name, strip_hash: bool = True) -> str:
+    """A tag a person names: 1-MAX_TAG_CHARS printable characters (a NUL went into SQLite and
+    made the store one PostgreSQL, and so `migrate --to`, refused with a bare driver error)."""
+    name = (name or "").strip() if isinstance(name, str) else ""
+    name = name.lstrip("#") if strip_hash else name
+    if not name or len(name) > MAX_TAG_CHARS or not _printable(name):
+        raise InvalidInput(f"a tag name is 1-{MAX_TAG_CHARS} printable characters")
+    return name
+
+
 # a name shown beside every memory it made: no bidi override (U+202E turned "claude" into
 # "edualc" on screen), line or paragraph separator, tag character or other format character
 _NOT_IN_NAMES = ("Cc", "Cf", "Cs", "Zl", "Zp")

@@ -894,9 +894,7 @@ class Memory:
 
     def tag_decide(self, node_id: int, name: str, reject: bool) -> dict:
         """A person's no on a tag is a tombstone every later pass consults; unreject lifts it."""
-        name = (name or "").strip()
-        if not name:
-            raise InvalidInput("tag name is empty")
+        name = limits.check_tag_name(name, strip_hash=False)
         now = self.now()
         with immediate(self.conn):
             row = self._live_node(node_id, "tag")
@@ -911,9 +909,7 @@ class Memory:
 
     def tag_add(self, node_id: int, name: str) -> dict:
         """A person's own tag: confirmed at once (it is not an inference)."""
-        name = (name or "").strip().lstrip("#")
-        if not name:
-            raise InvalidInput("tag name is empty")
+        name = limits.check_tag_name(name)
         now = self.now()
         with immediate(self.conn):
             row = self._live_node(node_id, "tag")
@@ -927,9 +923,7 @@ class Memory:
     def tag_restore(self, node_id: int, name: str, previous: dict | None) -> dict:
         """Undo `tag_add`: the assignment becomes exactly what `tag_add` returned as `previous`
         (a proposal again, a rejection again with what it replaced, or nothing)."""
-        name = (name or "").strip().lstrip("#")
-        if not name:
-            raise InvalidInput("tag name is empty")
+        name = limits.check_tag_name(name)
         if previous is not None and (not isinstance(previous, dict) or previous.get("status") not in
                                      ("proposed", "confirmed", "rejected_by_user")):
             raise InvalidInput("previous must be what tag_add returned as previous")
@@ -975,10 +969,7 @@ class Memory:
 
     @staticmethod
     def _tag_name(name) -> str:
-        name = (name or "").strip().lstrip("#") if isinstance(name, str) else ""
-        if not name or len(name) > limits.MAX_TAG_CHARS:
-            raise InvalidInput(f"a tag name is 1-{limits.MAX_TAG_CHARS} characters")
-        return name
+        return limits.check_tag_name(name)
 
     def link_decide(self, link_id: int, status: str) -> dict:
         if status not in ("confirmed", "rejected_by_user", "pending"):
@@ -1258,10 +1249,14 @@ class Memory:
         """(day first?, why): how 05/07/2023 in a question is read here (search/when.store_order,
         from the memories this reader may read), looked at again for every 500 new memories."""
         newest = nodes.newest_id(self.conn)
-        if self._date_order is None or self._date_order[0] != newest // 500:
+        readable = self.read_scopes(None, all_scopes=True)
+        # (keyed on the scopes too: a server answering several tokens with one Memory must not read
+        # one token's dates the way another's scopes write them; found by review)
+        key = (newest // 500, tuple(sorted(readable)))
+        if self._date_order is None or self._date_order[0] != key:
             found = when.store_order(self.settings.extra.get("date_order"),
-                                     nodes.with_slashed_dates(self.conn, self.read_scopes(None, all_scopes=True)))
-            self._date_order = (newest // 500, found)
+                                     nodes.with_slashed_dates(self.conn, readable))
+            self._date_order = (key, found)
         return self._date_order[1]
 
     def doctor(self) -> dict:

@@ -173,7 +173,9 @@ class Connection:
         with _busy_as_sqlite():
             if own:
                 self._pg.execute("BEGIN READ ONLY")
-            self._pg.execute(f"DECLARE {name} NO SCROLL CURSOR FOR {to_psycopg(sql)}", tuple(params) or None)
+            # (parameters always, even none: to_psycopg doubled each literal '%', which only a
+            # statement with parameters reads back as one)
+            self._pg.execute(f"DECLARE {name} NO SCROLL CURSOR FOR {to_psycopg(sql)}", tuple(params))
         try:
             while True:
                 with _busy_as_sqlite():
@@ -236,6 +238,10 @@ def _busy_as_sqlite():
     except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected,
             psycopg.errors.SerializationFailure) as exc:
         raise apsw.BusyError(_first_line(exc)) from exc
+    except psycopg.DataError as exc:
+        # a value PostgreSQL cannot hold (a NUL in text, a number out of range): the caller's
+        # input, said in one line; the transaction around it rolls back as for any refusal
+        raise InvalidInput(f"the database server refused a value: {_first_line(exc)}") from None
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,7 +6,9 @@ itself is rebuilt there instead of copied: the full-text index (FTS5's tables, P
 tsvector, both kept by their triggers as the rows arrive: fts.INDEX_COLUMNS) and the vector
 indexes (vectors.copy_indexes, from the copied floats). Rows go in references-first order; a
 column that references its own table (a node's successor, a synthesis's replacement) is filled
-in a second pass. Ids keep their high-water mark, so a new row never takes a deleted row's id.
+in a second pass. Ids keep their high-water mark where the target keeps one (PostgreSQL's identity
+sequences; SQLite's AUTOINCREMENT tables), so a new row never takes the id of a row deleted
+before the copy; SQLite's other tables hand out max(id) + 1, there as in any SQLite store.
 
 The caller reads the source in one snapshot and writes the target in one transaction: `copy`
 checks, before that transaction commits, that every table holds the source's rows (counted, and

@@ -26,6 +26,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import mul
 from typing import Sequence
 
 from .. import substance as _substance
@@ -136,20 +138,25 @@ def compute(pool: Pool, query_words: set[str], when: Window | None,
     norm = {i: s / top for i, s in pool.lexical.items()} if top > 0 else {}
     by_group: dict[object, list[float]] = {}
     best_cos: dict[object, float] = {}
-    for node_id in pool.candidates:
-        row = pool.rows[node_id]
-        key = group_of(row)
+    group_of_node = {node_id: group_of(pool.rows[node_id]) for node_id in pool.candidates}
+    for node_id, key in group_of_node.items():
         if node_id in norm:
             by_group.setdefault(key, []).append(norm[node_id])
         if node_id in pool.cosine:
             best_cos[key] = max(best_cos.get(key, 0.0), pool.cosine[node_id])
     for scores in by_group.values():
         scores.sort(reverse=True)
+    # a group's best and three best are the same for each of its members: summed once
+    best_of_group = {key: (scores[0], sum(scores[:3])) for key, scores in by_group.items()}
+    # no person named as speaker or listener: the feature is 0 for every turn, no label is read
+    speakers_named = bool(as_speaker or only_to)
     out: dict[int, dict[str, float]] = {}
     for node_id in pool.candidates:
         row = pool.rows[node_id]
+        key = group_of_node[node_id]
         before, after = pool.before.get(node_id, []), pool.after.get(node_id, [])
-        group = by_group.get(group_of(row), [])
+        sess, sess3 = best_of_group.get(key, (0.0, 0))
+        linked = pool.linked.get(node_id)
         valid_day = dt.date.fromisoformat(row["valid_from"][:10]) if when else None
         out[node_id] = {
             "own": norm.get(node_id, 0.0),
@@ -157,15 +164,15 @@ def compute(pool: Pool, query_words: set[str], when: Window | None,
             "asked": norm.get(before[0], 0.0) if before and "?" in pool.rows[before[0]]["content"] else 0.0,
             "prev2": norm.get(before[1], 0.0) if len(before) > 1 else 0.0,
             "next": norm.get(after[0], 0.0) if after else 0.0,
-            "sess": group[0] if group else 0.0,
-            "sess3": sum(group[:3]),
-            "spk": _speaker_feature(row["content"], as_speaker, only_to),
+            "sess": sess,
+            "sess3": sess3,
+            "spk": _speaker_feature(row["content"], as_speaker, only_to) if speakers_named else 0.0,
             "when": max([when.fit(valid_day), *(when.fit_span(a, b) for a, b in anchored.get(node_id, ()))])
                     if when else 0.0,
             "cos": pool.cosine.get(node_id, 0.0),
             "cprev": pool.cosine.get(before[0], 0.0) if before else 0.0,
-            "linked": max((norm.get(s, 0.0) for s in pool.linked.get(node_id, [])), default=0.0),
-            "scos": best_cos.get(group_of(row), 0.0),
+            "linked": max((norm.get(s, 0.0) for s in linked), default=0.0) if linked else 0.0,
+            "scos": best_cos.get(key, 0.0),
         }
     pool.features = out
     return out
@@ -173,7 +180,8 @@ def compute(pool: Pool, query_words: set[str], when: Window | None,
 
 def score(features: dict[int, dict[str, float]], weights: dict[str, float] | None = None) -> dict[int, float]:
     w = weights or WEIGHTS
-    return {node_id: sum(w.get(name, 0.0) * value for name, value in f.items()) for node_id, f in features.items()}
+    # the weighted sum in the features' own order (map keeps it; no Python frame per feature)
+    return {node_id: sum(map(mul, map(w.get, f, repeat(0.0)), f.values())) for node_id, f in features.items()}
 
 
 def rank(scores: dict[int, float]) -> list[int]:

@@ -227,7 +227,9 @@ def stems(conn: apsw.Connection, text: str) -> list[str]:
         tok = _TOKENIZERS.get(owner)
         if tok is None:
             tok = _TOKENIZERS[owner] = owner.fts5_tokenizer("porter", ["unicode61"])
-        return tuple(t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None))
+        # the terms alone, as plain strings (no offsets: nothing here reads them)
+        return tuple(tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False,
+                         include_colocated=False))
     return list(_STEMMED.get(text, tokenize))
 
 

@@ -199,3 +199,16 @@ def test_traversal_and_expansion_follow_confirmed_links_only(mem, status):
     assert other not in got
     listed = mem.show(seed)["links"]
     assert [l["status"] for l in listed] == [status]       # listed with its status, never walked
+
+
+def test_confirmed_neighbours_come_in_link_order_whatever_the_plan(mem):
+    """A memory linked to several seeds lists them links-to-it first, then links-from-it, each
+    oldest link first, not in whatever order the query plan walked (recall's `via:link:` names the
+    first of the best-scored seeds, and ANALYZE statistics changed the plan)."""
+    a, b, c, other = (mem.digest(f"note {word} about pantry shelves")["node_ids"][0]
+                      for word in ("alpha", "beta", "gamma", "delta"))
+    with immediate(mem.conn):
+        for source, target in ((c, other), (a, other), (other, b)):
+            links.add(mem.conn, source, target, status="confirmed", proposed_by="test", at=mem.now())
+    found = links.confirmed_neighbours(mem.conn, [a, b, c], ["personal"])
+    assert [seed for seed, neighbour, _ in found if neighbour == other] == [c, a, b]

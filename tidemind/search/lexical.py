@@ -41,6 +41,8 @@ class Lexical:
         # numbers would decide whether the answer counts as grounded at all
         self.asked_weight = {w: max(idf[w], 1.0) for w in self.asked}
         self._counts: dict[int, dict[str, tuple[dict[str, int], int]]] = {}
+        self._query_stems = list(dict.fromkeys([*self.idf, *self.asked_weight]))
+        self._found: dict[int, dict[str, float]] = {}
 
     def counts(self, row: dict) -> dict[str, tuple[dict[str, int], int]]:
         """Per indexed column: its terms with their counts, and its length in terms."""
@@ -50,13 +52,32 @@ class Lexical:
                                                for c in COLUMN_WEIGHTS}
         return found
 
+    def found(self, row: dict) -> dict[str, float]:
+        """The query's stems (scored or asked) that the memory holds in any indexed column, each
+        with its column-weighted count: BM25, coverage and weighted coverage all read these few
+        numbers, so they are worked out once a memory, not once a measure and a word."""
+        found = self._found.get(row["id"])
+        if found is None:
+            # (a column without the stem adds 0 to its sum: skipped, the figure is the same)
+            counts = self.counts(row)
+            columns = [(weight, counts[column][0]) for column, weight in COLUMN_WEIGHTS.items() if counts[column][0]]
+            found = self._found[row["id"]] = {}
+            for stem in self._query_stems:
+                f = 0
+                for weight, counted in columns:
+                    if stem in counted:
+                        f += weight * counted[stem]
+                if f:
+                    found[stem] = f
+        return found
+
     def bm25(self, row: dict) -> float:
-        columns = self.counts(row)
-        length = columns["content"][1] or 1
+        found = self.found(row)
+        length = self.counts(row)["content"][1] or 1
         norm = K1 * (1 - B + B * length / self.average)
         total = 0.0
         for stem, idf in self.idf.items():        # the query's few words, not the memory's many
-            f = sum(weight * columns[column][0].get(stem, 0) for column, weight in COLUMN_WEIGHTS.items())
+            f = found.get(stem)
             if f:
                 total += idf * f * (K1 + 1) / (f + norm)
         return total
@@ -66,8 +87,8 @@ class Lexical:
         `also`: stems the memory answers otherwise (the date words of a question its valid day fits)."""
         if not self.asked_weight:
             return 0.0
-        present = self.present(row)
-        return sum(1 for s in self.asked_weight if present(s) or s in also) / len(self.asked_weight)
+        found = self.found(row)
+        return sum(1 for s in self.asked_weight if s in found or s in also) / len(self.asked_weight)
 
     def weighted_coverage(self, row: dict, also: frozenset[str] = frozenset()) -> float:
         """The same share with each word weighted by its IDF in the scopes read (whether the answer
@@ -76,14 +97,8 @@ class Lexical:
         total = sum(self.asked_weight.values())
         if not total:
             return 0.0
-        present = self.present(row)
-        return sum(w for s, w in self.asked_weight.items() if present(s) or s in also) / total
+        found = self.found(row)
+        return sum(w for s, w in self.asked_weight.items() if s in found or s in also) / total
 
     def stems_of(self, text: str) -> frozenset[str]:
         return frozenset(s for w in content_words(text) for s in fts.stems(self.conn, w))
-
-    def present(self, row: dict):
-        """Whether a term is in any indexed column of the memory (asked of the query's few words:
-        no union of the memory's many)."""
-        columns = [counted for counted, _ in self.counts(row).values() if counted]
-        return lambda stem: any(stem in counted for counted in columns)

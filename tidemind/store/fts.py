@@ -230,7 +230,9 @@ def stems(conn: apsw.Connection, text: str) -> list[str]:
         tok = _TOKENIZERS.get(owner)
         if tok is None:
             tok = _TOKENIZERS[owner] = owner.fts5_tokenizer("porter", ["unicode61"])
-        return tuple(t[2] for t in tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None))
+        # the terms alone, as plain strings (no offsets: nothing here reads them)
+        return tuple(tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False,
+                         include_colocated=False))
     return list(_STEMMED.get(text, tokenize))
 
 
@@ -376,8 +378,11 @@ def search(conn: apsw.Connection, expression: str, where: str, params: Sequence,
     if dialect(conn) == "postgresql":
         return _pg_search(conn, expression, where, params, limit, min_rowid, scopes)
     window = " AND nodes_fts.rowid >= ?" if min_rowid is not None else ""
+    # CROSS JOIN keeps FTS5 the outer loop. Given a range on an indexed column of `nodes` (a dated
+    # question's stretch of valid time), the planner otherwise walked that index and ran the whole
+    # MATCH again for every row in the stretch: 30-100 ms a search on conversations-dev, 0.2 ms so
     sql = (f"SELECT n.id, bm25(nodes_fts, {', '.join(map(str, WEIGHTS))}, 0.0) AS s FROM nodes_fts"
-           f" JOIN nodes n ON n.id = nodes_fts.rowid WHERE nodes_fts MATCH ?{window} AND {where} ORDER BY s LIMIT ?")
+           f" CROSS JOIN nodes n ON n.id = nodes_fts.rowid WHERE nodes_fts MATCH ?{window} AND {where} ORDER BY s LIMIT ?")
     args = [in_scopes(conn, expression, scopes), *([min_rowid] if min_rowid is not None else []), *params, limit]
     return [(i, s) for i, s in conn.execute(sql, args)]
 

@@ -64,6 +64,7 @@ class Worker(QObject):
         self.pending = 0
         self._token = 0
         self._memory: Memory | None = None
+        self.closed = False
 
     def memory(self) -> Memory:
         if self._memory is None:                   # opened on the worker thread, used only there
@@ -73,6 +74,10 @@ class Worker(QObject):
     def submit(self, job, on_done, key=None) -> int:
         """Run `job(memory)` on the worker thread; `on_done(result)` runs on the UI thread."""
         self._token += 1
+        if self.closed:
+            # a signal that fired while the window closed: no job reopens the store after close
+            # (one did, on a store the tests had already dropped)
+            return self._token
         if key is not None:
             self.latest[key] = self._token
         self.pending += 1
@@ -86,6 +91,7 @@ class Worker(QObject):
         on_done(result)
 
     def close(self):
+        self.closed = True
         self.pool.waitForDone(10000)
         if self._memory is not None:
             self._memory.close()

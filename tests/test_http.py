@@ -23,6 +23,7 @@ from tidemind.mcp_http import is_loopback, parse_address
 from tidemind.errors import InvalidInput
 
 from .conftest import ROOT, cli_json, run_cli, stored_anywhere
+from .test_mcp import call
 
 READY = re.compile(r"listening on (http://\S+/mcp)")
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -85,15 +86,6 @@ async def session(url: str, token: str | None):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 yield s
-
-
-async def call(s, tool, **arguments):
-    r = await s.call_tool(tool, arguments)
-    if r.is_error:
-        return {"error": r.content[0].text}
-    if r.structured_content is not None:
-        return r.structured_content.get("result", r.structured_content)
-    return r.content[0].text
 
 
 def post(url: str, headers: dict | None = None) -> httpx2.Response:

@@ -45,26 +45,23 @@ def migrate(memory, target: str, sample: int = SAMPLE) -> dict:
         destination.path.parent.mkdir(parents=True, exist_ok=True)
     conn = reader = None
     try:
-        conn = backend.open(destination, settings.busy_timeout_ms)
-        reader = backend_for(source).open_reader(source, settings.busy_timeout_ms, read_only=True)
-        with snapshot(reader), immediate(conn):
-            report = transfer.copy(reader, conn)
-        written = 0
-        if into.stream_dir != settings.stream_dir:
-            written = stream.rebuild(into.stream_dir, lambda: captures.for_stream(conn))
+        try:
+            conn = backend.open(destination, settings.busy_timeout_ms)
+            reader = backend_for(source).open_reader(source, settings.busy_timeout_ms, read_only=True)
+            with snapshot(reader), immediate(conn):
+                report = transfer.copy(reader, conn)
+            written = 0
+            if into.stream_dir != settings.stream_dir:
+                written = stream.rebuild(into.stream_dir, lambda: captures.for_stream(conn))
+        finally:
+            for c in (reader, conn):
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        c.close()
     except BaseException:
-        for c in (reader, conn):
-            if c is not None:
-                with contextlib.suppress(Exception):
-                    c.close()
-        conn = reader = None
-        if made:
+        if made:                          # (closed first: the file and its log can go)
             _remove_sqlite(destination.path)
         raise
-    finally:
-        for c in (reader, conn):
-            if c is not None:
-                c.close()
     report["recall"] = _compare_recall(memory, into, sample)
     return {"from": str(source), "to": str(destination), "stream_entries": written, **report}
 

@@ -77,14 +77,7 @@ def count(conn: apsw.Connection, scopes=None) -> int:
 
 
 def authored_digest(conn) -> str:
-    """sha256 over every capture's id, text and stored hash, in id order: two stores whose digests
-    match hold the same words under the same ids (a store copy is checked by it)."""
-    import hashlib
+    """Every capture's id, text and stored hash, digested in id order (connection.authored_digest)."""
+    from .connection import authored_digest as digest
 
-    from .connection import stream_rows
-
-    digest = hashlib.sha256()
-    for row_id, content, content_hash in stream_rows(conn, "SELECT id, content, content_hash FROM captures ORDER BY id"):
-        digest.update(f"{row_id}\x00{content_hash}\x00".encode())
-        digest.update(content.encode("utf-8") + b"\x01" if content is not None else b"\x02")
-    return digest.hexdigest()
+    return digest(conn, "SELECT id, content, content_hash FROM captures ORDER BY id")

@@ -276,6 +276,19 @@ def stream_rows(conn, sql: str, params=()) -> Iterator[tuple]:
     return iter(conn.execute(sql, params))
 
 
+def authored_digest(conn, sql: str) -> str:
+    """sha256 over (id, content, content_hash) rows in the order `sql` gives them, a NULL content
+    (forgotten) told apart from an empty one: two stores whose digests match hold the same words
+    under the same ids."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for row_id, content, content_hash in stream_rows(conn, sql):
+        digest.update(f"{row_id}\x00{content_hash}\x00".encode())
+        digest.update(content.encode("utf-8") + b"\x01" if content is not None else b"\x02")
+    return digest.hexdigest()
+
+
 def batches(rows: Iterable, size: int) -> Iterator[list]:
     """`rows` in lists of at most `size`, read lazily."""
     rows = iter(rows)

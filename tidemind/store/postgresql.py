@@ -372,7 +372,9 @@ def ensure_change_signal(conn: Connection) -> None:
                    f" WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname NOT IN ({quiet})"
                    " AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid"
                    " AND t.tgname = 'tidemind_changed')")
-    ours = _own_tables(conn)
+    from .schema import own_tables
+
+    ours = own_tables(conn)
     if not [t for (t,) in conn.execute(missing_sql).fetchall() if t in ours or vectors.is_index_table(t)]:
         return
     # (the writer lock's transaction reads what committed before it got the lock: a process that
@@ -384,14 +386,6 @@ def ensure_change_signal(conn: Connection) -> None:
             if table in ours or vectors.is_index_table(table):
                 conn.execute(f'CREATE OR REPLACE TRIGGER tidemind_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE'
                              f' ON "{table}" FOR EACH STATEMENT EXECUTE FUNCTION tidemind_changed()')
-
-
-def _own_tables(conn) -> set[str]:
-    """The tables this version's PostgreSQL migrations make (never another application's)."""
-    from . import migrations
-
-    return set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", "".join(
-        sql for items in migrations.registered(conn).values() for _, sql in items if isinstance(sql, str))))
 
 
 def foreign_tables(conn) -> list[str]:

@@ -119,13 +119,16 @@ def _objects_names(conn: apsw.Connection) -> set[tuple[str, str]]:
     return {(k, n) for k, n in conn.execute("SELECT type, name FROM sqlite_master")}
 
 
+def own_tables(conn) -> set[str]:
+    """The tables this version's migrations make for this connection's dialect."""
+    return set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", "".join(
+        sql for items in migrations.registered(conn).values() for _, sql in items if isinstance(sql, str))))
+
+
 def missing_tables(conn) -> list[str]:
     """On a backend other than SQLite: the tables this version's baseline makes that the database
     lacks (what the checks after this one read)."""
-    from . import migrations
-
-    expected = set(re.findall(r"CREATE TABLE (\w+)", "".join(
-        sql for items in migrations.registered(conn).values() for _, sql in items if isinstance(sql, str))))
+    expected = own_tables(conn)
     found = {name for (name,) in conn.execute("SELECT table_name FROM information_schema.tables"
                                               " WHERE table_schema = current_schema()")}
     return [f"schema: missing table {name!r}" for name in sorted(expected - found)]
@@ -175,15 +178,19 @@ def references(conn) -> list[tuple[str, str, str]]:
     return [(table, r[3], r[2]) for table in tables(conn) for r in conn.execute(f'PRAGMA foreign_key_list("{table}")')]
 
 
+def _identity_columns(conn) -> list[tuple[str, str]]:
+    """PostgreSQL: (table, column) of each identity column (the ids a sequence hands out)."""
+    return list(conn.execute("SELECT table_name, column_name FROM information_schema.columns"
+                             " WHERE table_schema = current_schema() AND is_identity = 'YES'"))
+
+
 def id_high_water(conn) -> dict[str, int]:
     """The highest id each table has ever handed out, where the store remembers more than the
     rows it still has (SQLite's AUTOINCREMENT, PostgreSQL's identity sequences): a copy that
     forgot it would hand a deleted row's id to a new one."""
     if dialect(conn) == "postgresql":
         marks = {}
-        for table, column in list(conn.execute(
-                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
-                " AND is_identity = 'YES'")):
+        for table, column in _identity_columns(conn):
             last = conn.execute("SELECT pg_sequence_last_value(CAST(pg_get_serial_sequence(?, ?) AS regclass))",
                                 (table, column)).fetchone()[0]
             if last:
@@ -198,9 +205,7 @@ def raise_id_high_water(conn, marks: dict[str, int]) -> None:
     """After rows were written with their ids: the next id of each table is above both its rows
     and `marks` (id_high_water of the store they came from)."""
     if dialect(conn) == "postgresql":
-        for table, column in list(conn.execute(
-                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
-                " AND is_identity = 'YES'")):
+        for table, column in _identity_columns(conn):
             top = max(marks.get(table, 0), conn.execute(f'SELECT coalesce(max("{column}"), 0) FROM "{table}"'
                                                         ).fetchone()[0])
             conn.execute("SELECT setval(CAST(pg_get_serial_sequence(?, ?) AS regclass), ?, ?)",

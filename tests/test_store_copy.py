@@ -220,3 +220,38 @@ def test_processes_opening_a_new_server_store_at_once_all_open_it(postgres_datab
              for _ in range(4)]
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, errors
+
+
+def test_a_ledger_made_by_another_process_mid_check_is_never_read_as_something_else(postgres_database):
+    """CI found it: the foreign-table check asked whether the ledger existed, then listed the
+    tables; another process opening the same new store made its ledger in between, and this one
+    refused the store as "holding tables of something else (migrations)". Here the other process
+    makes the ledger right after the check's first statement, whatever that statement is."""
+    import psycopg
+
+    from tidemind.store.migrations import LEDGER
+    from tidemind.store.postgresql import Connection, foreign_tables
+
+    class LedgerAppearsAfterFirstStatement:
+        def __init__(self, conn):
+            self.conn, self.statements = conn, 0
+
+        def execute(self, *args):
+            result = self.conn.execute(*args)
+            self.statements += 1
+            if self.statements == 1:
+                with psycopg.connect(postgres_database, autocommit=True) as other:
+                    other.execute(LEDGER["postgresql"])
+            return result
+
+    conn = Connection.connect(postgres_database)
+    try:
+        checked = LedgerAppearsAfterFirstStatement(conn)
+        assert foreign_tables(checked) == []
+        assert checked.statements >= 1
+        # and a database that does hold something else's tables is still refused
+        conn.execute("CREATE TABLE people(name TEXT)")
+        conn.execute("DROP TABLE migrations")
+        assert foreign_tables(conn) == ["people"]
+    finally:
+        conn.close()

@@ -391,10 +391,12 @@ def ensure_change_signal(conn: Connection) -> None:
 def foreign_tables(conn) -> list[str]:
     """Tables of something else in a database without TideMind's ledger (a store URL naming an
     application's database): TideMind must not add its tables, functions and triggers there."""
-    if scalar(conn, "SELECT to_regclass('migrations') IS NOT NULL"):
-        return []
-    return [t for (t,) in conn.execute("SELECT table_name FROM information_schema.tables"
-                                       " WHERE table_schema = current_schema() ORDER BY table_name")]
+    # One listing, one snapshot: asking first whether the ledger exists and then listing raced
+    # another process making the ledger in between, and its ledger was read as something else's.
+    # TideMind makes its ledger before any other table, so a listing holding it is ours.
+    names = [t for (t,) in conn.execute("SELECT table_name FROM information_schema.tables"
+                                        " WHERE table_schema = current_schema() ORDER BY table_name")]
+    return [] if "migrations" in names else names
 
 
 def _first_line(exc: BaseException) -> str:

@@ -530,3 +530,49 @@ def test_words_too_vague_to_name_a_topic_relate_nothing(mem):
     assert score(a, b) == 0.0
     assert score(c, mem.digest("Tim: Surfing Malibu at sunrise: the swell was perfect.", scope="talk",
                                session="s4")["node_ids"][0]) > 0.0
+
+
+ROUNDS_UNTIL_SETTLED = """
+import json, sys
+from tidemind.memory import Memory
+from tidemind.metabolism.scheduler import backlog, owner_id, run_due
+runs = []
+with Memory.open(sys.argv[1]) as m:
+    for _ in range(60):
+        reports = run_due(m, owner=sys.argv[2] + ":" + owner_id(), batch=40)
+        runs += reports
+        if not backlog(reports) and all(r["status"] != "busy" for r in reports):
+            break
+print(json.dumps(runs))
+"""
+
+
+def test_two_daemons_on_one_store_never_do_the_same_work_twice(tmp_path, store):
+    """Issue 27: daemons of two machines on one store (here two processes with homes of their
+    own, each working its rounds until the store settles) split the work: every memory embedded
+    once and proposed for once, and a task one of them finished is not run again by the other
+    on a reading of the task states taken before (a round reads them all first)."""
+    from tidemind.memory import Memory
+
+    # (a SQLite store is one file in one home: there the two daemons share it)
+    homes = [tmp_path / "laptop", tmp_path / "desktop"] if store else [tmp_path / "home"] * 2
+    with Memory.open(homes[0]) as m:
+        for i in range(240):
+            m.digest(f"Turn {i}: the harbour crane {i} lifted container {i * 7} onto the ship Aurora {i % 11}"
+                     f" before the tide turned at pier {i % 5}.", scope="project:port", session=f"s{i // 40}")
+    procs = [subprocess.Popen([sys.executable, "-c", ROUNDS_UNTIL_SETTLED, str(h), f"daemon-{n}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+             for n, h in enumerate(homes)]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-3000:] for _, err in outputs]
+    runs = [r for out, _ in outputs for r in json.loads(out)]
+    ok = [r for r in runs if r["status"] == "ok"]
+    assert sum(r.get("embedded", 0) for r in ok) == 240
+    assert sum(r.get("nodes", 0) for r in ok if r["task"] == "link-propose") == 240
+    # a task that never stopped with work left is one pass over the store: run once in all
+    single_pass = {r["task"] for r in ok} - {r["task"] for r in ok if r.get("backlog")}
+    twice = {t: n for t in single_pass if (n := sum(r["task"] == t for r in ok)) > 1}
+    assert not twice, twice
+    with Memory.open(homes[1]) as m:
+        assert m.conn.execute("SELECT count(*) FROM node_vectors").fetchone()[0] == 240
+        assert m.conn.execute("SELECT count(*) FROM task_runs WHERE lease_owner IS NOT NULL").fetchone()[0] == 0

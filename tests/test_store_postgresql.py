@@ -114,6 +114,38 @@ def test_task_leases_on_postgresql_one_taker_among_many(postgres_database):
             c.close()
 
 
+def test_a_lease_is_taken_beside_a_long_writer_and_a_row_being_taken_is_skipped(postgres_database):
+    """Leases on a server store are `FOR UPDATE SKIP LOCKED`, outside the writer lock: a daemon
+    takes a task while an import holds the writer lock (here with a lock timeout of ten minutes:
+    waiting behind it would fail the test by its timeout, not by a margin), and a task another
+    daemon is taking this instant is answered "busy" at once, not after the other commits."""
+    from tidemind.store import task_runs
+
+    setup, importer, daemon, other = (Connection.connect(postgres_database) for _ in range(4))
+    try:
+        setup.execute(task_runs.DDL)
+        for c in (importer, daemon, other):
+            c.setbusytimeout(600_000)
+        importer.execute("BEGIN IMMEDIATE")                       # holds the store's writer lock
+        assert task_runs.acquire(daemon, "embed", "daemon-a", "2026-12-03T10:00:00Z", "2026-12-03T10:03:00Z")
+        other.execute("INSERT INTO task_runs(task) VALUES('annotate')")
+        other.execute("BEGIN")
+        other.execute("SELECT task FROM task_runs WHERE task = 'annotate' FOR UPDATE")   # mid-take
+        assert not task_runs.acquire(daemon, "annotate", "daemon-a", "2026-12-03T10:00:00Z", "2026-12-03T10:03:00Z")
+        other.execute("ROLLBACK")
+        importer.execute("ROLLBACK")
+        assert task_runs.acquire(daemon, "annotate", "daemon-a", "2026-12-03T10:00:00Z", "2026-12-03T10:03:00Z")
+        # a task finished by someone else since the taker looked is not taken on that reading
+        task_runs.release(daemon, "annotate", "daemon-a", "2026-12-03T10:01:00Z", "ok", {}, None)
+        assert not task_runs.acquire(other, "annotate", "daemon-b", "2026-12-03T10:02:00Z", "2026-12-03T10:05:00Z",
+                                     if_finished=None)
+        assert task_runs.acquire(other, "annotate", "daemon-b", "2026-12-03T10:02:00Z", "2026-12-03T10:05:00Z",
+                                 if_finished="2026-12-03T10:01:00Z")
+    finally:
+        for c in (setup, importer, daemon, other):
+            c.close()
+
+
 def test_every_table_sqlite_has_postgresql_has_with_the_same_columns(postgres_store, tmp_path):
     """A schema change made in SQLite's migrations and not in the PostgreSQL baseline's (or the
     other way round) fails here: the two stores hold the same tables and columns, but for the

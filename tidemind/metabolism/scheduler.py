@@ -97,13 +97,21 @@ def ordered_tasks() -> list[Task]:
 
 
 def run_task(memory: Memory, task: Task, owner: str, clock: Clock = system_clock, batch: int | None = None,
-             llm=None, stopping=lambda: False, redo: frozenset = frozenset()) -> dict:
+             llm=None, stopping=lambda: False, redo: frozenset = frozenset(),
+             if_finished: str | None | object = task_runs.ANY_FINISH) -> dict:
+    """Run one bounded batch of `task` under its lease. `if_finished`: the last finish the caller
+    saw when it judged the task due; when another process has finished the task since, it is
+    not run again on that stale judgement."""
     now = to_iso(clock())
     until = to_iso(from_iso(now) + dt.timedelta(seconds=LEASE_SECONDS))
     if task.needs_llm and llm is None:
         return {"task": task.name, "status": "skipped", "why": "needs an LLM and none is configured"}
-    if not task_runs.acquire(memory.conn, task.name, owner, now, until):
-        dead = task_runs.holder(memory.conn, task.name)
+    if not task_runs.acquire(memory.conn, task.name, owner, now, until, if_finished):
+        run = task_runs.state(memory.conn).get(task.name, {})
+        if (if_finished is not task_runs.ANY_FINISH and run.get("last_finished") != if_finished
+                and run.get("lease_owner") is None):
+            return {"task": task.name, "status": "busy", "why": "another process ran this task since this round began"}
+        dead = run.get("lease_owner")
         if not (_dead_here(dead) and task_runs.take_over(memory.conn, task.name, dead, owner, now, until)):
             return {"task": task.name, "status": "busy", "why": "another process holds this task's lease"}
     previous = task_runs.state(memory.conn).get(task.name, {}).get("last_finished")
@@ -193,7 +201,8 @@ def run_due(memory: Memory, owner: str | None = None, clock: Clock = system_cloc
         if waited is not None:
             reports.append({"task": task.name, "status": "waiting", **waited})
             continue
-        reports.append(run_task(memory, task, owner, clock, batch, watched, stopping))
+        seen = task_runs.ANY_FINISH if force else state.get(task.name, {}).get("last_finished")
+        reports.append(run_task(memory, task, owner, clock, batch, watched, stopping, if_finished=seen))
         if watched is not None and watched.outage is not None and not watched.retry_at:
             # the model failed during this task: the rest of this round does not call it again
             known = provider_state.get(memory.conn, watched.name)

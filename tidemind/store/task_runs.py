@@ -1,9 +1,15 @@
 """Task state for the metabolism scheduler: last run, status, counts, error, a cursor, and a lease.
 
-A lease is taken in a BEGIN IMMEDIATE transaction only when free or expired, so two processes
-(two daemons, a daemon and `tidemind metabolize`) never run the same task at once. The SQL here is
-the one both backends speak (issue 27): on PostgreSQL the conditional UPDATE locks the task's
-row, and a second taker, once the first commits, finds the lease held (tests/test_store_postgresql.py).
+A lease is taken only when free or expired, so two processes (two daemons, a daemon and
+`tidemind metabolize`, daemons of several machines on one server store) never run the same task
+at once; and, when the taker says when it saw the task last finish, only if nobody finished it
+since (a round reads every task's state first: a task another daemon ran meanwhile is not run
+again on that stale reading).
+
+On SQLite a lease is taken in a BEGIN IMMEDIATE transaction. On PostgreSQL (issue 27) it is one
+statement that locks the task's row `FOR UPDATE SKIP LOCKED`, outside the store's writer lock:
+a daemon asking for a task another is taking this instant is told "busy" at once, and none waits
+behind an import holding the writer lock to learn that.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import json
 
 import apsw
 
-from .connection import changed, immediate, rows
+from .connection import changed, dialect, immediate, rows
 
 DDL = """
 CREATE TABLE task_runs(
@@ -43,12 +49,27 @@ CREATE TABLE task_runs(
 """
 
 
-def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str) -> bool:
+ANY_FINISH = object()     # acquire's `if_finished` when the taker does not mind who ran the task last
+
+_TAKEABLE = ("(lease_owner IS NULL OR lease_until IS NULL OR lease_until < ? OR lease_owner = ?)"
+             " AND (? OR last_finished IS NOT DISTINCT FROM ?)")
+
+
+def acquire(conn: apsw.Connection, task: str, owner: str, now: str, until: str,
+            if_finished: str | None | object = ANY_FINISH) -> bool:
+    """Take the task's lease when it is free or expired (or ours), and, given `if_finished`, only
+    while the task's last finish is still that one (None: never finished)."""
+    anyone = if_finished is ANY_FINISH
+    seen = None if anyone else if_finished
+    if dialect(conn) == "postgresql":
+        conn.execute("INSERT INTO task_runs(task) VALUES(?) ON CONFLICT(task) DO NOTHING", (task,))
+        return changed(conn, "UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task ="
+                             f" (SELECT task FROM task_runs WHERE task=? AND {_TAKEABLE} FOR UPDATE SKIP LOCKED)",
+                             (owner, until, now, task, now, owner, anyone, seen)) == 1
     with immediate(conn):
         conn.execute("INSERT INTO task_runs(task) VALUES(?) ON CONFLICT(task) DO NOTHING", (task,))
-        return changed(conn, "UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=?"
-                             " AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < ? OR lease_owner = ?)",
-                             (owner, until, now, task, now, owner)) == 1
+        return changed(conn, f"UPDATE task_runs SET lease_owner=?, lease_until=?, last_started=? WHERE task=? AND {_TAKEABLE}",
+                             (owner, until, now, task, now, owner, anyone, seen)) == 1
 
 
 def latest_finish(conn: apsw.Connection) -> str | None:

@@ -67,6 +67,7 @@ PG_CORE_MIGRATIONS = [
                                  links.PG_DDL, review.PG_DDL, audit.PG_DDL, fts.PG_DDL, vectors.PG_DDL,
                                  task_runs.PG_DDL, llm_calls.PG_DDL, syntheses.PG_DDL, recall_hits.PG_DDL,
                                  clarifications.PG_DDL, provider_state.PG_DDL, scope_claims.PG_DDL])),
+    ("pg0002_vector_index_by_scope", vectors.partition_pg_indexes),
 ]
 migrations.register("core", CORE_MIGRATIONS, postgresql=PG_CORE_MIGRATIONS)
 

@@ -369,7 +369,8 @@ def ensure_change_signal(conn: Connection) -> None:
 
     quiet = ", ".join(f"'{t}'" for t in QUIET_TABLES)
     missing_sql = ("SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace"
-                   f" WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname NOT IN ({quiet})"
+                   f" WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
+                   f" AND c.relname NOT IN ({quiet})"
                    " AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid"
                    " AND t.tgname = 'tidemind_changed')")
     from .schema import own_tables

@@ -122,16 +122,68 @@ def ensure_index(conn: apsw.Connection, embedder: str, dim: int) -> str:
         conn.execute("DELETE FROM vector_indexes WHERE embedder=?", (embedder,))
     name = f"vec_bits_{inserted(conn, 'INSERT INTO vector_indexes(embedder, dim) VALUES(?, ?)', (embedder, dim))}"
     if dialect(conn) == "postgresql":
-        # pgvector: the same bits, an HNSW graph over Hamming distance (scans that filter by scope
-        # go on past the graph's first candidates: hnsw.iterative_scan, set per connection)
-        conn.execute(f"CREATE TABLE {name}(node_id BIGINT PRIMARY KEY, scope TEXT NOT NULL,"
-                     f" embedding bit({HASH_BITS}) NOT NULL)")
-        conn.execute(f"CREATE INDEX {name}_hnsw ON {name} USING hnsw (embedding bit_hamming_ops)")
-        conn.execute(f"CREATE INDEX {name}_scope ON {name}(scope)")
+        _create_pg_index(conn, name)
         return name
     conn.execute(f"CREATE VIRTUAL TABLE {name} USING vec0("
                  f"node_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY, embedding bit[{HASH_BITS}])")
     return name
+
+
+# pgvector: the same bits, an HNSW graph over Hamming distance, one graph per scope as sqlite-vec
+# has one partition per scope: the table is partitioned by scope and each scope's partition is
+# made on its first vector. One graph over every scope, filtered while it is walked, read on past
+# other scopes' rows: at 100,000 vectors in 10 scopes a scoped search took 10.9 ms p50 against
+# 1.6 ms for the scope's own graph (the planner prunes the other partitions and merges the
+# graphs of the scopes asked for in distance order).
+def _create_pg_index(conn, name: str) -> None:
+    conn.execute(f"CREATE TABLE {name}(node_id BIGINT NOT NULL, scope TEXT NOT NULL,"
+                 f" embedding bit({HASH_BITS}) NOT NULL, PRIMARY KEY(node_id, scope)) PARTITION BY LIST (scope)")
+    conn.execute(f"CREATE INDEX {name}_hnsw ON {name} USING hnsw (embedding bit_hamming_ops)")
+
+
+# A vector goes into its scope's partition, which is made on the scope's first vector: in one
+# call (a round trip, as an INSERT alone), under the writer's transaction (a concurrent writer
+# waits for the store's writer lock, never makes it twice), and rolled back with it.
+PG_PUT_DDL = """
+CREATE OR REPLACE FUNCTION tidemind_put_bits(index_table text, partition_table text, scope text,
+                                             node bigint, bits bit) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF to_regclass(partition_table) IS NULL THEN
+    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES IN (%L)', partition_table, index_table, scope);
+  END IF;
+  EXECUTE format('INSERT INTO %I(node_id, scope, embedding) VALUES($1, $2, $3)', index_table) USING node, scope, bits;
+END $$;
+"""
+
+
+def _pg_put(index: str, scope: str) -> tuple[str, tuple]:
+    """The call that puts one vector in `index`'s partition for `scope`, and its first parameters."""
+    import hashlib
+
+    partition = f"{index}_s{hashlib.sha256(scope.encode()).hexdigest()[:16]}"
+    return f"SELECT tidemind_put_bits(?, ?, ?, ?, ?::bit({HASH_BITS}))", (index, partition, scope)
+
+
+def partition_pg_indexes(conn) -> None:
+    """Migration (PostgreSQL): each embedder's bit index, one table filtered by scope until now,
+    becomes a table partitioned by scope (the rows moved as they are)."""
+    conn.execute(PG_PUT_DDL)
+    for (index_id,) in list(conn.execute("SELECT id FROM vector_indexes ORDER BY id")):
+        name = f"vec_bits_{int(index_id)}"
+        if not scalar(conn, "SELECT to_regclass(?) IS NOT NULL", (name,)):
+            continue
+        conn.execute(f"ALTER TABLE {name} RENAME TO {name}_unpartitioned")
+        conn.execute(f"ALTER INDEX IF EXISTS {name}_hnsw RENAME TO {name}_unpartitioned_hnsw")
+        conn.execute(f"ALTER INDEX IF EXISTS {name}_scope RENAME TO {name}_unpartitioned_scope")
+        _create_pg_index(conn, name)
+        for (scope,) in list(conn.execute(f"SELECT DISTINCT scope FROM {name}_unpartitioned")):
+            sql, first = _pg_put(name, scope)
+            partition = first[1]
+            conn.execute(f"CREATE TABLE {partition} PARTITION OF {name} FOR VALUES IN"
+                         f" ('{scope.replace(chr(39), chr(39) * 2)}')")
+        conn.execute(f"INSERT INTO {name}(node_id, scope, embedding) SELECT node_id, scope, embedding"
+                     f" FROM {name}_unpartitioned")
+        conn.execute(f"DROP TABLE {name}_unpartitioned")
 
 
 def _bits(vec: np.ndarray) -> str:
@@ -145,7 +197,7 @@ def _bits(vec: np.ndarray) -> str:
 
 def is_index_table(table: str) -> bool:
     """One embedder's KNN index (ensure_index): rebuilt from the floats, never copied."""
-    return table == "vector_indexes" or re.fullmatch(r"vec_bits_\d+", table) is not None
+    return table == "vector_indexes" or re.fullmatch(r"vec_bits_\d+(_s[0-9a-f]{16})?", table) is not None
 
 
 def _indexes(conn: apsw.Connection) -> list[str]:
@@ -226,8 +278,8 @@ def put(conn: apsw.Connection, node_id: int, scope: str, embedder: str, vec: np.
     index = ensure_index(conn, embedder, vec.shape[0])
     conn.execute(f"DELETE FROM {index} WHERE node_id=?", (node_id,))      # (another embedder's stays)
     if dialect(conn) == "postgresql":
-        conn.execute(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,?::bit({HASH_BITS}))",
-                     (node_id, scope, _bits(vec)))
+        sql, first = _pg_put(index, scope)
+        conn.execute(sql, (*first, node_id, _bits(vec)))
     else:
         conn.execute(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,vec_quantize_binary(?))",
                      (node_id, scope, _hash_input(vec)))
@@ -365,8 +417,8 @@ def copy_indexes(source, target, batch: int = 1000) -> dict[str, int]:
             if missing:
                 raise ValueError(f"{embedder}: nodes {missing[:5]} are in the index but have no vector")
             if dialect(target) == "postgresql":
-                target.executemany(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,?::bit({HASH_BITS}))",
-                                   [(i, scope, _bits(found[i])) for i, scope in chunk])
+                puts = [(*_pg_put(index, scope), i, _bits(found[i])) for i, scope in chunk]
+                target.executemany(puts[0][0], [(*first, i, bits) for _, first, i, bits in puts])
             else:
                 target.executemany(f"INSERT INTO {index}(node_id, scope, embedding) VALUES(?,?,vec_quantize_binary(?))",
                                    [(i, scope, _hash_input(np.asarray(found[i]))) for i, scope in chunk])

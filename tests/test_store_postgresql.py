@@ -237,6 +237,9 @@ def test_the_bench_measures_a_server_store_beside_sqlite_in_one_run(postgres_sto
     for run in runs.values():
         assert run["nodes"] == 300 and run["recall_ms"]["n"] == 8 and run["digest_ms"]["n"] == 8
         assert run["fts_floor_ms"]["n"] and run["vec_floor_ms"]["n"]
+    # filled by copying the SQLite store (the default): the same memories under the same ids
+    assert runs["postgresql"].get("filled_by_copy") and not runs["sqlite"].get("filled_by_copy")
+    assert runs["postgresql"]["embedded"] == runs["sqlite"]["embedded"] == 300
     table = run_cli(tmp_path / "home", "--store", postgres_store, "bench", "--nodes", "50", "--no-mcp")
     assert table.returncode != 0 and b"not empty" in table.stderr            # (the first run filled it)
     with Memory.open(tmp_path / "home", store=postgres_store) as m:

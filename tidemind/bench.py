@@ -363,11 +363,20 @@ def _metabolism(m: Memory, cap: int) -> dict:
             "metabolism_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
-def run_side_by_side(store: str, **options) -> dict:
-    """The bench on a server store and, in the same run, on SQLite with the same corpus (the seed):
-    `tidemind --store postgresql://… bench`. The server store must be empty."""
+FILLS = ("copy", "load")
+
+
+def run_side_by_side(store: str, fill: str = "copy", **options) -> dict:
+    """The bench on a server store and, in the same run, on SQLite with the same corpus:
+    `tidemind --store postgresql://… bench`. The server store must be empty. `fill`: "copy" loads
+    the corpus into SQLite once and copies that store to the server (`tidemind migrate`: the same
+    memories under the same ids, and at a million memories hours faster than loading the server
+    row by row); "load" loads each store on its own from the same seed (times the server's own
+    write path)."""
     from .store.backend import locate
 
+    if fill not in FILLS:
+        raise InvalidInput(f"unknown fill {fill!r}: one of {', '.join(FILLS)}")
     home = options.pop("home", None)
     temp = tempfile.mkdtemp(prefix="tidemind-bench-")
     try:
@@ -376,18 +385,43 @@ def run_side_by_side(store: str, **options) -> dict:
                 raise InvalidInput(f"the bench fills its store: {locate(store, Path(temp))} is not empty")
         runs = {}
         server = locate(store, Path(temp)).scheme
+        homes = {"sqlite": str(Path(home or temp) / "sqlite"), server: str(Path(home or temp) / server)}
         # every Memory of the bench names its store: the bench's own setting must not leak into one
         outer = os.environ.pop("TIDEMIND_STORE", None)
         try:
+            filled = {}
+            if fill == "copy" and options.get("n_nodes", 10_000):
+                filled = _fill_and_copy(homes["sqlite"], store, options)
             for name, where in (("sqlite", None), (server, store)):
                 extra = {} if name == "sqlite" else {"import_notes": 0, "hostile_units": 0}   # (file imports: once)
-                runs[name] = run_bench(home=str(Path(home or temp) / name), store=where, **{**options, **extra})
+                runs[name] = run_bench(home=homes[name], store=where,
+                                       filled=filled.get("sqlite" if name == "sqlite" else "server"),
+                                       **{**options, **extra})
         finally:
             if outer is not None:
                 os.environ["TIDEMIND_STORE"] = outer
-        return {"nodes": options.get("n_nodes", 10_000), "side_by_side": runs}
+        return {"nodes": options.get("n_nodes", 10_000), "fill": fill, "side_by_side": runs}
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _fill_and_copy(home: str, store: str, options: dict) -> dict:
+    """Load and embed the corpus into the SQLite store of `home`, then copy that store whole to the
+    (empty) server `store`; what each took, as run_bench's `filled`."""
+    corpus = Corpus(options.get("seed", 7))
+    n = options.get("n_nodes", 10_000)
+    with Memory.open(home) as m:
+        t0 = time.perf_counter()
+        bulk_load(m, corpus, n, scopes_for(options.get("n_scopes", 10)), spread_days=60 if options.get("metabolism") else 0)
+        load_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        embedded = m.embed_pending(batch=1000)["embedded"]
+        embed_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        m.migrate_to(store)
+        copy_s = time.perf_counter() - t0
+    return {"sqlite": {"load_s": load_s, "embed_s": embed_s, "embedded": embedded},
+            "server": {"load_s": copy_s, "embed_s": 0.0, "embedded": embedded, "copied": True}}
 
 
 def _settle(conn) -> None:
@@ -403,11 +437,13 @@ def _settle(conn) -> None:
 
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
               seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: int = 0,
-              import_notes: int = 0, hostile_units: int = 0, store: str | None = None) -> dict:
+              import_notes: int = 0, hostile_units: int = 0, store: str | None = None,
+              filled: dict | None = None) -> dict:
     """`metabolism`: time the offline tasks over up to this many nodes each (0: skip);
     `import_notes`: time importing a generated vault of this many notes (0: skip);
     `hostile_units`: time importing notes built to be slow, of this many sections (0: skip);
-    `store`: a server store to fill (None: the home's own SQLite file)."""
+    `store`: a server store to fill (None: the home's own SQLite file); `filled`: the store holds
+    the corpus already (run_side_by_side's copy), with what loading and embedding it took."""
     temp = None
     if home is None:
         temp = tempfile.mkdtemp(prefix="tidemind-bench-")
@@ -421,13 +457,16 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
                     **(_hostile_bench(str(Path(home) / "hostile-bench"), hostile_units) if hostile_units else {})}
         scopes = scopes_for(n_scopes)
         m = Memory.open(home, store=store)
-        t0 = time.perf_counter()
-        # the metabolism's digests need days to digest: spread the facts over the last 60 days then
-        bulk_load(m, corpus, n_nodes, scopes, spread_days=60 if metabolism else 0)
-        load_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        embedded = m.embed_pending(batch=1000)["embedded"]
-        embed_s = time.perf_counter() - t0
+        if filled:
+            load_s, embed_s, embedded = filled["load_s"], filled["embed_s"], filled["embedded"]
+        else:
+            t0 = time.perf_counter()
+            # the metabolism's digests need days to digest: spread the facts over the last 60 days then
+            bulk_load(m, corpus, n_nodes, scopes, spread_days=60 if metabolism else 0)
+            load_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            embedded = m.embed_pending(batch=1000)["embedded"]
+            embed_s = time.perf_counter() - t0
         meta = {}
         if metabolism:
             meta["synthesis_seed"] = _seed_syntheses(m, scopes)
@@ -435,10 +474,15 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         _settle(m.conn)
 
         rng = random.Random(seed + 1)
-        sample_ids = [r[0] for r in m.conn.execute("SELECT id FROM nodes ORDER BY random() LIMIT ?", (queries,))]
+        # the same memories asked about on every store the corpus was loaded into (ids are given in
+        # order from 1 on each, and a copy keeps them): a seeded sample, not the database's random()
+        top = nodes.newest_id(m.conn)
+        sample_ids = sorted(rng.sample(range(1, top + 1), min(queries, top)))
         probe: list[tuple[str, str]] = []
         for nid in sample_ids:
             row = nodes.get_any(m.conn, nid)
+            if row is None:
+                continue
             words = text.content_words(row["content"])
             picked = rng.sample(words, k=min(len(words), rng.randint(2, 4)))
             probe.append((" ".join(["what", "about"] + picked), row["scope"]))
@@ -486,6 +530,7 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             "vec_floor_ms": _pct(vec_ms),
             "fts_all_terms_ms": _pct(fts_all_terms_ms),
             "load_s": round(load_s, 2),
+            **({"filled_by_copy": True} if filled and filled.get("copied") else {}),
             "embed_s": round(embed_s, 2),
             "embedded": embedded,
             "db_bytes_per_1000_nodes": int(db_bytes / max(1, n_nodes) * 1000),
@@ -535,7 +580,8 @@ def format_side_by_side(r: dict) -> str:
     names = list(runs)
     first = runs[names[0]]
     lines = [f"TideMind bench, {r['nodes']:,} nodes in {first['scopes']} scopes, the same corpus on each store",
-             "  " + " · ".join(f"{n}: load {v['load_s']} s, {v['db_bytes_per_1000_nodes']:,} bytes/1000 nodes"
+             "  " + " · ".join(f"{n}: {'copied from sqlite in' if v.get('filled_by_copy') else 'load'} {v['load_s']} s,"
+                               f" embed {v['embed_s']} s, {v['db_bytes_per_1000_nodes']:,} bytes/1000 nodes"
                                for n, v in runs.items()), "",
              f"  {'measure (ms)':<24}" + "".join(f"{n + ' p50':>16}{n + ' p95':>16}" for n in names)]
     for key in SIDE_BY_SIDE:

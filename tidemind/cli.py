@@ -711,8 +711,8 @@ def cmd_bench(args):
                    hostile_units=args.hostile_notes or 0)
     server = os.environ.get("TIDEMIND_STORE", "")
     # `tidemind --store postgresql://… bench`: that store and SQLite, side by side in one run
-    r = run_side_by_side(server, **options) if "://" in server and not server.startswith(("sqlite:", "file:")) \
-        else run_bench(**options)
+    r = run_side_by_side(server, fill=args.fill, **options) \
+        if "://" in server and not server.startswith(("sqlite:", "file:")) else run_bench(**options)
     from .bench import format_table
 
     _emit(args, r, format_table)
@@ -924,6 +924,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--full", action="store_true",
                    help="everything: MCP and hooks, metabolism (5000 nodes a task), import (2000 notes)")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")
+    s.add_argument("--fill", choices=("copy", "load"), default="copy",
+                   help="with --store: fill the server store by copying the SQLite one (the same memories under"
+                        " the same ids; default) or by loading it on its own")
     return p
 
 

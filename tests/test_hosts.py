@@ -402,6 +402,12 @@ REMOTE_ENTRIES = {
     "codex": {"url": REMOTE_URL, "bearer_token_env_var": "TEAM_TOKEN"},
     # as the fixture's "remote-server": url, headers with ${env:VAR}
     "cursor": {"url": REMOTE_URL, "headers": {"Authorization": "Bearer ${env:TEAM_TOKEN}"}},
+    # Gemini CLI: httpUrl is its streamable HTTP field (url is SSE), and it reads $VAR in settings
+    "gemini": {"httpUrl": REMOTE_URL, "headers": {"Authorization": "Bearer $TEAM_TOKEN"}},
+    # as the fixture's "github" server: "type": "http" and url; headers with ${env:VAR}
+    "vscode": {"type": "http", "url": REMOTE_URL, "headers": {"Authorization": "Bearer ${env:TEAM_TOKEN}"}},
+    # as the fixture's "figma" server: serverUrl; headers with ${env:VAR}
+    "windsurf": {"serverUrl": REMOTE_URL, "headers": {"Authorization": "Bearer ${env:TEAM_TOKEN}"}},
 }
 
 
@@ -422,10 +428,14 @@ def test_url_points_a_host_at_a_remote_server_without_writing_the_token(host, tm
     mcp_path, fmt, key = spec["mcp"]
     config = read_config(base / mcp_path, fmt)
     assert config[key]["tidemind"] == REMOTE_ENTRIES[host]
-    assert without_ours(config, key, None) == read_config(FIXTURES / host / mcp_path, fmt)   # the rest as it was
+    hooks_style = spec["hooks"][2] if spec.get("hooks", (None,))[0] == mcp_path else None   # (one file: Gemini)
+    assert without_ours(config, key, hooks_style) == read_config(FIXTURES / host / mcp_path, fmt)   # the rest as it was
     if "hooks" in spec:
         hooks_path, hfmt, style, events = spec["hooks"]
-        registered = our_hooks(read_config(base / hooks_path, hfmt), style)
+        hooks_config = read_config(base / hooks_path, hfmt)
+        # the local stop hook's event list, made by the local install, goes with it (not left as [])
+        assert [] not in (hooks_config.get("hooks") or {}).values(), hooks_config["hooks"]
+        registered = our_hooks(hooks_config, style)
         wanted = {e: n for e, n in events.items() if n in ("session-start", "user-prompt")}
         assert set(registered) == set(wanted)                    # the local stop hook is taken out
         for event, name in wanted.items():
@@ -439,8 +449,8 @@ def test_url_points_a_host_at_a_remote_server_without_writing_the_token(host, tm
 
 
 @pytest.mark.parametrize("args,said", [
-    (["--host", "gemini", "--url", REMOTE_URL], "gemini not wired to a remote server"),
-    (["--host", "claude-code", "--host", "vscode", "--url", REMOTE_URL], "vscode not wired"),
+    (["--host", "claude-desktop", "--url", REMOTE_URL], "claude-desktop not wired to a remote server"),
+    (["--host", "claude-code", "--host", "claude-desktop", "--url", REMOTE_URL], "claude-desktop not wired"),
     (["--host", "claude-code", "--url", "http://memory.example.org/mcp"], "in clear"),
     (["--host", "claude-code", "--url", "https://alice:pw@memory.example.org/mcp"], "must not carry credentials"),
     (["--host", "claude-code", "--url", "ftp://memory.example.org"], "http(s) URL"),
@@ -450,7 +460,7 @@ def test_url_points_a_host_at_a_remote_server_without_writing_the_token(host, tm
 ])
 def test_a_remote_install_it_cannot_do_right_is_refused_and_nothing_changes(tmp_path, args, said):
     base = tmp_path / "base"
-    for host in ("claude-code", "gemini", "vscode"):
+    for host in ("claude-code", "claude-desktop", "gemini", "vscode"):
         shutil.copytree(FIXTURES / host, base, dirs_exist_ok=True)
     before = snapshot(base)
     proc = cli(tmp_path, tmp_path / "tm", base, *args, check=False)
@@ -460,10 +470,10 @@ def test_a_remote_install_it_cannot_do_right_is_refused_and_nothing_changes(tmp_
 
 def test_all_with_url_wires_the_hosts_that_take_a_remote_server_and_names_the_rest(tmp_path):
     base = tmp_path / "base"
-    for host in ("codex", "gemini", "cursor"):
+    for host in ("codex", "claude-desktop", "cursor"):
         shutil.copytree(FIXTURES / host, base, dirs_exist_ok=True)
     report = cli(tmp_path, tmp_path / "tm", base, "--host", "all", "--url", REMOTE_URL)
-    assert [h["host"] for h in report["hosts"]] == ["cursor", "codex"] and report["not_remote"] == ["gemini"]
+    assert [h["host"] for h in report["hosts"]] == ["cursor", "codex"] and report["not_remote"] == ["claude-desktop"]
     assert read_config(base / ".cursor/mcp.json", "json")["mcpServers"]["tidemind"]["headers"] == \
         {"Authorization": "Bearer ${env:TIDEMIND_TOKEN}"}
-    assert "tidemind" not in read_config(base / ".gemini/settings.json", "jsonc")["mcpServers"]
+    assert "tidemind" not in read_config(base / ".config/Claude/claude_desktop_config.json", "json")["mcpServers"]

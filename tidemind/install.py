@@ -41,11 +41,14 @@ from .jsonedit import Document, JSONEditError
 SERVER_NAME = "tidemind"
 HOST_NAMES = ["claude-code", "claude-desktop", "cursor", "codex", "gemini", "vscode", "windsurf"]
 
-# The hosts whose remote (HTTP) MCP server entry this version writes with `--url`: the shape of each
-# is the one its own configuration shows in tests/fixtures/hosts (Claude Code's "type": "http" with
-# headers, Codex's url + bearer_token_env_var, Cursor's url + headers with ${env:...}); the token
-# is always named by an environment variable, never written into a file.
-REMOTE_HOSTS = ("claude-code", "codex", "cursor")
+# The hosts whose remote (HTTP) MCP server entry this version writes with `--url`, each in the shape
+# its own documentation gives a streamable HTTP server (Claude Code's "type": "http" with headers,
+# Codex's url + bearer_token_env_var, Cursor's url + headers with ${env:...}, Gemini CLI's httpUrl
+# with $VAR read from the environment, VS Code's "type": "http" with ${env:...}, Windsurf's
+# serverUrl with ${env:...}); the token is always named by an environment variable, never written
+# into a file. Claude Desktop is not among them: its file takes local (stdio) servers only, and a
+# remote one is added in its Settings as a connector.
+REMOTE_HOSTS = ("claude-code", "codex", "cursor", "gemini", "vscode", "windsurf")
 # the hooks a remote install registers: the stop hook files lessons in the review queue, which no
 # tool of the remote server takes
 REMOTE_HOOKS = ("session-start", "user-prompt")
@@ -168,6 +171,12 @@ def _remote_entry(host: str, remote: Remote) -> dict:
         return {"type": "http", "url": remote.url, "headers": {"Authorization": f"Bearer ${{{remote.token_env}}}"}}
     if host == "codex":
         return {"url": remote.url, "bearer_token_env_var": remote.token_env}
+    if host == "gemini":
+        return {"httpUrl": remote.url, "headers": {"Authorization": f"Bearer ${remote.token_env}"}}
+    if host == "vscode":
+        return {"type": "http", "url": remote.url, "headers": {"Authorization": f"Bearer ${{env:{remote.token_env}}}"}}
+    if host == "windsurf":
+        return {"serverUrl": remote.url, "headers": {"Authorization": f"Bearer ${{env:{remote.token_env}}}"}}
     return {"url": remote.url, "headers": {"Authorization": f"Bearer ${{env:{remote.token_env}}}"}}     # cursor
 
 
@@ -198,13 +207,13 @@ def targets(host: str, base: Path, home: str | None, scopes: list[str] | None, p
         out.append(Target(paths["hooks"], "hooks-json", "hooks", comments=True, hooks={
             event: {"hooks": [{"type": "command", "name": f"tidemind-{name}", "command": hook(name),
                                "timeout": t * 1000}]}             # Gemini CLI counts milliseconds
-            for name, (event, t) in GEMINI_HOOKS.items()}))
+            for name, (event, t) in wired(GEMINI_HOOKS).items()}))
     elif host == "vscode":
         out.append(Target(paths["mcp"], "mcp-json", "MCP server", servers_key="servers",
-                          entry={"type": "stdio", **plain}, comments=True))
+                          entry={"type": "stdio", **plain} if remote is None else plain, comments=True))
         # a file of our own in the folder VS Code reads every *.json of
         hooks = {event: [{"type": "command", "command": hook(name), "timeout": t}]
-                 for name, (event, t) in VSCODE_HOOKS.items()}
+                 for name, (event, t) in wired(VSCODE_HOOKS).items()}
         out.append(Target(paths["hooks"], "file", "hooks",
                           content=(json.dumps({"hooks": hooks}, indent=2) + "\n").encode()))
     else:                              # claude-desktop, cursor, windsurf: the MCP server is all they take
@@ -305,6 +314,10 @@ def _edit_json(target: Target, text: str, install: bool, created: list) -> str:
                 # an event we no longer use (PreCompact, by older installs); other keys are not ours to judge
                 if event not in target.hooks and isinstance(value, list):
                     _sync_hooks(target, doc, event, None, created)
+                    if install and ["hooks", event] in created:
+                        # (a list an earlier install made for it, now empty: a remote install drops
+                        # the stop hook, and left "SessionEnd": [] behind in the host's file)
+                        _drop_created(doc, [["hooks", event]])
             if not install:
                 _drop_created(doc, created)
     except JSONEditError as exc:

@@ -255,3 +255,38 @@ def test_a_ledger_made_by_another_process_mid_check_is_never_read_as_something_e
         assert foreign_tables(conn) == ["people"]
     finally:
         conn.close()
+
+
+def test_tags_a_unicode_folding_server_holds_as_one_are_refused_in_one_sentence_and_nothing_is_copied(postgres, tmp_path):
+    """Found by trying it: SQLite's NOCASE tells 'Über' from 'über' (ASCII case only); a PostgreSQL
+    database with a UTF-8 collation (here the builtin C.UTF-8 provider, the default of many
+    servers) folds them, and `migrate --to` stopped on a psycopg traceback half-way through the
+    tags. Now the copy is refused in one sentence that says what to do, and the target keeps
+    nothing."""
+    import uuid
+
+    import psycopg
+
+    with Memory.open(tmp_path / "home") as m:
+        a = m.digest("Notes on the Über design review.")["node_ids"][0]
+        b = m.digest("über is the German word for over.")["node_ids"][0]
+        m.tag_add(a, "Über")
+        m.tag_add(b, "über")
+    name = "u_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER builtin BUILTIN_LOCALE 'C.UTF-8'")
+    params = dict(p.split("=", 1) for p in postgres.conninfo.split())
+    url = f"postgresql://postgres@/{name}?host={params['host']}&port={params['port']}"
+    try:
+        proc = run_cli(tmp_path / "home", "migrate", "--to", url)
+        err = proc.stderr.decode()
+        assert proc.returncode == 1 and "Traceback" not in err, err
+        assert "refused a row of tags" in err and "rename one of the two" in err and "nothing was copied" in err
+        with psycopg.connect(url) as target:
+            assert target.execute("SELECT count(*) FROM nodes").fetchone()[0] == 0
+            assert target.execute("SELECT count(*) FROM tags").fetchone()[0] == 0
+        with Memory.open(tmp_path / "home") as m:                   # the source as it was
+            assert {t["name"] for t in m.show(a)["tags"]} == {"Über"} and {t["name"] for t in m.show(b)["tags"]} == {"über"}
+    finally:
+        with psycopg.connect(postgres.conninfo, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")

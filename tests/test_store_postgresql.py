@@ -3,6 +3,7 @@ module uses (`immediate`, `inserted`, `changed`, `rows`, `scalar`) run unchanged
 connection, against the real server the suite starts (tests/pgserver.py)."""
 from __future__ import annotations
 
+import apsw
 import pytest
 
 from tidemind.store.connection import changed, immediate, inserted, rows, scalar
@@ -55,7 +56,7 @@ def test_a_failed_transaction_leaves_nothing_written(conn, postgres_database):
         assert scalar(other, "SELECT count(*) FROM notes") == 0
     finally:
         other.close()
-    with pytest.raises(psycopg.errors.NotNullViolation):
+    with pytest.raises(apsw.ConstraintError, match="not-null"):          # (as SQLite says it)
         with immediate(conn):
             conn.execute("INSERT INTO notes(scope, body) VALUES(?, NULL)", ("personal",))
     assert not conn.in_transaction and scalar(conn, "SELECT count(*) FROM notes") == 0

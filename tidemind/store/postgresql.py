@@ -238,6 +238,9 @@ def _busy_as_sqlite():
     except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected,
             psycopg.errors.SerializationFailure) as exc:
         raise apsw.BusyError(_first_line(exc)) from exc
+    except psycopg.errors.IntegrityError as exc:
+        # a unique key, a reference, a CHECK: SQLite's ConstraintError, which callers answer
+        raise apsw.ConstraintError(_first_line(exc)) from None
     except psycopg.DataError as exc:
         # a value PostgreSQL cannot hold (a NUL in text, a number out of range): the caller's
         # input, said in one line; the transaction around it rolls back as for any refusal

@@ -18,6 +18,8 @@ or partial copy leaves the target as it was. The target must be empty: a copy ne
 """
 from __future__ import annotations
 
+import apsw
+
 from graphlib import TopologicalSorter
 
 from ..errors import InvalidInput, StorageError
@@ -66,6 +68,14 @@ def _count(conn, table: str) -> int:
     return conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
 
 
+# Why a target may refuse rows its source holds, where the two backends' rules differ
+REFUSED_HINTS = {
+    "tags": (". SQLite tells tag names apart by the case of letters beyond ASCII ('Über', 'über'); a"
+             " PostgreSQL server whose collation folds them (a UTF-8 locale) holds them as one tag: rename"
+             " one of the two (remove it from its memories and add the other) and copy again"),
+}
+
+
 def copy(source, target, progress=None) -> dict:
     """Copy `source` into the empty `target`, inside the caller's snapshot of the source and its
     transaction on the target. Returns the rows copied per table, the vectors indexed per
@@ -84,7 +94,11 @@ def copy(source, target, progress=None) -> dict:
         for chunk in batches(stream_rows(source, f'SELECT {names} FROM "{table}"'), BATCH):
             if later:
                 chunk = [tuple(None if i in later else v for i, v in enumerate(row)) for row in chunk]
-            target.executemany(insert, chunk)
+            try:
+                target.executemany(insert, chunk)
+            except apsw.ConstraintError as exc:
+                raise InvalidInput(f"the target refused a row of {table} ({exc}); nothing was copied"
+                                   + REFUSED_HINTS.get(table, "")) from None
             count += len(chunk)
         for column in own:
             key = schema.primary_key(source, table)

@@ -322,6 +322,12 @@ def cmd_serve(args):
     serve(args.home, args.scope, http=args.http, require_token=args.require_token)
 
 
+def cmd_proxy(args):
+    from .proxy import serve   # imported here: the other commands never pay for the HTTP stack
+
+    serve(args.home, args.listen, args.scope, args.anthropic_upstream, args.openai_upstream, memory=not args.no_memory)
+
+
 def cmd_tokens(args):
     with _memory(args) as m:
         if args.action == "add":
@@ -803,6 +809,17 @@ def build_parser() -> argparse.ArgumentParser:
                    " http://HOST:PORT/mcp; an address other than loopback needs tokens (tidemind tokens add)")
     s.add_argument("--require-token", action="store_true", help="with --http: ask every request for a token even on"
                    " loopback (behind a reverse proxy on this machine), and refuse to start while none is defined")
+    s = add("proxy", cmd_proxy, "an HTTP proxy for the Anthropic and OpenAI chat APIs: recall injected before each"
+                                " request, the exchange stored after it (clients change only their base URL)")
+    s.add_argument("--listen", default="127.0.0.1:8788", metavar="HOST:PORT",
+                   help="where to listen (default 127.0.0.1:8788); another address than loopback needs tokens")
+    s.add_argument("--scope", action="append", help="scope the proxy reads and writes (repeatable; the first gets"
+                   " writes; default: [memory] scopes, else the default scope)")
+    s.add_argument("--anthropic-upstream", metavar="URL", help="where Anthropic requests go (default"
+                   " https://api.anthropic.com, or [proxy] anthropic_upstream)")
+    s.add_argument("--openai-upstream", metavar="URL", help="where OpenAI requests go (default https://api.openai.com;"
+                   " a local Ollama: http://127.0.0.1:11434)")
+    s.add_argument("--no-memory", action="store_true", help="forward everything untouched (no recall, nothing stored)")
     s = add("tokens", cmd_tokens, "bearer tokens of the HTTP server: add NAME --scope S [--scope S2], list,"
                                   " revoke NAME")
     s.add_argument("action", choices=["add", "list", "revoke"])

@@ -26,7 +26,7 @@ from .errors import (Conflict, InvalidInput, NotFound, ProviderUnavailable, Scop
                      check_id, describe_os_error)
 from .scopes import check_scope
 from .search import RecallRequest, recall as hybrid_recall, when
-from .store import (AsOf, access_tokens, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, review, scalar,
+from .store import (AsOf, access_tokens, proxy_exchanges, audit, captures, clarifications, derived, fts, immediate, links, llm_calls, nodes, review, scalar,
                     recall_hits, syntheses,
                     stream, tags, vectors)
 from .store import integrity
@@ -454,6 +454,7 @@ class Memory:
             warnings = []
             for capture_id, units_gone in touched.items():
                 warnings += self._redact_capture(capture_id, units_gone, now)
+            proxy_exchanges.forget_capture(self.conn, list(touched))
             from .workstreams import after_forget
 
             after_forget(self.conn, nodes.scope_days(self.conn, [t["id"] for t in targets]), now)

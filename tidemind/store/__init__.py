@@ -70,6 +70,8 @@ PG_CORE_MIGRATIONS = [
     ("pg0002_vector_index_by_scope", vectors.partition_pg_indexes),
 ]
 migrations.register("core", CORE_MIGRATIONS, postgresql=PG_CORE_MIGRATIONS)
+# owners whose tables reference core's register after it (the ledger applies owners in order)
+from . import proxy_exchanges  # noqa: E402
 
 
 def backup_to(conn: apsw.Connection, target: Path) -> None:
@@ -130,6 +132,6 @@ def open_store_read_only(db_path: Path, busy_timeout_ms: int, why: str) -> apsw.
     return conn
 
 
-__all__ = ["AsOf", "access_tokens", "visible", "open_store", "open_store_read_only", "immediate", "rows", "scalar", "backup_to", "connect",
+__all__ = ["AsOf", "access_tokens", "proxy_exchanges", "visible", "open_store", "open_store_read_only", "immediate", "rows", "scalar", "backup_to", "connect",
            "audit", "captures", "clarifications", "derived", "fts", "links", "migrations", "nodes", "recall_hits", "review", "syntheses", "tags", "task_runs",
            "vectors", "provider_state", "scope_claims"]

@@ -324,6 +324,13 @@ def superseded_in_scope(conn: apsw.Connection, scope: str, ids: Sequence[int]) -
         WHERE n.id IN ({marks}) AND n.scope=? AND n.status='superseded' AND v.reason='correct'""", [*ids, scope])
 
 
+def visible_of_capture(conn: apsw.Connection, capture_id: int, scopes: Sequence[str]) -> list[dict]:
+    """The visible units of one capture, in order (a proxy exchange's turn read back)."""
+    pred, params = visible("n", scopes)
+    return rows(conn, f"SELECT n.id, n.content FROM nodes n WHERE n.capture_id = ? AND {pred} ORDER BY n.unit_index",
+                [capture_id, *params])
+
+
 def neighbours(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str],
                as_of: AsOf | None = None, reach: int = 1) -> list[tuple[int, int, str, int]]:
     """(seed, neighbour, why, offset): the `reach` nearest visible sibling units of the seed's

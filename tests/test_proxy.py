@@ -1,0 +1,270 @@
+"""`tidemind proxy` (issue 26) driven by the real `anthropic` and `openai` clients, pointed at a proxy
+process, in front of a loopback upstream stub that records what it receives and answers as the
+vendors' APIs do (whole or streamed as server-sent events)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tidemind.memory import Memory
+
+from .conftest import ROOT
+
+ANTHROPIC_KEY = "sk-ant-api03-" + "k" * 40
+OPENAI_KEY = "sk-proj-" + "o" * 40
+
+
+# -- the upstream stub ------------------------------------------------------------------------------
+class Upstream:
+    """A loopback HTTP server answering as the Anthropic and OpenAI APIs do; `script` says what to
+    answer next (an answer text, a tool call, an error status, a stall); `seen` keeps each request."""
+
+    def __init__(self):
+        import uvicorn
+
+        self.seen: list[dict] = []
+        self.answers: list[str] = []          # next answers, oldest first; "" -> default
+        self.status: int | None = None        # answer this status (an error body) instead
+        self.stall = 0.0
+        self.tool_call = False
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off", interface="asgi3"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    async def app(self, scope, receive, send):
+        import anyio
+
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        self.seen.append({"path": scope["path"], "method": scope["method"], "headers": headers, "body": body})
+        if self.stall:
+            await anyio.sleep(self.stall)
+        anthropic = scope["path"] == "/v1/messages"
+        if self.status:
+            payload = ({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}} if anthropic
+                       else {"error": {"message": "slow down", "type": "requests", "code": "rate_limit_exceeded"}})
+            data = json.dumps(payload).encode()
+            await send({"type": "http.response.start", "status": self.status,
+                        "headers": [(b"content-type", b"application/json"), (b"retry-after", b"7"),
+                                    (b"x-upstream-note", b"kept")]})
+            await send({"type": "http.response.body", "body": data})
+            return
+        if scope["path"] not in ("/v1/messages", "/v1/chat/completions"):
+            data = json.dumps({"data": [{"id": "model-a"}], "path": scope["path"]}).encode()
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": data})
+            return
+        request = json.loads(body)
+        answer = self.answers.pop(0) if self.answers else "An answer."
+        events = _anthropic_events(answer, self.tool_call) if anthropic else _openai_events(answer, self.tool_call)
+        if request.get("stream"):
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+            for event in events:
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+                await anyio.sleep(0.001)
+            await send({"type": "http.response.body", "body": b""})
+            return
+        whole = _anthropic_whole(answer, self.tool_call) if anthropic else _openai_whole(answer, self.tool_call)
+        data = json.dumps(whole).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": data})
+
+
+def _sse(kind: str | None, data: dict | str) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {kind}\n" if kind else "").encode() + f"data: {text}\n\n".encode()
+
+
+def _anthropic_whole(answer: str, tool: bool) -> dict:
+    content = [{"type": "text", "text": answer}]
+    if tool:
+        content.append({"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}})
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
+            "stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+def _anthropic_events(answer: str, tool: bool) -> list[bytes]:
+    half = len(answer) // 2
+    out = [_sse("message_start", {"type": "message_start", "message": {**_anthropic_whole("", False), "content": []}}),
+           _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "text", "text": ""}})]
+    for piece in (answer[:half], answer[half:]):
+        out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                "delta": {"type": "text_delta", "text": piece}}))
+    out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    if tool:
+        out += [_sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
+                    "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+                _sse("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                             "delta": {"type": "input_json_delta", "partial_json": '{"city": '}}),
+                _sse("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                             "delta": {"type": "input_json_delta", "partial_json": '"Paris"}'}}),
+                _sse("content_block_stop", {"type": "content_block_stop", "index": 1})]
+    out += [_sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                   "usage": {"output_tokens": 5}}),
+            _sse("message_stop", {"type": "message_stop"})]
+    return out
+
+
+def _openai_whole(answer: str, tool: bool) -> dict:
+    message = {"role": "assistant", "content": answer}
+    if tool:
+        message["tool_calls"] = [{"id": "call_1", "type": "function",
+                                  "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def _openai_events(answer: str, tool: bool) -> list[bytes]:
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test"}
+    half = len(answer) // 2
+    out = [_sse(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
+    for piece in (answer[:half], answer[half:]):
+        out.append(_sse(None, {**base, "choices": [{"index": 0, "delta": {"content": piece}}]}))
+    if tool:
+        out.append(_sse(None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"ci'}}]}}]}))
+        out.append(_sse(None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": 'ty": "Paris"}'}}]}}]}))
+    out.append(_sse(None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    out.append(_sse(None, "[DONE]"))
+    return out
+
+
+# -- the proxy as a process ---------------------------------------------------------------------------
+class ProxyProcess:
+    def __init__(self, home, upstream: Upstream, *extra: str):
+        env = {**os.environ, "TIDEMIND_HOME": str(home)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "tidemind.cli", "proxy", "--listen", "127.0.0.1:0",
+                                      "--anthropic-upstream", upstream.url, "--openai-upstream", upstream.url, *extra],
+                                     stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+        self.lines = []
+        while True:
+            line = self.proc.stderr.readline()
+            if not line:
+                raise AssertionError("the proxy exited: " + "".join(self.lines) + (self.proc.stderr.read() or ""))
+            self.lines.append(line)
+            if "listening on" in line:
+                break
+        self.url = line.split("listening on ", 1)[1].split()[0]
+        self.rest = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
+        self.rest.start()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture
+def upstream():
+    stub = Upstream()
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture
+def proxy(home, upstream, store):
+    started = []
+
+    def start(*extra):
+        p = ProxyProcess(home, upstream, *extra)
+        started.append(p)
+        return p
+    yield start
+    for p in started:
+        p.stop()
+
+
+def _anthropic(url):
+    import anthropic
+
+    return anthropic.Anthropic(base_url=url, api_key=ANTHROPIC_KEY, max_retries=0, timeout=60)
+
+
+def _openai(url):
+    import openai
+
+    return openai.OpenAI(base_url=url + "/v1", api_key=OPENAI_KEY, max_retries=0, timeout=60)
+
+
+def _stored(home) -> list[dict]:
+    """The proxy's memories: live nodes whose source is the proxy, oldest first."""
+    with Memory.open(home) as m:
+        return [{"id": i, "content": c, "tool": t, "session": s, "scope": sc} for i, c, t, s, sc in m.conn.execute(
+            "SELECT id, content, source_tool, session, scope FROM nodes WHERE status = 'live'"
+            " AND source_tool LIKE 'proxy%' ORDER BY id")]
+
+
+def _wait_stored(home, count, timeout=120):
+    """Wait for the proxy's worker to have stored `count` turns (a condition, not a margin)."""
+    deadline = time.monotonic() + timeout
+    found = []
+    while time.monotonic() < deadline:
+        found = _stored(home)
+        if len(found) >= count:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"{len(found)} of {count} turns stored: {found}")
+
+
+# -- the tests --------------------------------------------------------------------------------------
+def test_recall_is_injected_and_the_exchange_stored_through_both_clients(home, mem, upstream, proxy):
+    mem.digest("The staging database listens on port 5433 behind PgBouncer.", source_tool="claude-code")
+    mem.embed_pending()
+    p = proxy()
+    messages = [{"role": "user", "content": "Which port does the staging database listen on?"}]
+    upstream.answers = ["Port 5433, behind PgBouncer."]
+    reply = _anthropic(p.url).messages.create(model="claude-test", max_tokens=100, messages=messages,
+                                               system="You are terse.")
+    assert reply.content[0].text == "Port 5433, behind PgBouncer."
+    sent = json.loads(upstream.seen[-1]["body"])
+    assert sent["messages"] == messages                                  # the client's messages as they came
+    assert sent["system"].startswith("You are terse.\n\n<tidemind-memory>") and "port 5433" in sent["system"]
+    # the client's key reaches the upstream in the header the client put it in (x-api-key or Authorization)
+    assert any(ANTHROPIC_KEY in v for v in upstream.seen[-1]["headers"].values())
+    upstream.answers = ["It is 5433."]
+    chat = _openai(p.url).chat.completions.create(model="gpt-test", messages=[
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "staging database port?"}])
+    assert chat.choices[0].message.content == "It is 5433."
+    sent = json.loads(upstream.seen[-1]["body"])["messages"]
+    assert sent[0] == {"role": "system", "content": "Be brief."} and sent[1]["role"] == "system"
+    assert "<tidemind-memory>" in sent[1]["content"] and sent[2] == {"role": "user", "content": "staging database port?"}
+    assert upstream.seen[-1]["headers"]["authorization"] == f"Bearer {OPENAI_KEY}"
+    stored = _wait_stored(home, 4)
+    texts = {n["content"] for n in stored}
+    assert {"Which port does the staging database listen on?", "Port 5433, behind PgBouncer.", "It is 5433."} <= texts
+    assert {n["tool"] for n in stored} == {"proxy", "proxy:claude-test", "proxy:gpt-test"}
+    # nothing of the keys reaches the store or the proxy's log
+    with Memory.open(home) as m:
+        from .conftest import stored_anywhere
+
+        assert stored_anywhere(m.conn, ANTHROPIC_KEY) == [] and stored_anywhere(m.conn, OPENAI_KEY) == []
+    assert ANTHROPIC_KEY not in "".join(p.lines) and OPENAI_KEY not in "".join(p.lines)

@@ -268,3 +268,75 @@ def test_recall_is_injected_and_the_exchange_stored_through_both_clients(home, m
 
         assert stored_anywhere(m.conn, ANTHROPIC_KEY) == [] and stored_anywhere(m.conn, OPENAI_KEY) == []
     assert ANTHROPIC_KEY not in "".join(p.lines) and OPENAI_KEY not in "".join(p.lines)
+
+
+def test_streams_are_relayed_event_by_event_and_the_answer_read_from_them(home, mem, upstream, proxy):
+    """Both APIs streamed: every event the upstream sent reaches the client in order, and the
+    answer stored is the streamed text with its tool call, as the next request will carry it."""
+    p = proxy()
+    upstream.answers = ["The kiln fires to cone 6 tonight."]
+    upstream.tool_call = True
+    with _anthropic(p.url).messages.stream(model="claude-test", max_tokens=100,
+                                           messages=[{"role": "user", "content": "When does the kiln fire?"}]) as s:
+        kinds = [event.type for event in s]
+        final = s.get_final_message()
+    assert kinds.count("content_block_delta") >= 4 and kinds[-1] == "message_stop"
+    assert final.content[0].text == "The kiln fires to cone 6 tonight."
+    assert final.content[1].input == {"city": "Paris"}
+    upstream.answers = ["Cone 6, at eight."]
+    chunks = list(_openai(p.url).chat.completions.create(model="gpt-test", stream=True, messages=[
+        {"role": "user", "content": "Which cone and when?"}]))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Cone 6, at eight."
+    assert any(c.choices and c.choices[0].delta.tool_calls for c in chunks)
+    stored = {n["content"] for n in _wait_stored(home, 4)}
+    assert 'The kiln fires to cone 6 tonight.\n[tool call get_weather {"city": "Paris"}]' in stored
+    assert 'Cone 6, at eight.\n[tool call get_weather {"city": "Paris"}]' in stored
+
+
+def test_memory_off_forwards_every_byte_as_sent(home, mem, upstream, proxy):
+    """`--no-memory` and, with memory on, the x-tidemind-memory: off header: the upstream receives
+    the client's body byte for byte and the client the upstream's; other paths and their query
+    strings pass through; nothing is stored."""
+    import httpx
+
+    mem.digest("The staging database listens on port 5433.")
+    mem.embed_pending()
+    body = b'{"model": "claude-test",  "max_tokens": 5, "messages": [{"role": "user", "content": "staging port?"}]}'
+    for extra, headers in ((("--no-memory",), {}), ((), {"x-tidemind-memory": "off"})):
+        p = proxy(*extra)
+        got = httpx.post(p.url + "/v1/messages", content=body, timeout=60,
+                         headers={"content-type": "application/json", "x-api-key": "k", "anthropic-version": "2023-06-01",
+                                  **headers})
+        assert got.status_code == 200 and upstream.seen[-1]["body"] == body
+        assert got.content == json.dumps(_anthropic_whole("An answer.", False)).encode()
+        assert "x-tidemind-memory" not in upstream.seen[-1]["headers"]
+        listed = httpx.get(p.url + "/v1/models?limit=3", headers={"x-api-key": "k"}, timeout=60)
+        assert listed.json()["path"] == "/v1/models" and upstream.seen[-1]["method"] == "GET"
+        p.stop()
+    assert _stored(home) == []
+
+
+def test_upstream_errors_reach_the_client_as_sent_and_a_silent_upstream_is_a_504(home, mem, upstream, proxy):
+    import anthropic
+    import openai
+
+    p = proxy("--upstream-timeout", "1")
+    for status, anthropic_error, openai_error in ((429, anthropic.RateLimitError, openai.RateLimitError),
+                                                   (500, anthropic.InternalServerError, openai.InternalServerError),
+                                                   (401, anthropic.AuthenticationError, openai.AuthenticationError)):
+        upstream.status = status
+        with pytest.raises(anthropic_error) as raised:
+            _anthropic(p.url).messages.create(model="claude-test", max_tokens=5,
+                                              messages=[{"role": "user", "content": "hello"}])
+        assert raised.value.status_code == status and "slow down" in str(raised.value)
+        assert raised.value.response.headers["retry-after"] == "7"
+        assert raised.value.response.headers["x-upstream-note"] == "kept"
+        with pytest.raises(openai_error):
+            _openai(p.url).chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hello"}])
+    upstream.status = None
+    upstream.stall = 30                          # far past the proxy's one second
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        _anthropic(p.url).messages.create(model="claude-test", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+    assert raised.value.status_code == 504 and "did not answer in time" in str(raised.value)
+    upstream.stall = 0
+    assert _stored(home) == []                   # no answer, nothing stored

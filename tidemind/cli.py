@@ -325,7 +325,10 @@ def cmd_serve(args):
 def cmd_proxy(args):
     from .proxy import serve   # imported here: the other commands never pay for the HTTP stack
 
-    serve(args.home, args.listen, args.scope, args.anthropic_upstream, args.openai_upstream, memory=not args.no_memory)
+    if not 0 < args.upstream_timeout <= 3600:
+        raise InvalidInput("--upstream-timeout is a number of seconds from 0 to 3600")
+    serve(args.home, args.listen, args.scope, args.anthropic_upstream, args.openai_upstream, memory=not args.no_memory,
+          timeout=args.upstream_timeout)
 
 
 def cmd_tokens(args):
@@ -820,6 +823,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--openai-upstream", metavar="URL", help="where OpenAI requests go (default https://api.openai.com;"
                    " a local Ollama: http://127.0.0.1:11434)")
     s.add_argument("--no-memory", action="store_true", help="forward everything untouched (no recall, nothing stored)")
+    s.add_argument("--upstream-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="how long an upstream may take to answer (default 600); past it the client gets a 504")
     s = add("tokens", cmd_tokens, "bearer tokens of the HTTP server: add NAME --scope S [--scope S2], list,"
                                   " revoke NAME")
     s.add_argument("action", choices=["add", "list", "revoke"])

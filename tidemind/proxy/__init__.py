@@ -13,7 +13,7 @@ import sys
 
 
 def serve(home: str | None, listen: str, scopes: list[str] | None, anthropic_upstream: str | None,
-          openai_upstream: str | None, memory: bool = True) -> None:
+          openai_upstream: str | None, memory: bool = True, timeout: float = 600.0) -> None:
     import anyio
     import uvicorn
 
@@ -42,7 +42,7 @@ def serve(home: str | None, listen: str, scopes: list[str] | None, anthropic_ups
                                " x-tidemind-token), or listen on 127.0.0.1.")
     log = lambda line: print(line, file=sys.stderr, flush=True)       # noqa: E731
     driver = LocalDriver(home, config, log) if memory else None
-    app = Proxy(driver, upstreams, chosen, token_check=token_check, log=log)
+    app = Proxy(driver, upstreams, chosen, timeout=timeout, token_check=token_check, log=log)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -137,11 +137,16 @@ class Proxy:
         whole: list[bytes] = []
 
         async def relay():
-            held = None
+            held, queued = None, False
             try:
                 async for chunk in upstream.aiter_raw():
                     if reader is not None:
                         reader.feed(chunk)
+                        if reader.complete and not queued:
+                            # the stream's own end is in this chunk: queued before the client reads it
+                            # (a client stops reading there and may hang up before the body ends)
+                            await self._queue(conversation, reader.answer(), scopes)
+                            queued = True
                         yield chunk                       # as it arrives: no buffering of a stream
                     elif storing:
                         whole.append(chunk)
@@ -150,7 +155,7 @@ class Proxy:
                         held = chunk                      # (a whole body's last bytes wait for the queue)
                     else:
                         yield chunk
-                if storing:
+                if storing and not queued:
                     answer = reader.answer() if reader is not None else _whole_answer(api, b"".join(whole))
                     await self._queue(conversation, answer, scopes)
                 if held is not None:

@@ -340,3 +340,111 @@ def test_upstream_errors_reach_the_client_as_sent_and_a_silent_upstream_is_a_504
     assert raised.value.status_code == 504 and "did not answer in time" in str(raised.value)
     upstream.stall = 0
     assert _stored(home) == []                   # no answer, nothing stored
+
+
+def _window_client(p, upstream, history: list[dict], question: str, answer: str, keep: int = 4) -> dict:
+    """One turn of a client that sends only its last `keep` messages; returns what the upstream got."""
+    upstream.answers = [answer]
+    messages = history[-keep:] + [{"role": "user", "content": question}]
+    reply = _anthropic(p.url).messages.create(model="claude-test", max_tokens=50, messages=messages)
+    history += [{"role": "user", "content": question}, {"role": "assistant", "content": reply.content[0].text}]
+    return json.loads(upstream.seen[-1]["body"])
+
+
+def test_turn_30_gets_turn_3_back_through_long_term_memory_after_the_window_moved_on(home, mem, upstream, proxy):
+    """A client that keeps only its last four messages: a few turns later the proxy gives the
+    dropped turns back from the branch (short-term); once they are out of the short-term window
+    too, the product's recall brings the fact back (long-term)."""
+    (home / "config.toml").write_text("[memory]\nwindow = 5\n")
+    p = proxy()
+    history: list[dict] = []
+    fact = "My sister Ottilie moved to Bergen last spring."
+    for turn in range(1, 30):
+        question = fact if turn == 3 else f"Turn {turn}: what should I plant in bed number {turn}?"
+        sent = _window_client(p, upstream, history, question, f"Noted, turn {turn}.")
+        _wait_stored(home, 2 * turn)
+        if turn == 6:                                   # turn 3 is no longer among the client's messages
+            assert fact not in json.dumps(sent["messages"])
+            block = sent["system"]
+            assert "Earlier in this conversation:" in block and f"- user: {fact}" in block
+    sent = _window_client(p, upstream, history, "Where does my sister live now?", "In Bergen.")
+    block = sent["system"]
+    earlier, _, recalled = block.partition("Recalled from earlier conversations and notes:")
+    assert fact not in earlier and "Turn 27" in earlier and "Turn 24" not in earlier   # the window: the last five
+    assert fact in recalled                                          # long-term memory brought it back
+    assert len(block) <= 4000
+    stored = _wait_stored(home, 60)
+    assert len({n["session"] for n in stored}) == 1                # one conversation, one branch
+
+
+def test_a_forked_conversation_never_sees_its_siblings_turns(home, mem, upstream, proxy):
+    p = proxy()
+    base = [{"role": "user", "content": "Plan a trip to Lisbon."}]
+    upstream.answers = ["Sure: three days."]
+    first = _anthropic(p.url).messages.create(model="claude-test", max_tokens=50, messages=base)
+    base.append({"role": "assistant", "content": first.content[0].text})
+    _wait_stored(home, 2)
+    # the original branch goes on with a secret only it holds
+    original = base + [{"role": "user", "content": "The code word for this branch is zebrafinch."}]
+    upstream.answers = ["Got it."]
+    _anthropic(p.url).messages.create(model="claude-test", max_tokens=50, messages=original)
+    _wait_stored(home, 4)
+    # the person edits their second message: a fork from the first exchange
+    fork = base + [{"role": "user", "content": "Make it Porto instead."}]
+    upstream.answers = ["Porto it is."]
+    reply = _anthropic(p.url).messages.create(model="claude-test", max_tokens=50, messages=fork)
+    fork.append({"role": "assistant", "content": reply.content[0].text})
+    _wait_stored(home, 6)
+    # the fork goes on with a client that sends only its last two messages
+    upstream.answers = ["Trains from Lisbon."]
+    _anthropic(p.url).messages.create(model="claude-test", max_tokens=50,
+                                      messages=fork[-2:] + [{"role": "user", "content": "How do I get there?"}])
+    sent = json.loads(upstream.seen[-1]["body"])
+    assert "Plan a trip to Lisbon." in sent["system"]              # its own earlier turn, from the branch
+    assert "zebrafinch" not in sent["system"] and "Got it." not in sent["system"]
+    stored = _wait_stored(home, 8)
+    session = {n["content"]: n["session"] for n in stored}
+    assert session["Make it Porto instead."] != session["The code word for this branch is zebrafinch."]
+    assert session["Make it Porto instead."] == session["How do I get there?"]
+    assert session["Plan a trip to Lisbon."] == session["The code word for this branch is zebrafinch."]
+
+
+def test_a_store_held_or_killed_mid_run_loses_nothing_queued_and_no_secret_reaches_the_disk(home, mem, upstream,
+                                                                                           proxy, store):
+    """The store's writer lock is held by another process: answers still come at once (the
+    response path never waits on the store), each exchange is queued on disk, masked; the proxy
+    is killed; started again after the lock is released, it stores every one of them, once."""
+    import signal
+
+    from tidemind.store.connection import connect
+
+    secret = "sk-ant-api03-" + "Z" * 48
+    p = proxy()
+    if store:
+        from tidemind.store.postgresql import Connection
+
+        holder = Connection.connect(store)
+    else:
+        holder = connect(home / "tidemind.db")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        for n in range(5):
+            upstream.answers = [f"Answer {n}."]
+            reply = _anthropic(p.url).messages.create(model="claude-test", max_tokens=20, messages=[
+                {"role": "user", "content": f"Question {n}: my key is {secret}, keep it safe"}])
+            assert reply.content[0].text == f"Answer {n}."
+        queued = (home / "proxy-queue" / "exchanges.jsonl").read_bytes()
+        assert queued.count(b"\n") == 5 and secret.encode() not in queued and b"REDACTED" in queued
+        p.proc.send_signal(signal.SIGKILL)
+        p.proc.wait(timeout=30)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    proxy()
+    stored = _wait_stored(home, 10)
+    assert sorted(n["content"] for n in stored if n["tool"] != "proxy") == [f"Answer {n}." for n in range(5)]
+    assert all(secret not in n["content"] for n in stored)
+    with Memory.open(home) as m:
+        from .conftest import stored_anywhere
+
+        assert stored_anywhere(m.conn, secret) == []

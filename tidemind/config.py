@@ -73,7 +73,11 @@ TEXTS = ("embedder", "ollama_host", "ollama_model", "llm", "anthropic_model", "o
 # the only keys that hold a table, with the type of each member they read (their modules check the values)
 TABLES = {"clarify": {"ask": "text", "hold_hours": "number", "kinds": "texts", "timezone": "text"},
           "workstreams": {k: "number" for k in ("ripe_days", "ripe_mass", "ripe_age_days", "alias_share",
-                                                "alias_together")}}
+                                                "alias_together")},
+          # tidemind proxy (proxy/driver.py MemoryConfig, proxy/__init__.py)
+          "memory": {"short_term": "flag", "window": "number", "long_term": "flag", "limit": "number",
+                     "budget": "number", "scopes": "texts"},
+          "proxy": {"anthropic_upstream": "text", "openai_upstream": "text"}}
 MAX_TEXT_CHARS = 2_000
 
 
@@ -136,6 +140,8 @@ def _typed(kind: str, value) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if kind == "text":
         return isinstance(value, str)
+    if kind == "flag":
+        return isinstance(value, bool)
     return isinstance(value, list) and all(isinstance(v, str) for v in value)        # "texts"
 
 
@@ -163,7 +169,7 @@ def _check_values(values: dict) -> None:
             for inner, member in value.items():
                 kind = TABLES[key].get(inner)
                 if kind is not None and not _typed(kind, member):
-                    wanted = {"number": "a number", "text": "text", "texts": "a list of texts"}[kind]
+                    wanted = {"number": "a number", "text": "text", "texts": "a list of texts", "flag": "true or false"}[kind]
                     raise InvalidInput(f"setting {key}.{inner} must be {wanted}, got {_shown(member)}")
                 if not (_scalar(member) or isinstance(member, list) and all(_scalar(v) for v in member)):
                     raise InvalidInput(f"setting {key}.{inner} holds tables or nested lists; it takes a value or a"

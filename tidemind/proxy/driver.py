@@ -25,7 +25,9 @@ BLOCK_CLOSE = "</tidemind-memory>"
 
 @dataclass
 class MemoryConfig:
-    """The `[memory]` section of the configuration; every key optional (zero configuration works)."""
+    """The `[memory]` section of the configuration; every key optional (zero configuration works):
+    short_term (true), window (10 exchanges), long_term (true), limit (5 memories), budget (4000
+    characters), scopes (the proxy's scopes, when --scope is not given)."""
     short_term: bool = True
     window: int = 10               # exchanges of the branch read back
     long_term: bool = True
@@ -40,12 +42,8 @@ class MemoryConfig:
         section = extra.get("memory") or {}
         if not isinstance(section, dict):
             raise InvalidInput("[memory] must be a table of settings")
-        short = section.get("short_term", {})
-        long = section.get("long_term", {})
-        short = short if isinstance(short, dict) else {"enabled": bool(short)}
-        long = long if isinstance(long, dict) else {"enabled": bool(long)}
-        config = cls(short_term=bool(short.get("enabled", True)), window=short.get("window", 10),
-                     long_term=bool(long.get("enabled", True)), limit=long.get("limit", section.get("limit", 5)),
+        config = cls(short_term=section.get("short_term", True), window=section.get("window", 10),
+                     long_term=section.get("long_term", True), limit=section.get("limit", 5),
                      budget=section.get("budget", 4000), scopes=section.get("scopes"))
         for name, low, high in (("window", 1, 200), ("limit", 1, 50), ("budget", 200, 100_000)):
             value = getattr(config, name)

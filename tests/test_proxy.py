@@ -448,3 +448,67 @@ def test_a_store_held_or_killed_mid_run_loses_nothing_queued_and_no_secret_reach
         from .conftest import stored_anywhere
 
         assert stored_anywhere(m.conn, secret) == []
+
+
+def test_a_request_reads_and_writes_only_among_the_proxys_scopes(home, mem, upstream, proxy):
+    """x-tidemind-scope chooses among the proxy's scopes (never more): a scope it does not serve
+    turns memory off for that request, and nothing of another scope is ever injected."""
+    mem.digest("The alpha launch code name is Heron.", scope="team:alpha")
+    mem.digest("The beta launch code name is Osprey.", scope="team:beta")
+    mem.digest("The private launch code name is Kestrel.", scope="personal")
+    p = proxy("--scope", "team:alpha", "--scope", "team:beta")
+    ask = lambda **h: _anthropic(p.url).messages.create(   # noqa: E731
+        model="claude-test", max_tokens=5, messages=[{"role": "user", "content": "What is the launch code name?"}],
+        extra_headers=h)
+    ask()
+    both = json.loads(upstream.seen[-1]["body"])["system"]
+    assert "Heron" in both and "Osprey" in both and "Kestrel" not in both
+    ask(**{"x-tidemind-scope": "team:beta"})
+    only = json.loads(upstream.seen[-1]["body"])
+    assert "Osprey" in only["system"] and "Heron" not in only["system"]
+    assert "x-tidemind-scope" not in upstream.seen[-1]["headers"]
+    reply = _anthropic(p.url).messages.with_raw_response.create(
+        model="claude-test", max_tokens=5, messages=[{"role": "user", "content": "What is the launch code name?"}],
+        extra_headers={"x-tidemind-scope": "personal"})
+    assert reply.headers["x-tidemind-memory"].startswith("off") and "system" not in json.loads(upstream.seen[-1]["body"])
+    stored = _wait_stored(home, 4)
+    assert {n["scope"] for n in stored} == {"team:alpha", "team:beta"}      # writes: the first scope asked
+
+
+def test_images_and_tool_results_pass_through_as_sent(home, mem, upstream, proxy):
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                          "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="}}
+    messages = [{"role": "user", "content": [image, {"type": "text", "text": "What is in this picture?"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_9", "name": "look", "input": {"zoom": 2}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "a red dot"}]}]
+    p = proxy()
+    _anthropic(p.url).messages.create(model="claude-test", max_tokens=5, messages=messages,
+                                      tools=[{"name": "look", "description": "look closer",
+                                              "input_schema": {"type": "object", "properties": {"zoom": {"type": "integer"}}}}])
+    sent = json.loads(upstream.seen[-1]["body"])
+    assert sent["messages"] == messages and sent["tools"][0]["name"] == "look"
+    stored = {n["content"] for n in _wait_stored(home, 2)}
+    assert "[tool result a red dot]" in stored
+
+
+def test_listening_beyond_loopback_needs_a_token_of_the_store(home, mem, upstream, store):
+    """Another address than loopback refuses to start while the store holds no token; with one,
+    a request without a valid x-tidemind-token is a 401, and the token's scopes bound it."""
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "proxy", "--listen", "0.0.0.0:0",
+                           "--anthropic-upstream", upstream.url], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 1 and "holds no token" in proc.stderr
+    token = mem.token_add("ci", ["team:ci"])["token"]
+    p = ProxyProcess(home, upstream, "--listen", "0.0.0.0:0")
+    try:
+        url = p.url.replace("0.0.0.0", "127.0.0.1")
+        import anthropic
+
+        with pytest.raises(anthropic.AuthenticationError):
+            _anthropic(url).messages.create(model="claude-test", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        assert upstream.seen == []                                         # refused before the upstream
+        _anthropic(url).messages.create(model="claude-test", max_tokens=5, messages=[{"role": "user", "content": "hi"}],
+                                        extra_headers={"x-tidemind-token": token})
+        assert "x-tidemind-token" not in upstream.seen[-1]["headers"]
+        assert {n["scope"] for n in _wait_stored(home, 2)} == {"team:ci"}
+    finally:
+        p.stop()

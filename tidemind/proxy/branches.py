@@ -24,17 +24,18 @@ def _norm(text: str) -> str:
     return text.strip()
 
 
-def chain(turns: list[Turn]) -> list[str]:
-    """The chain hash after each turn."""
-    out, last = [], ""
+def chain(turns: list[Turn], scope: str = "") -> list[str]:
+    """The chain hash after each turn, begun from the scope written to (the same conversation held
+    in two scopes is two conversations)."""
+    out, last = [], _h("scope", scope)
     for turn in turns:
         last = _h(last, turn.role, _norm(turn.text))
         out.append(last)
     return out
 
 
-def pair(question: str, answer: str) -> str:
-    return _h("pair", _norm(question), _norm(answer))
+def pair(question: str, answer: str, scope: str = "") -> str:
+    return _h("pair", scope, _norm(question), _norm(answer))
 
 
 @dataclass(frozen=True)
@@ -44,15 +45,15 @@ class Position:
     parent_pair: str | None      # that answer with the question before it
 
 
-def position(turns: list[Turn]) -> Position:
+def position(turns: list[Turn], scope: str = "") -> Position:
     last_answer = max((i for i, t in enumerate(turns) if t.role == "assistant"), default=None)
     if last_answer is None:
         return Position(None, None)
-    hashes = chain(turns)
+    hashes = chain(turns, scope)
     question = next((turns[i].text for i in range(last_answer - 1, -1, -1) if turns[i].role == "user"), "")
-    return Position(hashes[last_answer], pair(question, turns[last_answer].text))
+    return Position(hashes[last_answer], pair(question, turns[last_answer].text, scope))
 
 
-def exchange_id(turns: list[Turn], answer: str) -> str:
+def exchange_id(turns: list[Turn], answer: str, scope: str = "") -> str:
     """The id of the exchange a request and its answer make: the chain through the answer."""
-    return chain([*turns, Turn("assistant", answer)])[-1]
+    return chain([*turns, Turn("assistant", answer)], scope)[-1]

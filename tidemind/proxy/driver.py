@@ -130,11 +130,12 @@ class LocalDriver:
         if not question.strip() and not answer.strip():
             return
         turns = conversation.turns
-        where = branches.position(turns)
+        scope = scopes[0] if scopes else ""
+        where = branches.position(turns, scope)
         self.queue.put({
-            "exchange_id": branches.exchange_id(turns, answer),
+            "exchange_id": branches.exchange_id(turns, answer, scope),
             "parent_chain": where.parent_chain, "parent_pair": where.parent_pair,
-            "pair": branches.pair(question, answer),
+            "pair": branches.pair(question, answer, scope),
             "question": mask(question)[0], "answer": mask(answer)[0],
             "model": conversation.model or "unknown", "api": conversation.api, "scope": scopes[0] if scopes else None,
             "at": time.time(),
@@ -234,7 +235,7 @@ def _recall(memory, config: MemoryConfig, conversation: Conversation, scopes: li
     short: list[tuple[str, str]] = []
     own_nodes: set[int] = set()
     if config.short_term:
-        where = branches.position(conversation.turns)
+        where = branches.position(conversation.turns, scopes[0] if scopes else "")
         parent = None
         if where.parent_chain:
             parent = proxy_exchanges.get(memory.conn, where.parent_chain)

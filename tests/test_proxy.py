@@ -512,3 +512,20 @@ def test_listening_beyond_loopback_needs_a_token_of_the_store(home, mem, upstrea
         assert {n["scope"] for n in _wait_stored(home, 2)} == {"team:ci"}
     finally:
         p.stop()
+
+
+def test_a_forgotten_turn_never_comes_back_through_the_branch(home, mem, upstream, proxy):
+    p = proxy()
+    history: list[dict] = []
+    _window_client(p, upstream, history, "My locker code is 4417, remember it.", "Remembered.", keep=2)
+    _window_client(p, upstream, history, "Also: the bike is blue.", "Noted.", keep=2)
+    stored = _wait_stored(home, 4)
+    said = next(n for n in stored if n["content"].startswith("My locker code"))
+    with Memory.open(home) as m:
+        m.forget(said["id"])
+        from .conftest import stored_anywhere
+
+        assert m.conn.execute("SELECT count(*) FROM proxy_exchanges").fetchone()[0] == 1     # its exchange went
+        assert stored_anywhere(m.conn, "4417") == []
+    sent = _window_client(p, upstream, history, "What else did I tell you?", "The bike.", keep=2)
+    assert "4417" not in json.dumps(sent)

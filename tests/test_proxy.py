@@ -529,3 +529,17 @@ def test_a_forgotten_turn_never_comes_back_through_the_branch(home, mem, upstrea
         assert stored_anywhere(m.conn, "4417") == []
     sent = _window_client(p, upstream, history, "What else did I tell you?", "The bike.", keep=2)
     assert "4417" not in json.dumps(sent)
+
+
+@pytest.mark.backends("sqlite", why="the bench fills a store of its own; test_store_postgresql runs it on a server")
+def test_the_bench_times_the_proxy_and_loses_nothing_under_load(home, backend):
+    from .conftest import run_cli
+
+    proc = run_cli(home, "--json", "bench", "--nodes", "300", "--queries", "20", "--digests", "2", "--no-mcp",
+                   "--proxy", "2")
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    r = json.loads(proc.stdout)
+    load = r["proxy_load"]
+    assert load["answered"] > 0 and load["failed"] == 0 and load["lost"] == 0 and load["stored"] == load["answered"]
+    assert r["proxy_to_upstream_ms"]["n"] == r["direct_to_upstream_ms"]["n"] > 0
+    assert r["proxy_first_event_after_upstream_ms"]["n"] > 0

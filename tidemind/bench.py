@@ -26,6 +26,7 @@ Medians and p95 over the query set; the machine is shared, so compare ratios, no
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 import resource
@@ -207,6 +208,113 @@ def _mcp_and_hooks(home: str, store: str, probe: list[tuple[str, str]], corpus: 
         if inner:
             out[f"mcp_{arm}_overhead_ratio"] = round(out[f"mcp_{arm}_ms"]["p50"] / inner, 2)
     return out
+
+
+PROXY_CLIENTS = 20
+
+
+def _proxy_bench(home: str, store: str, probe: list[tuple[str, str]], seconds: int) -> dict:
+    """`tidemind proxy` in front of a stand-in upstream that answers at once (proxy/stub.py):
+    how long a request takes to reach the upstream through the proxy (recall and injection)
+    against directly, how much later the first streamed event reaches the client once the upstream
+    sent it, and PROXY_CLIENTS clients at once for `seconds`: every exchange stored, none lost."""
+    import subprocess
+    import sys
+    import threading
+
+    import httpx
+
+    from .proxy.stub import StubUpstream
+
+    stub = StubUpstream()
+    proc = subprocess.Popen([sys.executable, "-m", "tidemind.cli", "--home", home, "proxy", "--listen", "127.0.0.1:0",
+                             "--anthropic-upstream", stub.url, "--openai-upstream", stub.url, "--scope", "personal"],
+                            stderr=subprocess.PIPE, text=True, env=_store_env(store))
+    try:
+        line = ""
+        while "listening on" not in line:
+            line = proc.stderr.readline()
+            if not line:
+                raise RuntimeError("the proxy did not start")
+        url = line.split("listening on ", 1)[1].split()[0]
+        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+        questions = [q for q, _ in probe] or ["what about the harbour"]
+        headers = {"x-api-key": "bench", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+        timings: dict[str, list[float]] = {"proxy_to_upstream_ms": [], "direct_to_upstream_ms": [],
+                                           "proxy_first_event_after_upstream_ms": [],
+                                           "direct_first_event_after_upstream_ms": []}
+        with httpx.Client(timeout=60) as client:
+            for warm in ("warm-up", "warm-up (streamed)"):      # (the proxy's first recall loads its embedder)
+                client.post(url + "/v1/messages", headers=headers, content=json.dumps(
+                    {"model": "stub", "max_tokens": 5, "stream": "streamed" in warm,
+                     "messages": [{"role": "user", "content": warm}]}))
+            for n, q in enumerate(questions):
+                body = json.dumps({"model": "stub", "max_tokens": 50, "messages": [{"role": "user", "content": q}]})
+                for where, base in (("proxy", url), ("direct", stub.url)):
+                    marker = f"{where}-{n}"
+                    start = time.perf_counter()
+                    client.post(base + "/v1/messages", content=body, headers={**headers, "x-bench-marker": marker})
+                    timings[f"{where}_to_upstream_ms"].append((stub.first_byte_at[marker] - start) * 1000)
+                streamed = json.dumps({"model": "stub", "max_tokens": 50, "stream": True,
+                                       "messages": [{"role": "user", "content": q + " (streamed)"}]})
+                for where, base in (("proxy", url), ("direct", stub.url)):
+                    marker = f"{where}-s{n}"
+                    with client.stream("POST", base + "/v1/messages", content=streamed,
+                                       headers={**headers, "x-bench-marker": marker}) as response:
+                        first = True
+                        for _ in response.iter_raw():
+                            if first:
+                                timings[f"{where}_first_event_after_upstream_ms"].append(
+                                    (time.perf_counter() - stub.first_byte_at[marker]) * 1000)
+                                first = False
+        sent, failed, lock = [0], [0], threading.Lock()
+        deadline = time.monotonic() + seconds
+
+        def client_loop(k: int) -> None:
+            with httpx.Client(timeout=120) as client:
+                i = 0
+                while time.monotonic() < deadline:
+                    body = json.dumps({"model": "stub", "max_tokens": 50, "messages": [
+                        {"role": "user", "content": f"load client {k} question {i}: {questions[i % len(questions)]}"}]})
+                    try:
+                        ok = client.post(url + "/v1/messages", content=body, headers=headers).status_code == 200
+                    except httpx.HTTPError:
+                        ok = False
+                    with lock:
+                        (sent if ok else failed)[0] += 1
+                    i += 1
+
+        threads = [threading.Thread(target=client_loop, args=(k,)) for k in range(PROXY_CLIENTS)]
+        started = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - started
+        # every answered exchange must reach the store: two memories each, waited for (the queue drains)
+        with Memory.open(home, store=store) as m:
+            wait_until = time.monotonic() + 600
+            while True:
+                stored = m.conn.execute("SELECT count(*) FROM nodes WHERE source_tool LIKE 'proxy%'"
+                                        " AND content LIKE 'load client %'").fetchone()[0]
+                if stored >= sent[0] or time.monotonic() > wait_until:
+                    break
+                time.sleep(0.2)
+        out = {k: _pct(v) for k, v in timings.items()}
+        out["proxy_added_ms_p50"] = round(out["proxy_to_upstream_ms"]["p50"] - out["direct_to_upstream_ms"]["p50"], 2)
+        out["proxy_first_event_added_ms_p50"] = round(out["proxy_first_event_after_upstream_ms"]["p50"]
+                                                      - out["direct_first_event_after_upstream_ms"]["p50"], 2)
+        out["proxy_load"] = {"clients": PROXY_CLIENTS, "seconds": round(elapsed, 1), "answered": sent[0],
+                             "failed": failed[0], "per_s": round(sent[0] / elapsed, 1), "stored": stored,
+                             "lost": max(0, sent[0] - stored)}
+        return out
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        stub.stop()
 
 
 def make_vault(folder: Path, notes: int, corpus: Corpus, sections: int = 8) -> None:
@@ -438,7 +546,7 @@ def _settle(conn) -> None:
 def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, home: str | None = None,
               seed: int = 7, n_scopes: int = 10, mcp: bool = True, metabolism: int = 0,
               import_notes: int = 0, hostile_units: int = 0, store: str | None = None,
-              filled: dict | None = None) -> dict:
+              filled: dict | None = None, proxy_seconds: int = 0) -> dict:
     """`metabolism`: time the offline tasks over up to this many nodes each (0: skip);
     `import_notes`: time importing a generated vault of this many notes (0: skip);
     `hostile_units`: time importing notes built to be slow, of this many sections (0: skip);
@@ -542,6 +650,8 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         m.close()
         if mcp:
             result.update(_mcp_and_hooks(str(home), store, probe, corpus, rounds=min(queries, 50)))
+        if proxy_seconds:
+            result.update(_proxy_bench(str(home), store, [p for p in probe if p[1] == "personal"][:50], proxy_seconds))
         if import_notes:
             result.update(_import_bench(str(Path(home) / "import-bench"), import_notes, corpus))
         if hostile_units:
@@ -606,7 +716,8 @@ def format_table(r: dict) -> str:
                 "fts_floor_ms", "vec_floor_ms", "fts_all_terms_ms", "prepare_ms",
                 "mcp_start_ms", "mcp_recall_ms", "inproc_recall_ms", "mcp_digest_ms", "inproc_digest_ms",
                 "hook_session_start_ms",
-                "hook_user_prompt_ms"):
+                "hook_user_prompt_ms", "proxy_to_upstream_ms", "direct_to_upstream_ms",
+                "proxy_first_event_after_upstream_ms", "direct_first_event_after_upstream_ms"):
         if key in r:
             v = r[key]
             lines.append(f"  {key:<24}{v['p50']:>10}{v['p95']:>10}{v['n']:>8}")
@@ -614,6 +725,12 @@ def format_table(r: dict) -> str:
     if "mcp_recall_overhead_ratio" in r:
         lines.append(f"  MCP round trip / in-process (p50): recall {r['mcp_recall_overhead_ratio']},"
                      f" digest {r['mcp_digest_overhead_ratio']}")
+    if "proxy_load" in r:
+        load = r["proxy_load"]
+        lines.append(f"  proxy: adds {r['proxy_added_ms_p50']} ms (p50) before the upstream is asked, and"
+                     f" {r['proxy_first_event_added_ms_p50']} ms to a streamed event; {load['clients']} clients for"
+                     f" {load['seconds']} s: {load['answered']:,} answered ({load['per_s']}/s), {load['failed']} failed,"
+                     f" {load['stored']:,} stored, {load['lost']} lost")
     if "import_cold_s" in r:
         lines.append("\n" + _format_import(r))
     if "hostile_units" in r:

@@ -717,7 +717,7 @@ def cmd_bench(args):
                    seed=args.seed, n_scopes=args.scopes, mcp=not args.no_mcp,
                    metabolism=args.metabolism if args.metabolism is not None else (5000 if args.full else 0),
                    import_notes=args.import_notes if args.import_notes is not None else (2000 if args.full else 0),
-                   hostile_units=args.hostile_notes or 0)
+                   hostile_units=args.hostile_notes or 0, proxy_seconds=args.proxy or 0)
     server = os.environ.get("TIDEMIND_STORE", "")
     # `tidemind --store postgresql://… bench`: that store and SQLite, side by side in one run
     r = run_side_by_side(server, fill=args.fill, **options) \
@@ -943,6 +943,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--hostile-notes", type=int, default=None, metavar="N",
                    help="also time importing notes built to be slow: N sections under one heading, N linking to"
                         " each other, a Logseq page of N blocks synced again, a YAML alias bomb")
+    s.add_argument("--proxy", type=int, nargs="?", const=60, default=None, metavar="SECONDS",
+                   help="also time `tidemind proxy` before a stand-in upstream, and 20 clients at once for SECONDS"
+                        " (default 60): every exchange stored, none lost")
     s.add_argument("--full", action="store_true",
                    help="everything: MCP and hooks, metabolism (5000 nodes a task), import (2000 notes)")
     s.add_argument("--bench-home", default=None, help="where to build the bench store (default: a temp dir)")

@@ -194,11 +194,13 @@ def test_a_full_disk_is_one_line_naming_the_path_and_errno(tmp_path):
         with Memory.open(home) as m:
             kept = m.digest("the harbour lanterns are lit at dusk")["node_ids"][0]
         server = build_server(str(home), ["personal"])           # a server already running when the disk fills
-        with open(disk / "filler", "wb") as filler:
-            with contextlib.suppress(OSError):
-                while True:
-                    filler.write(b"\0" * 65536)
-                    filler.flush()
+        # unbuffered, down to the last byte: a buffered file raised ENOSPC again at close when a
+        # write had fitted only in part (which depends on how big the store happens to be)
+        with open(disk / "filler", "wb", buffering=0) as filler:
+            for size in (65536, 4096, 1):
+                with contextlib.suppress(OSError):
+                    while filler.write(b"\0" * size):
+                        pass
         err = one_line(run_cli(home, "digest", "ships and harbours " * 300))
         assert str(home) in err and "errno 28" in err, err
         proc = run_cli(home, "recall", "harbour lanterns")      # the server's shared memory is there to read with

@@ -306,3 +306,27 @@ def test_a_store_made_before_partitions_has_its_vector_index_partitioned_at_open
         m.embed_pending()
         assert m.conn.execute("SELECT count(*) FROM vec_bits_1 WHERE scope = 'port:2'").fetchone()[0] == 1
         assert m.doctor()["ok"]
+
+
+def test_a_new_scopes_partition_never_holds_up_a_search_of_another_scope(postgres_store, tmp_path):
+    """Found by review: CREATE TABLE ... PARTITION OF locked the whole vector index against
+    readers until the writer committed, so a search of scope a waited (and failed at its lock
+    timeout) while another connection wrote scope b's first vector. The partition is now made
+    apart and attached, which readers pass."""
+    import numpy as np
+
+    from tidemind.memory import Memory
+    from tidemind.store import immediate, vectors
+
+    with Memory.open(tmp_path / "a", store=postgres_store) as writer, \
+            Memory.open(tmp_path / "b", store=postgres_store) as reader:
+        writer.digest("The harbour crane lifts containers.", scope="port:a")
+        writer.embed_pending()
+        new = writer.digest("A first memory of scope b.", scope="port:b")["node_ids"][0]
+        query = reader.embedder.embed(["harbour crane"])[0]
+        reader.conn.setbusytimeout(2000)
+        with immediate(writer.conn):                    # scope b's partition made, not yet committed
+            vectors.put(writer.conn, new, "port:b", writer.embedder.name,
+                        np.asarray(writer.embedder.embed(["A first memory of scope b."])[0]), writer.now())
+            assert vectors.knn_candidates(reader.conn, query, ["port:a"], reader.embedder.name, 10)
+        assert vectors.knn_candidates(reader.conn, query, ["port:b"], reader.embedder.name, 10) == [new]

@@ -135,10 +135,11 @@ def ensure_index(conn: apsw.Connection, embedder: str, dim: int) -> str:
 # other scopes' rows: at 100,000 vectors in 10 scopes a scoped search took 10.9 ms p50 against
 # 1.6 ms for the scope's own graph (the planner prunes the other partitions and merges the
 # graphs of the scopes asked for in distance order).
-def _create_pg_index(conn, name: str) -> None:
+def _create_pg_index(conn, name: str, graph: bool = True) -> None:
     conn.execute(f"CREATE TABLE {name}(node_id BIGINT NOT NULL, scope TEXT NOT NULL,"
                  f" embedding bit({HASH_BITS}) NOT NULL, PRIMARY KEY(node_id, scope)) PARTITION BY LIST (scope)")
-    _create_pg_hnsw(conn, name)
+    if graph:
+        _create_pg_hnsw(conn, name)
 
 
 def _create_pg_hnsw(conn, name: str) -> None:
@@ -148,12 +149,16 @@ def _create_pg_hnsw(conn, name: str) -> None:
 # A vector goes into its scope's partition, which is made on the scope's first vector: in one
 # call (a round trip, as an INSERT alone), under the writer's transaction (a concurrent writer
 # waits for the store's writer lock, never makes it twice), and rolled back with it.
+# The partition is made as a table of its own and then attached: CREATE TABLE ... PARTITION OF
+# locks the parent against every reader (a search of any scope waited, found by review), ATTACH
+# PARTITION takes a lock readers pass (the parent's indexes are made on the empty partition).
 PG_PUT_DDL = """
 CREATE OR REPLACE FUNCTION tidemind_put_bits(index_table text, partition_table text, scope text,
                                              node bigint, bits bit) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   IF to_regclass(partition_table) IS NULL THEN
-    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES IN (%L)', partition_table, index_table, scope);
+    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', partition_table, index_table);
+    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES IN (%L)', index_table, partition_table, scope);
   END IF;
   EXECUTE format('INSERT INTO %I(node_id, scope, embedding) VALUES($1, $2, $3)', index_table) USING node, scope, bits;
 END $$;
@@ -168,6 +173,11 @@ def _pg_put(index: str, scope: str) -> tuple[str, tuple]:
     return f"SELECT tidemind_put_bits(?, ?, ?, ?, ?::bit({HASH_BITS}))", (index, partition, scope)
 
 
+def attach_partitions(conn) -> None:
+    """Migration (PostgreSQL): a scope's partition attached rather than made PARTITION OF."""
+    conn.execute(PG_PUT_DDL)
+
+
 def partition_pg_indexes(conn) -> None:
     """Migration (PostgreSQL): each embedder's bit index, one table filtered by scope until now,
     becomes a table partitioned by scope (the rows moved as they are)."""
@@ -179,7 +189,7 @@ def partition_pg_indexes(conn) -> None:
         conn.execute(f"ALTER TABLE {name} RENAME TO {name}_unpartitioned")
         conn.execute(f"ALTER INDEX IF EXISTS {name}_hnsw RENAME TO {name}_unpartitioned_hnsw")
         conn.execute(f"ALTER INDEX IF EXISTS {name}_scope RENAME TO {name}_unpartitioned_scope")
-        _create_pg_index(conn, name)
+        _create_pg_index(conn, name, graph=False)      # (each graph built once, after its rows are in)
         for (scope,) in list(conn.execute(f"SELECT DISTINCT scope FROM {name}_unpartitioned")):
             sql, first = _pg_put(name, scope)
             partition = first[1]
@@ -188,6 +198,8 @@ def partition_pg_indexes(conn) -> None:
         conn.execute(f"INSERT INTO {name}(node_id, scope, embedding) SELECT node_id, scope, embedding"
                      f" FROM {name}_unpartitioned")
         conn.execute(f"DROP TABLE {name}_unpartitioned")
+        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        _create_pg_hnsw(conn, name)
 
 
 def _bits(vec: np.ndarray) -> str:

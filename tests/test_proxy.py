@@ -34,6 +34,7 @@ class Upstream:
         self.status: int | None = None        # answer this status (an error body) instead
         self.stall = 0.0
         self.tool_call = False
+        self.odd_stream = False               # an OpenAI-compatible server sending arguments as an object
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
@@ -79,6 +80,10 @@ class Upstream:
         request = json.loads(body)
         answer = self.answers.pop(0) if self.answers else "An answer."
         events = _anthropic_events(answer, self.tool_call) if anthropic else _openai_events(answer, self.tool_call)
+        if self.odd_stream and not anthropic:
+            odd = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test", "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": {"a": 1}}}]}}]}
+            events = events[:1] + [_sse(None, odd)] + events[1:]
         if request.get("stream"):
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
@@ -221,6 +226,15 @@ def _stored(home) -> list[dict]:
         return [{"id": i, "content": c, "tool": t, "session": s, "scope": sc} for i, c, t, s, sc in m.conn.execute(
             "SELECT id, content, source_tool, session, scope FROM nodes WHERE status = 'live'"
             " AND source_tool LIKE 'proxy%' ORDER BY id")]
+
+
+def _until(condition, timeout=60) -> None:
+    """Wait for a condition (never for a length of time: the machines are loaded)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition never held")
+        time.sleep(0.02)
 
 
 def _wait_stored(home, count, timeout=120):
@@ -543,3 +557,115 @@ def test_the_bench_times_the_proxy_and_loses_nothing_under_load(home, backend):
     assert load["answered"] > 0 and load["failed"] == 0 and load["lost"] == 0 and load["stored"] == load["answered"]
     assert r["proxy_to_upstream_ms"]["n"] == r["direct_to_upstream_ms"]["n"] > 0
     assert r["proxy_first_event_after_upstream_ms"]["n"] > 0
+
+
+# -- found by review ----------------------------------------------------------------------------------
+def test_a_turn_the_store_refuses_is_set_aside_and_the_turns_behind_it_are_stored(home, mem, upstream, proxy):
+    """An answer longer than one digest takes is stored cut (and says so); a turn the store refuses
+    whatever happens (a NUL) is set aside, said in one line, and never blocks the queue: before,
+    the worker retried it for ever and stored its question again at every try."""
+    p = proxy()
+    upstream.answers = ["x" * 100_050]
+    _anthropic(p.url).messages.create(model="claude-test", max_tokens=5, messages=[{"role": "user", "content": "long?"}])
+    upstream.answers = ["fine"]
+    _openai(p.url).chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "a\u0000b"}])
+    upstream.answers = ["after"]
+    _anthropic(p.url).messages.create(model="claude-test", max_tokens=5, messages=[{"role": "user", "content": "next"}])
+    stored = _wait_stored(home, 4)
+    contents = [n["content"] for n in stored]
+    assert contents.count("long?") == 1 and "next" in contents and "after" in contents
+    cut = next(c for c in contents if c.startswith("xxx"))
+    assert len(cut) <= 100_000 and cut.endswith("more characters not stored by the proxy]")
+    aside = (home / "proxy-queue" / "set-aside.jsonl").read_text()
+    assert "NUL" in aside
+    # (the worker empties its file, and says what it set aside, a moment after the last store)
+    _until(lambda: (home / "proxy-queue" / "exchanges.jsonl").read_bytes() == b"")
+    _until(lambda: any("set aside" in line for line in p.lines))
+
+
+def test_an_odd_stream_still_reaches_the_client_whole(home, mem, upstream, proxy):
+    """An OpenAI-compatible upstream sending a tool call's arguments as an object broke the
+    proxy's reading of the stream, and the client's stream was cut after its first event."""
+    p = proxy()
+    upstream.odd_stream = True
+    upstream.answers = ["All of it."]
+    chunks = list(_openai(p.url).chat.completions.create(model="gpt-test", stream=True,
+                                                         messages=[{"role": "user", "content": "stream please"}]))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "All of it."
+    _until(lambda: any("not stored" in line for line in p.lines))
+
+
+def test_a_request_the_proxy_cannot_read_goes_on_as_sent_with_the_clients_headers_only(home, mem, upstream, proxy):
+    """A body the proxy's reader does not know got a bare 500 and never reached the upstream; and
+    httpx added its own Accept, Accept-Encoding and User-Agent to what the client sent."""
+    import http.client
+
+    p = proxy()
+    host, port = p.url.removeprefix("http://").split(":")
+    body = json.dumps({"model": "gpt-test", "messages": [{"role": "assistant", "tool_calls": [{"function": "x"}]},
+                                                         {"role": "user", "content": "hi"}]}).encode()
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    conn.putrequest("POST", "/v1/chat/completions", skip_accept_encoding=True)
+    conn.putheader("content-type", "application/json")
+    conn.putheader("content-length", str(len(body)))
+    conn.endheaders(body)
+    got = conn.getresponse()
+    assert got.status == 200 and json.loads(got.read())["choices"][0]["message"]["content"]
+    assert got.getheader("x-tidemind-memory").startswith("off")
+    seen = upstream.seen[-1]
+    assert seen["body"] == body
+    assert not {"accept", "accept-encoding", "user-agent"} & set(seen["headers"])
+
+
+def test_two_branches_ending_alike_are_told_apart_by_their_earlier_turns(home, mem, upstream, proxy):
+    """Found by review: the last question and answer alone ("continue" / "Done.") took the newest
+    exchange ending so, another branch's: a client sending only its last turns got that branch's
+    turns injected. The earlier pairs it sends must agree with the exchange's."""
+    p = proxy()
+    opening = [{"role": "user", "content": "Let us write two stories."}, {"role": "assistant", "content": "Ready."}]
+
+    def run(middle_q: str, middle_a: str) -> list[dict]:
+        history = list(opening)
+        for q, a in ((middle_q, middle_a), ("continue", "Done.")):
+            upstream.answers = [a]
+            _anthropic(p.url).messages.create(model="claude-test", max_tokens=5,
+                                              messages=history + [{"role": "user", "content": q}])
+            history += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+        return history
+
+    upstream.answers = ["Ready."]
+    _anthropic(p.url).messages.create(model="claude-test", max_tokens=5, messages=opening[:1])
+    _wait_stored(home, 2)
+    fox = run("A story about a fox named Ember.", "Ember ran.")
+    _wait_stored(home, 6)
+    run("A story about an owl named Quill.", "Quill flew.")              # the newest to end "continue"/"Done."
+    _wait_stored(home, 10)
+    upstream.answers = ["The end."]
+    _anthropic(p.url).messages.create(model="claude-test", max_tokens=5,
+                                      messages=fox[-4:] + [{"role": "user", "content": "finish it"}])
+    block = json.loads(upstream.seen[-1]["body"]).get("system", "")
+    assert "Let us write two stories." in block and "Quill" not in block
+
+
+def test_the_queue_survives_a_cut_line_a_crash_while_emptying_and_a_second_owner(tmp_path):
+    from tidemind.errors import InvalidInput
+    from tidemind.proxy.queue import DurableQueue
+
+    folder = tmp_path / "q"
+    queue = DurableQueue(folder)
+    queue.put({"exchange_id": "a"})
+    with pytest.raises(InvalidInput, match="another tidemind proxy"):
+        DurableQueue(folder)                                         # one owner at a time
+    with open(queue.path, "ab") as fh:
+        fh.write(b'{"exchange_id": "cut-by-a-cra')                  # a crash mid-append
+    queue.close()
+    queue = DurableQueue(folder)
+    queue.put({"exchange_id": "b"})
+    assert [e["exchange_id"] for _, e in queue.pending()] == ["a", "b"]
+    stored = []
+    assert queue.drain(lambda e: stored.append(e["exchange_id"])) == 2 and queue.path.read_bytes() == b""
+    # a crash after the mark went back to 0 and before the file was emptied: replayed, not lost
+    queue.put({"exchange_id": "c"})
+    queue._mark(0)
+    assert [e["exchange_id"] for _, e in queue.pending()] == ["c"]
+    queue.close()

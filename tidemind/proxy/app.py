@@ -3,7 +3,8 @@
 would have called, and on `POST /v1/messages` and `POST /v1/chat/completions`:
 
 - before forwarding, asks the memory (driver.py) and adds what it recalled as one delimited system
-  block (wire.py); the client's messages go on as they came;
+  block (wire.py); the client's messages go on as they came, with the client's headers only
+  (httpx's default Accept, Accept-Encoding and User-Agent are not added);
 - while relaying the response (streamed chunk by chunk as it arrives, or whole), reads the answer,
   and queues the question and the answer durably before the response ends; a worker stores them.
 
@@ -35,6 +36,7 @@ MEMORY_PATHS = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}
 _HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
         "transfer-encoding", "upgrade", "host", "content-length"}
 OURS = ("x-tidemind-memory", "x-tidemind-scope", "x-tidemind-token")
+RECALL_DEADLINE_S = 2.0      # a store slower than this (hung, far away) is "unavailable" for the request
 
 
 @dataclass
@@ -62,7 +64,10 @@ def _error_body(api: str, status: int, message: str) -> bytes:
 
 class Proxy:
     def __init__(self, driver: MemoryDriver | None, upstreams: Upstreams, scopes: list[str],
-                 timeout: float = 600.0, token_check=None, log=None, transport=None):
+                 timeout: float = 600.0, token_check=None, log=None, transport=None,
+                 recall_deadline_s: float = RECALL_DEADLINE_S):
+        import collections
+
         import httpx
 
         self.driver = driver
@@ -72,7 +77,14 @@ class Proxy:
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
                                         follow_redirects=False, transport=transport)
-        self.recall_ms: list[float] = []
+        for name in ("accept", "accept-encoding", "user-agent"):
+            # httpx's own defaults: a request goes on with the client's headers alone
+            self.client.headers.pop(name, None)
+        self.recall_deadline_s = recall_deadline_s
+        # threads of their own: recalls stuck on a hung store never hold up queueing an answer
+        self.recall_threads = anyio.CapacityLimiter(8)
+        self.queue_threads = anyio.CapacityLimiter(8)
+        self.recall_ms: collections.deque[float] = collections.deque(maxlen=1000)
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -115,11 +127,14 @@ class Proxy:
         outgoing = body
         if wanted and self.driver is not None and headers.get("x-tidemind-memory", "").lower() != "off":
             memory_state, conversation, outgoing, scopes = await self._before(api, body, headers, scopes)
-        forward = [(k, v) for k, v in headers.items() if k.lower() not in _HOP and k.lower() not in OURS]
+        named = {n.strip().lower() for n in headers.get("connection", "").split(",") if n.strip()}
+        forward = [(k, v) for k, v in headers.items() if k.lower() not in _HOP | named and k.lower() not in OURS]
         if conversation is not None:
             # the answer is read as it passes: asked for uncompressed (the client gets the same bytes)
             forward = [(k, v) for k, v in forward if k.lower() != "accept-encoding"] + [("accept-encoding", "identity")]
-        url = self.upstreams.for_api(api) + path + (f"?{request.url.query}" if request.url.query else "")
+        # the path as the client wrote it (decoded, %2F and %3F would change what it names)
+        raw_path = request.scope.get("raw_path") or path.encode()
+        url = self.upstreams.for_api(api) + raw_path.decode("latin-1") + (f"?{request.url.query}" if request.url.query else "")
         try:
             upstream = await self.client.send(self.client.build_request(request.method, url, headers=forward,
                                                                         content=outgoing), stream=True)
@@ -129,23 +144,32 @@ class Proxy:
         except httpx.HTTPError as exc:
             return Response(_error_body(api, 502, f"the upstream {self.upstreams.for_api(api)} could not be reached:"
                                                   f" {type(exc).__name__}"), status_code=502, media_type="application/json")
-        back = [(k, v) for k, v in upstream.headers.multi_items() if k.lower() not in _HOP - {"content-length"}]
-        back.append(("x-tidemind-memory", memory_state))
+        dropped = (_HOP - {"content-length"}) | {n.strip().lower() for n in
+                                                  upstream.headers.get("connection", "").split(",") if n.strip()}
+        back = [(k.lower(), v) for k, v in upstream.headers.raw if k.decode("latin-1").lower() not in dropped]
+        back.append((b"x-tidemind-memory", memory_state.encode("ascii", "replace")))
         storing = conversation is not None and upstream.status_code == 200
         streamed = "text/event-stream" in upstream.headers.get("content-type", "")
         reader = wire.StreamReader(api) if storing and streamed else None
         whole: list[bytes] = []
 
         async def relay():
+            nonlocal reader, storing
             held, queued = None, False
             try:
                 async for chunk in upstream.aiter_raw():
                     if reader is not None:
-                        reader.feed(chunk)
+                        try:
+                            reader.feed(chunk)
+                        except Exception as exc:           # the answer is not read; the client still gets it
+                            self.log(f"tidemind proxy: this answer is not stored (its stream was not read:"
+                                     f" {type(exc).__name__})")
+                            reader, storing = None, False
+                    if reader is not None:
                         if reader.complete and not queued:
                             # the stream's own end is in this chunk: queued before the client reads it
                             # (a client stops reading there and may hang up before the body ends)
-                            await self._queue(conversation, reader.answer(), scopes)
+                            await self._queue(conversation, _stream_answer(reader, self.log), scopes)
                             queued = True
                         yield chunk                       # as it arrives: no buffering of a stream
                     elif storing:
@@ -156,15 +180,16 @@ class Proxy:
                     else:
                         yield chunk
                 if storing and not queued:
-                    answer = reader.answer() if reader is not None else _whole_answer(api, b"".join(whole))
-                    await self._queue(conversation, answer, scopes)
+                    answer = _stream_answer(reader, self.log) if reader is not None else _whole_answer(api, b"".join(whole))
+                    if answer is not None:
+                        await self._queue(conversation, answer, scopes)
                 if held is not None:
                     yield held
             finally:
                 await upstream.aclose()
 
         response = StreamingResponse(relay(), status_code=upstream.status_code)
-        response.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in back]
+        response.raw_headers = back
         return response
 
     async def _caller_scopes(self, headers) -> tuple[list[str], str | None]:
@@ -187,13 +212,16 @@ class Proxy:
             scopes = asked
         try:
             conversation = wire.read_request(api, body)
-        except wire.NotReadable as exc:
-            return f"off: {exc}", None, body, scopes
+        except Exception as exc:            # (a shape this reader does not know: the upstream judges it)
+            return f"off: the request was not read ({type(exc).__name__})", None, body, scopes
         started = time.perf_counter()
         try:
-            recalled = await anyio.to_thread.run_sync(self.driver.recall, conversation, scopes)
+            with anyio.fail_after(self.recall_deadline_s):
+                recalled = await anyio.to_thread.run_sync(self.driver.recall, conversation, scopes,
+                                                          abandon_on_cancel=True, limiter=self.recall_threads)
         except Exception as exc:            # degrade, never block
-            self.log(f"tidemind proxy: memory unavailable ({type(exc).__name__}: {str(exc)[:200]}); forwarded as sent")
+            why = "no answer in time" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {str(exc)[:200]}"
+            self.log(f"tidemind proxy: memory unavailable ({why}); forwarded as sent")
             return "unavailable", conversation, body, scopes
         finally:
             self.recall_ms.append((time.perf_counter() - started) * 1000)
@@ -201,15 +229,25 @@ class Proxy:
             return "none", conversation, body, scopes
         try:
             injected = wire.inject(api, body, recalled.block)
-        except (wire.NotReadable, ValueError, KeyError, TypeError) as exc:
-            return f"off: {exc}", conversation, body, scopes
+        except Exception as exc:
+            return f"off: the request was not read ({type(exc).__name__})", conversation, body, scopes
         return f"injected short={recalled.short_term} long={recalled.long_term}", conversation, injected, scopes
 
-    async def _queue(self, conversation, answer: str, scopes: list[str]) -> None:
+    async def _queue(self, conversation, answer: str | None, scopes: list[str]) -> None:
+        if answer is None:
+            return
         try:
-            await anyio.to_thread.run_sync(self.driver.store, conversation, answer, scopes)
+            await anyio.to_thread.run_sync(self.driver.store, conversation, answer, scopes, limiter=self.queue_threads)
         except Exception as exc:
             self.log(f"tidemind proxy: this exchange was not queued ({type(exc).__name__}: {str(exc)[:200]})")
+
+
+def _stream_answer(reader, log) -> str | None:
+    try:
+        return reader.answer()
+    except Exception as exc:
+        log(f"tidemind proxy: this answer is not stored (its stream was not read: {type(exc).__name__})")
+        return None
 
 
 def _whole_answer(api: str, body: bytes) -> str:

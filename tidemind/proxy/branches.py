@@ -54,6 +54,17 @@ def position(turns: list[Turn], scope: str = "") -> Position:
     return Position(hashes[last_answer], pair(question, turns[last_answer].text, scope))
 
 
+def earlier_pairs(turns: list[Turn], scope: str = "") -> list[str]:
+    """The pair hash of each question and answer the request carries before its last answer,
+    newest first: what the ancestors of the exchange it continues must hold."""
+    out, question = [], None
+    answers = [i for i, t in enumerate(turns) if t.role == "assistant"]
+    for i in answers[:-1]:
+        question = next((turns[j].text for j in range(i - 1, -1, -1) if turns[j].role == "user"), "")
+        out.append(pair(question, turns[i].text, scope))
+    return list(reversed(out))
+
+
 def exchange_id(turns: list[Turn], answer: str, scope: str = "") -> str:
     """The id of the exchange a request and its answer make: the chain through the answer."""
     return chain([*turns, Turn("assistant", answer)], scope)[-1]

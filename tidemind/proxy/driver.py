@@ -93,7 +93,8 @@ def render(short: list[tuple[str, str]], long: list[dict], budget: int) -> str:
 
 
 def _one_line(text: str, most: int = 600) -> str:
-    flat = " ".join(text.split())
+    # a memory that quotes the block's own tags must not end the block early
+    flat = " ".join(text.split()).replace(BLOCK_OPEN, "[tidemind-memory]").replace(BLOCK_CLOSE, "[/tidemind-memory]")
     return flat if len(flat) <= most else flat[: most - 1] + "…"
 
 
@@ -109,7 +110,7 @@ class LocalDriver:
         self.settings = load_settings(home)
         self.config = config
         self.log = log
-        self.reader = Memory(self.settings, actor="proxy")
+        self.reader = None                 # opened at the first recall, again after a failure
         self.read_lock = threading.Lock()
         self.queue = DurableQueue(self.settings.home / "proxy-queue")
         self._stop = threading.Event()
@@ -119,8 +120,22 @@ class LocalDriver:
 
     # -- reads -----------------------------------------------------------------------------------
     def recall(self, conversation: Conversation, scopes: list[str]) -> Recalled:
+        """A store that cannot be read raises (the proxy forwards the request as sent); its
+        connection is opened again at the next recall (a server restarted, a file back)."""
+        from ..memory import Memory
+
         with self.read_lock:
-            return _recall(self.reader, self.config, conversation, scopes)
+            if self.reader is None:
+                self.reader = Memory(self.settings, actor="proxy")
+            try:
+                return _recall(self.reader, self.config, conversation, scopes)
+            except Exception:
+                try:
+                    self.reader.close()
+                except Exception:
+                    pass
+                self.reader = None
+                raise
 
     # -- writes ----------------------------------------------------------------------------------
     def store(self, conversation: Conversation, answer: str, scopes: list[str]) -> None:
@@ -129,6 +144,8 @@ class LocalDriver:
         question = conversation.question
         if not question.strip() and not answer.strip():
             return
+        most = self.settings.max_content_chars
+        question, answer = _clip(question, most), _clip(answer, most)
         turns = conversation.turns
         scope = scopes[0] if scopes else ""
         where = branches.position(turns, scope)
@@ -136,6 +153,7 @@ class LocalDriver:
             "exchange_id": branches.exchange_id(turns, answer, scope),
             "parent_chain": where.parent_chain, "parent_pair": where.parent_pair,
             "pair": branches.pair(question, answer, scope),
+            "earlier_pairs": branches.earlier_pairs(turns, scope)[:50],
             "question": mask(question)[0], "answer": mask(answer)[0],
             "model": conversation.model or "unknown", "api": conversation.api, "scope": scopes[0] if scopes else None,
             "at": time.time(),
@@ -153,7 +171,7 @@ class LocalDriver:
             try:
                 if writer is None:
                     writer = Memory(self.settings, actor="proxy")
-                self.stored += self.queue.drain(lambda entry: _store_exchange(writer, entry))
+                self.stored += self.queue.drain(lambda entry: self._store_or_set_aside(writer, entry))
                 backoff = 0.5
             except Exception as exc:          # locked, away, full disk: the entries wait in the queue
                 self.log(f"tidemind proxy: storing waits ({type(exc).__name__}: {str(exc)[:200]})")
@@ -168,10 +186,23 @@ class LocalDriver:
                 self.queue.arrived.set()
         if writer is not None:
             try:
-                self.stored += self.queue.drain(lambda entry: _store_exchange(writer, entry))
+                self.stored += self.queue.drain(lambda entry: self._store_or_set_aside(writer, entry))
             except Exception as exc:
                 self.log(f"tidemind proxy: {self.queue.size()} exchange(s) left queued ({type(exc).__name__})")
             writer.close()
+
+    def _store_or_set_aside(self, writer, entry: dict) -> None:
+        """Store one entry; one the store refuses for what it holds (it would be refused every
+        time: text the write path does not take) is set aside in the queue's dead letters, said in
+        one log line, and the entries behind it go on. A store that is away raises: they wait."""
+        from ..errors import InvalidInput, ScopeDenied
+
+        try:
+            _store_exchange(writer, entry)
+        except (InvalidInput, ScopeDenied) as exc:
+            self.queue.set_aside(entry, f"{type(exc).__name__}: {exc}")
+            self.log(f"tidemind proxy: an exchange the store refuses was set aside in"
+                     f" {self.queue.dead_path} ({str(exc)[:160]})")
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until the queue is empty (tests, shutdown)."""
@@ -182,7 +213,11 @@ class LocalDriver:
         return self.queue.size() == 0
 
     def forget(self, node_ids: list[int]) -> None:
+        from ..memory import Memory
+
         with self.read_lock:
+            if self.reader is None:
+                self.reader = Memory(self.settings, actor="proxy")
             for node_id in node_ids:
                 self.reader.forget(node_id)
 
@@ -190,7 +225,9 @@ class LocalDriver:
         self._stop.set()
         self.queue.arrived.set()
         self.worker.join(timeout=60)
-        self.reader.close()
+        self.queue.close()
+        if self.reader is not None:
+            self.reader.close()
 
 
 def _store_exchange(memory, entry: dict) -> None:
@@ -202,11 +239,7 @@ def _store_exchange(memory, entry: dict) -> None:
     conn = memory.conn
     if proxy_exchanges.get(conn, entry["exchange_id"]) is not None:
         return
-    parent = None
-    if entry.get("parent_chain"):
-        parent = proxy_exchanges.get(conn, entry["parent_chain"])
-    if parent is None and entry.get("parent_pair"):
-        parent = proxy_exchanges.by_pair(conn, entry["parent_pair"])
+    parent = _continued(conn, entry.get("parent_chain"), entry.get("parent_pair"), entry.get("earlier_pairs") or [])
     if parent is None:
         session = f"proxy-{entry['exchange_id'][:16]}"
     elif proxy_exchanges.has_children(conn, parent["id"]):
@@ -215,16 +248,57 @@ def _store_exchange(memory, entry: dict) -> None:
         session = parent["session"]
     scope = entry.get("scope")
     model = "".join(c for c in str(entry.get("model") or "unknown") if c.isprintable())[:80] or "unknown"
-    user_capture = answer_capture = None
-    if entry["question"].strip():
-        user_capture = memory.digest(entry["question"], scope=scope, source_tool="proxy", session=session)["capture_id"]
-    if entry["answer"].strip():
-        answer_capture = memory.digest(entry["answer"], scope=scope, source_tool=f"proxy:{model}",
-                                       session=session)["capture_id"]
+    user_capture = _digest_once(memory, entry["question"], scope, "proxy", session)
+    answer_capture = _digest_once(memory, entry["answer"], scope, f"proxy:{model}", session)
     with immediate(conn):
         proxy_exchanges.add(conn, exchange_id=entry["exchange_id"], parent_id=parent["id"] if parent else None,
                             pair_sha256=entry["pair"], session=session, user_capture_id=user_capture,
                             answer_capture_id=answer_capture, model=model, at=memory.now())
+
+
+def _continued(conn, parent_chain: str | None, parent_pair: str | None, earlier: list[str]) -> dict | None:
+    """The exchange a request continues: by its chain (the whole conversation sent again), else by
+    its last question and answer, taking only an exchange whose earlier exchanges hold the
+    question-answer pairs the request carries before it (two branches may end alike: "continue",
+    "Done."), as far as both go."""
+    from ..store import proxy_exchanges
+
+    if parent_chain:
+        found = proxy_exchanges.get(conn, parent_chain)
+        if found is not None:
+            return found
+    if not parent_pair:
+        return None
+    for candidate in proxy_exchanges.with_pair(conn, parent_pair):
+        before = proxy_exchanges.ancestors(conn, candidate["id"], len(earlier) + 1)[1:]
+        if all(a["pair_sha256"] == p for a, p in zip(before, earlier)):
+            return candidate
+    return None
+
+
+def _digest_once(memory, text: str, scope: str | None, source_tool: str, session: str) -> int | None:
+    """Digest a turn, unless a replay finds it stored already (the worker stopped between this
+    turn and the exchange row): the two digests and the row are three transactions."""
+    from .. import text as text_mod
+    from ..secrets import mask
+    from ..store import captures
+
+    if not text.strip():
+        return None
+    body = mask(text)[0]
+    found = captures.find(memory.conn, content_hash=text_mod.sha256(body), scope=scope or memory.settings.default_scope,
+                          source_tool=source_tool, session=session)
+    if found is not None:
+        return found
+    return memory.digest(text, scope=scope, source_tool=source_tool, session=session)["capture_id"]
+
+
+def _clip(text: str, most: int) -> str:
+    """A turn longer than one digest takes, cut there and said so (stored, not refused)."""
+    if len(text) <= most:
+        return text
+    note = f"\n[… {len(text) - most + 80:,} more characters not stored by the proxy]"
+    return text[: most - 80] + note
 
 
 def _recall(memory, config: MemoryConfig, conversation: Conversation, scopes: list[str]) -> Recalled:
@@ -235,12 +309,10 @@ def _recall(memory, config: MemoryConfig, conversation: Conversation, scopes: li
     short: list[tuple[str, str]] = []
     own_nodes: set[int] = set()
     if config.short_term:
-        where = branches.position(conversation.turns, scopes[0] if scopes else "")
-        parent = None
-        if where.parent_chain:
-            parent = proxy_exchanges.get(memory.conn, where.parent_chain)
-        if parent is None and where.parent_pair:
-            parent = proxy_exchanges.by_pair(memory.conn, where.parent_pair)
+        scope = scopes[0] if scopes else ""
+        where = branches.position(conversation.turns, scope)
+        parent = _continued(memory.conn, where.parent_chain, where.parent_pair,
+                            branches.earlier_pairs(conversation.turns, scope))
         if parent is not None:
             for exchange in reversed(proxy_exchanges.ancestors(memory.conn, parent["id"], config.window)):
                 for role, capture in (("user", exchange["user_capture_id"]), ("assistant", exchange["answer_capture_id"])):

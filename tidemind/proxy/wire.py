@@ -3,9 +3,10 @@ Completions API. For each: the conversation a request carries as plain turns, wh
 block goes, and the answer a response (whole or streamed as server-sent events) carries.
 
 Nothing here changes a client's messages: the block goes into the system prompt (Anthropic's
-`system` field, appended after the client's own text so a prompt-cache prefix the client marked
-stays the same) or as one system message of its own (OpenAI), after the client's leading system
-and developer messages.
+`system` field, appended after the client's own text, so a cache breakpoint the client marked
+inside its system text keeps its prefix; a breakpoint on the messages does not, since the block
+changes with each question) or as one system message of its own (OpenAI), after the client's
+leading system and developer messages.
 """
 from __future__ import annotations
 

@@ -50,6 +50,16 @@ def insert(conn: apsw.Connection, *, content: str, content_hash: str, scope: str
         (content, content_hash, scope, source_tool, session, recorded_at, stream_file, stream_key))
 
 
+def find(conn: apsw.Connection, *, content_hash: str, scope: str, source_tool: str, session: str) -> int | None:
+    """The newest capture of these words from this source and session (a writer that may have
+    stored it already before it stopped: `tidemind proxy` replaying its queue)."""
+    for (capture_id,) in conn.execute("SELECT id FROM captures WHERE content_hash = ? AND scope = ? AND source_tool = ?"
+                                      " AND session = ? ORDER BY id DESC LIMIT 1",
+                                      (content_hash, scope, source_tool, session)):
+        return capture_id
+    return None
+
+
 def get(conn: apsw.Connection, capture_id: int) -> dict | None:
     found = rows(conn, "SELECT * FROM captures WHERE id=?", (capture_id,))
     return found[0] if found else None

@@ -61,11 +61,11 @@ def get(conn: apsw.Connection, exchange_id: str) -> dict | None:
     return found[0] if found else None
 
 
-def by_pair(conn: apsw.Connection, pair_sha256: str) -> dict | None:
-    """The newest exchange with this question and answer (a client that sent only its last turns)."""
-    found = rows(conn, f"SELECT {_COLUMNS} FROM proxy_exchanges WHERE pair_sha256 = ?"
-                       " ORDER BY recorded_at DESC, id LIMIT 1", (pair_sha256,))
-    return found[0] if found else None
+def with_pair(conn: apsw.Connection, pair_sha256: str, limit: int = 20) -> list[dict]:
+    """The exchanges with this question and answer, newest first (a client that sent only its
+    last turns; the caller checks which one its earlier turns agree with)."""
+    return rows(conn, f"SELECT {_COLUMNS} FROM proxy_exchanges WHERE pair_sha256 = ?"
+                      " ORDER BY recorded_at DESC, id LIMIT ?", (pair_sha256, limit))
 
 
 def has_children(conn: apsw.Connection, exchange_id: str) -> bool:

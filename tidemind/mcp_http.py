@@ -164,10 +164,17 @@ def build_app(home: str | None, scopes: list[str] | None, host: str, require_tok
 
 
 def serve(home: str | None, scopes: list[str] | None, address: str, require_token: bool = False) -> None:
-    import uvicorn
-
     host, port = parse_address(address)
     app, who = build_app(home, scopes, host, require_token)
+    run_asgi(app, host, port, address, lambda url: f"tidemind serve: listening on {url}{PATH}; {who}")
+
+
+def run_asgi(app, host: str, port: int, address: str, ready_line, interface: str = "auto") -> None:
+    """Serve an ASGI app with uvicorn on HOST:PORT until stopped; `ready_line(url)` is printed to
+    stderr once it listens (the line a supervisor or a test waits for: with port 0, it names the
+    port the system picked). Shared by `serve --http` and `proxy`."""
+    import uvicorn
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -177,8 +184,8 @@ def serve(home: str | None, scopes: list[str] | None, address: str, require_toke
         sock.close()
         raise InvalidInput(f"cannot listen on {address}: {exc.strerror or exc}") from None
     bound = sock.getsockname()[1]
-    # access_log off: uvicorn's lines would be the only ones without a reason; refusals are logged above
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    # access_log off: uvicorn's lines would be the only ones without a reason; refusals are logged
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", interface=interface)
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
 
@@ -187,7 +194,7 @@ def serve(home: str | None, scopes: list[str] | None, address: str, require_toke
             tg.start_soon(server.serve, [sock])
             while not server.started and not server.should_exit:
                 await anyio.sleep(0.02)
-            if server.started:       # the line a supervisor (or a test) waits for
-                print(f"tidemind serve: listening on http://{shown}:{bound}{PATH}; {who}", file=sys.stderr, flush=True)
+            if server.started:
+                print(ready_line(f"http://{shown}:{bound}"), file=sys.stderr, flush=True)
 
     anyio.run(run)

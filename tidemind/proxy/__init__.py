@@ -8,19 +8,15 @@
 """
 from __future__ import annotations
 
-import socket
 import sys
 
 
 def serve(home: str | None, listen: str, scopes: list[str] | None, anthropic_upstream: str | None,
           openai_upstream: str | None, memory: bool = True, timeout: float = 600.0) -> None:
-    import anyio
-    import uvicorn
-
     from ..config import load_settings
     from ..errors import InvalidInput
     from ..memory import Memory
-    from ..mcp_http import TokenCheck, is_loopback, parse_address
+    from ..mcp_http import TokenCheck, is_loopback, parse_address, run_asgi
     from ..scopes import check_scope
     from .app import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, Proxy, Upstreams
     from .driver import LocalDriver, MemoryConfig
@@ -43,30 +39,9 @@ def serve(home: str | None, listen: str, scopes: list[str] | None, anthropic_ups
     log = lambda line: print(line, file=sys.stderr, flush=True)       # noqa: E731
     driver = LocalDriver(home, config, log) if memory else None
     app = Proxy(driver, upstreams, chosen, timeout=timeout, token_check=token_check, log=log)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise InvalidInput(f"cannot listen on {listen}: {exc.strerror or exc}") from None
-    bound = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                           interface="asgi3"))
-    shown = f"[{host}]" if ":" in host else host
-
-    async def run() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, [sock])
-            while not server.started and not server.should_exit:
-                await anyio.sleep(0.02)
-            if server.started:
-                state = f"memory in scope(s) {', '.join(chosen)}" if memory else "memory off"
-                print(f"tidemind proxy: listening on http://{shown}:{bound} (Anthropic -> {upstreams.anthropic},"
-                      f" OpenAI -> {upstreams.openai}); {state}", file=sys.stderr, flush=True)
-
-    anyio.run(run)
+    state = f"memory in scope(s) {', '.join(chosen)}" if memory else "memory off"
+    run_asgi(app, host, port, listen, lambda url: f"tidemind proxy: listening on {url} (Anthropic ->"
+             f" {upstreams.anthropic}, OpenAI -> {upstreams.openai}); {state}", interface="asgi3")
 
 
 def _upstream(url: str) -> str:

@@ -62,14 +62,8 @@ class DurableQueue:
 
     def put(self, entry: dict) -> None:
         """Append and flush to disk; returns when the entry would survive a crash."""
-        line = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
         with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _append_synced(self.path, entry)
         self.arrived.set()
 
     def _done(self) -> int:
@@ -124,13 +118,19 @@ class DurableQueue:
         return count
 
     def set_aside(self, entry: dict, why: str) -> None:
-        line = (json.dumps({"why": why, "entry": entry}, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-        fd = os.open(self.dead_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _append_synced(self.dead_path, {"why": why, "entry": entry})
 
     def size(self) -> int:
         return sum(1 for _ in self.pending())
+
+
+def _append_synced(path: Path, record: dict) -> None:
+    """One JSON line appended and flushed to disk (readable by its owner only: masked text, still
+    a person's words)."""
+    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -365,7 +365,15 @@ def stem_frequencies(conn: apsw.Connection, stemmed: Sequence[str],
 
 
 def counted_documents(conn: apsw.Connection) -> int:
-    for (n,) in conn.execute(f"SELECT coalesce(sum(df), 0) FROM fts_terms WHERE term_id = {DOCUMENTS}"):
+    """Documents counted over every scope: one probe of the (scope, term_id) key per scope, the
+    scopes found by skipping through that key. `WHERE term_id = 0` alone scanned every row of
+    fts_terms (every term of every scope), and recall asks again after each commit of another
+    connection: 2.3 ms of a recall at 20,000 memories, one of the proxy's after each store."""
+    for (n,) in conn.execute(
+            "WITH RECURSIVE seen(scope) AS (SELECT min(scope) FROM fts_terms UNION ALL"
+            " SELECT (SELECT min(t.scope) FROM fts_terms t WHERE t.scope > seen.scope) FROM seen"
+            " WHERE seen.scope IS NOT NULL)"
+            f" SELECT coalesce(sum(t.df), 0) FROM seen JOIN fts_terms t ON t.scope = seen.scope AND t.term_id = {DOCUMENTS}"):
         return n
     return 0
 

@@ -228,7 +228,7 @@ class Proxy:
         if not recalled.block:
             return "none", conversation, body, scopes
         try:
-            injected = wire.inject(api, body, recalled.block)
+            injected = wire.inject(api, conversation.request, recalled.block)
         except Exception as exc:
             return f"off: the request was not read ({type(exc).__name__})", conversation, body, scopes
         return f"injected short={recalled.short_term} long={recalled.long_term}", conversation, injected, scopes

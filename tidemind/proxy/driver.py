@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from . import branches
@@ -160,7 +159,6 @@ class LocalDriver:
         })
 
     def _work(self) -> None:
-        from ..config import load_settings  # noqa: F401  (the settings were read at start)
         from ..memory import Memory
 
         writer = None
@@ -361,11 +359,4 @@ class InMemoryDriver:
         pass
 
 
-def local_driver(home: str | None, log=print) -> LocalDriver:
-    from ..config import load_settings
-
-    return LocalDriver(home, MemoryConfig.from_settings(load_settings(home).extra), log)
-
-
-__all__ = ["MemoryDriver", "LocalDriver", "InMemoryDriver", "MemoryConfig", "Recalled", "render", "local_driver",
-           "Path"]
+__all__ = ["MemoryDriver", "LocalDriver", "InMemoryDriver", "MemoryConfig", "Recalled", "render"]

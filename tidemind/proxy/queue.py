@@ -125,12 +125,7 @@ class DurableQueue:
 
 
 def _append_synced(path: Path, record: dict) -> None:
-    """One JSON line appended and flushed to disk (readable by its owner only: masked text, still
-    a person's words)."""
-    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """One JSON line, flushed to disk (readable by its owner only: masked text, still a person's words)."""
+    from ..store.stream import append_durably
+
+    append_durably(path, (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))

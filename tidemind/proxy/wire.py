@@ -27,6 +27,7 @@ class Conversation:
     model: str
     stream: bool
     turns: list[Turn] = field(default_factory=list)
+    request: dict = field(default_factory=dict, repr=False)   # the body as parsed (inject reuses it)
 
     @property
     def question(self) -> str:
@@ -118,12 +119,13 @@ def read_request(api: str, body: bytes) -> Conversation:
             if isinstance(m, dict) and isinstance(m.get("role"), str):
                 role = "system" if m["role"] == "developer" else m["role"]
                 turns.append(Turn(role, _openai_text(m)))
-    return Conversation(api, model, stream, turns)
+    return Conversation(api, model, stream, turns, data)
 
 
-def inject(api: str, body: bytes, block: str) -> bytes:
-    """The request with `block` added as system text; the client's messages are the same values."""
-    data = json.loads(body)
+def inject(api: str, request: dict, block: str) -> bytes:
+    """The request (as `read_request` parsed it, left as it is) with `block` added as system text;
+    the client's messages are the same values."""
+    data = dict(request)
     if api == "anthropic":
         system = data.get("system")
         if system is None or system == "":

@@ -72,12 +72,19 @@ def append(stream_dir: Path, name: str, capture_id: int, key: str, title: str, c
     title, _ = masking.mask(title)
     data = encode_entry(capture_id, key, title, content.encode("utf-8"))
     with _locked(stream_dir):
-        fd = os.open(stream_dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_durably(stream_dir / name, data)
+
+
+def append_durably(path: Path, data: bytes) -> None:
+    """Append `data` to `path` (made readable by its owner only), every byte written and flushed
+    to disk before returning: the stream's entries, and `tidemind proxy`'s queue."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def append_many(stream_dir: Path, entries: list[tuple[str, int, str, str, str]]) -> None:
@@ -90,14 +97,7 @@ def append_many(stream_dir: Path, entries: list[tuple[str, int, str, str, str]])
         return
     with _locked(stream_dir):
         for name, parts in by_file.items():
-            fd = os.open(stream_dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                data = b"".join(parts)
-                while data:
-                    data = data[os.write(fd, data):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            append_durably(stream_dir / name, b"".join(parts))
 
 
 def parse(data: bytes) -> list[Entry]:

@@ -35,6 +35,11 @@ EMPTY = [
     "![demo.gif](../assets/demo.gif){:height 538, :width 485}",
     "> [!example] Variables",
     "#docs #card #ff0000",
+    # small talk's set phrases: their words can name a topic elsewhere, not here
+    "Jon: Knowing you've got my back really helps keep me going. I won't let you down!",
+    "Tim: Thanks! Appreciate the offer. Let me know if you can lend a hand. Bye!",
+    "Joanna: Yea, no worries! It was great catching up. Take it easy!",
+    "Melanie: Great chatting with you! Feel free to reach out any time.",
 ]
 FULL = [
     "The staging database listens on port 5433 behind PgBouncer.",
@@ -201,3 +206,16 @@ def test_a_short_form_of_a_speakers_name_is_their_name():
     assert "robert" in specific_words("Tim: Robert fixed the boiler yesterday.", {"roberta", "tim"})
     assert "france" in specific_words("Tim: We toured Italy, France and Spain.", {"francesca", "tim"})
 
+
+
+def test_a_negative_contraction_is_not_its_stem():
+    # "won't" says nothing of winning; "won" does
+    assert "won" not in specific_words("Jon: Thanks, Gina! I won't quit, even when it's hard.")
+    assert "won" in specific_words("Jon: We won the regional dance battle on Saturday!")
+
+
+def test_a_set_phrase_hides_only_itself():
+    # "back" in "got my back" is no topic; "back pain" is one, and the rest of the sentence stays
+    assert "back" not in specific_words("Gina: I've got your back, always.")
+    said = specific_words("John: My back pain is better since the physiotherapy; thanks for having my back!")
+    assert {"back", "pain", "physiotherapy"} <= set(said)

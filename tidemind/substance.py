@@ -64,6 +64,24 @@ since last seen while ages missed busy crazy
 CONTRACTED = frozenset("haven hasn hadn didn doesn don isn aren wasn weren couldn wouldn shouldn ain ve ll re "
                        "gonna gotta wanna ya".split())
 
+# the set phrases of small talk: each word of them can name a topic elsewhere ("back", "reach",
+# "easy", "hand"), none does in the phrase ("got your back", "reach out", "take it easy", "lend a
+# hand"). General English, written as a list of that register, not read off a data set.
+_IDIOM = re.compile(r"\b(?:(?:got|have|having|had) (?:my|your|our|his|her|their|each other'?s) backs?|"
+                    r"reach(?:ing|ed)? out|feel free|take it easy|no worries|no prob(?:lem)?s?|of course|"
+                    r"owe (?:you|me|him|her|them) one|lend(?:ing)? (?:a|an) (?:hand|ear)|come true|comes true|"
+                    r"hold(?:s|ing)? (?:me|you|us|them|him|her) back|let(?:ting)? (?:you|me|us|them|him|her) down|"
+                    r"(?:on )?the same page|make (?:a|some) splash|keep (?:it|them) up|go for it|"
+                    r"(?:stay|keep|kept) in touch|catch(?:ing)? up|caught up|anything (?:new|else)|what else|"
+                    r"something else|spill the beans|on track|hang in there|break a leg|fingers crossed|"
+                    r"you(?:'ve)? got this|all the best|my pleasure|no big deal|means? (?:a lot|the world|a ton)|"
+                    r"touch base|hit me up|heads up|have a blast|(?:any|some|next) time|long time no see|"
+                    r"what(?:'s| is) up|how(?:'s| is) it going|here for you|there for you|cheering (?:you|me) on|"
+                    r"(?:in|from) the sidelines|bumps in the road|up and down|ups and downs|step by step|"
+                    r"one day at a time|at the end of the day|if you need anything|let me know)\b", re.IGNORECASE)
+# a negative contraction whose stem is another word: "won't" is no "won", "can't" no "can"
+_CONTRACTION = re.compile(r"\b(won|can|shan)['’]t\b", re.IGNORECASE)
+
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")       # (not -er: "timer" is no "time")
 
 
@@ -208,8 +226,13 @@ def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:
              if addresses(text, w) and any(len(w) < len(n) and n.startswith(w.casefold()) for n in skip)}
     if _table_header_only(text or ""):
         return []
-    return [w for w in content_words(body(text)) if not is_chatter(w) and w not in CONTRACTED and w not in skip
+    return [w for w in content_words(_said(text)) if not is_chatter(w) and w not in CONTRACTED and w not in skip
             and not (w.isdigit() and len(w) < 4) and len(w) > 2]
+
+
+def _said(text: str) -> str:
+    """`body` without small talk's set phrases and negative contractions."""
+    return _IDIOM.sub(" ", _CONTRACTION.sub(" not ", body(text)))
 
 
 def carries_content(text: str, names: Iterable[str] = ()) -> bool:

@@ -402,3 +402,15 @@ def test_a_tag_name_with_a_control_character_is_refused_on_every_path(mem):
             with pytest.raises(InvalidInput, match="printable"):
                 call()
     assert mem.tag_add(node, "#kiln")["tag"] == "kiln"
+
+
+def test_in_a_scope_of_hundreds_a_word_two_memories_share_is_a_tag(mem):
+    """A single word recurs when 2 memories of a scope under 1,000 share it (3 from 1,000): at 3
+    from 100, turns about a lake or a library in a conversation of 500 turns stayed untagged."""
+    filler = [f"The item{n}x shipped with the widget{n}q in crate{n}z." for n in range(120)]
+    ids = [mem.digest(t, scope="project:lakes")["node_ids"][0] for t in filler]
+    about = [mem.digest(t, scope="project:lakes")["node_ids"][0]
+             for t in ("Melanie painted the lake at sunrise last summer.", "The lake froze over in January.")]
+    run_due(mem, only=["annotate"], force=True)
+    assert all("lake" in _names(mem, n) for n in about), [_names(mem, n) for n in about]
+    assert not any("lake" in _names(mem, n) for n in ids)

@@ -669,3 +669,76 @@ def test_the_queue_survives_a_cut_line_a_crash_while_emptying_and_a_second_owner
     queue._mark(0)
     assert [e["exchange_id"] for _, e in queue.pending()] == ["c"]
     queue.close()
+
+
+# -- the driver seam ---------------------------------------------------------------------------------
+def _conversation(question: str):
+    from tidemind.proxy.wire import read_request
+
+    return read_request("anthropic", json.dumps({"model": "claude-test", "max_tokens": 10,
+                                                 "messages": [{"role": "user", "content": question}]}).encode())
+
+
+@pytest.mark.parametrize("kind", ["local", "in-memory"])
+def test_both_drivers_keep_the_seams_promises(home, store, kind):
+    """store -> recall finds it within the scopes asked -> forget -> recall finds it no more -> close:
+    what the proxy relies on, held by the store's driver and by the test double alike."""
+    from tidemind.proxy.driver import InMemoryDriver, LocalDriver, MemoryConfig
+
+    driver = LocalDriver(str(home), MemoryConfig(), log=lambda line: None) if kind == "local" else InMemoryDriver()
+    try:
+        driver.store(_conversation("Where does the staging database listen?"),
+                     "The staging database listens on port 5433 behind PgBouncer.", ["personal"])
+        if kind == "local":
+            assert driver.flush()
+        asked = _conversation("Which port does the staging database listen on?")
+        found = driver.recall(asked, ["personal"])
+        assert "5433" in found.block and found.long_term >= 1 and found.node_ids
+        assert "5433" not in driver.recall(asked, ["work"]).block          # never another scope's
+        driver.forget(found.node_ids)
+        assert "5433" not in driver.recall(asked, ["personal"]).block
+    finally:
+        driver.close()
+    if kind == "local":
+        assert not driver.worker.is_alive() and driver.queue.size() == 0     # closed with nothing left queued
+    else:
+        with pytest.raises(RuntimeError):
+            driver.recall(asked, ["personal"])
+
+
+def test_the_proxy_runs_on_the_test_double_without_a_store(tmp_path, upstream):
+    """The ASGI app over InMemoryDriver, served in this process: the first exchange is kept by the
+    driver, the second request gets it back in the injected block, the client's messages as sent."""
+    import asyncio
+
+    import uvicorn
+
+    from tidemind.proxy.app import Proxy, Upstreams
+    from tidemind.proxy.driver import BLOCK_OPEN, InMemoryDriver
+
+    driver = InMemoryDriver()
+    app = Proxy(driver, Upstreams(upstream.url, upstream.url), ["personal"], log=lambda line: None)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", interface="asgi3"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    _until(lambda: server.started)
+    try:
+        client = _anthropic(url)
+        upstream.answers = ["The staging database listens on port 5433."]
+        client.messages.create(model="claude-test", max_tokens=50,
+                               messages=[{"role": "user", "content": "Where does staging listen?"}])
+        _until(lambda: driver.exchanges)
+        assert driver.exchanges[0]["answer"] == "The staging database listens on port 5433."
+        assert driver.exchanges[0]["scope"] == "personal"
+        second = [{"role": "user", "content": "Remind me: which port does the staging database use?"}]
+        client.messages.create(model="claude-test", max_tokens=50, messages=second)
+        sent = json.loads(upstream.seen[-1]["body"])
+        assert BLOCK_OPEN in json.dumps(sent["system"]) and "5433" in json.dumps(sent["system"])
+        assert sent["messages"] == second
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+    assert driver.closed                   # the app's shutdown closed its driver

@@ -335,28 +335,36 @@ def _recall(memory, config: MemoryConfig, conversation: Conversation, scopes: li
 
 
 class InMemoryDriver:
-    """A test double: exchanges kept in a list, recall by shared words. No store, no threads."""
+    """A test double of the seam: exchanges kept in a list, each answer a memory with an id, recall
+    by shared words within the asked scopes, forget by id. No store, no threads."""
 
     def __init__(self, config: MemoryConfig | None = None):
         self.config = config or MemoryConfig()
         self.exchanges: list[dict] = []
+        self.closed = False
 
     def recall(self, conversation: Conversation, scopes: list[str]) -> Recalled:
+        if self.closed:
+            raise RuntimeError("the driver is closed")
         words = set(conversation.question.lower().split())
-        hits = [{"content": e["answer"], "scope": e["scope"], "recorded_at": ""} for e in self.exchanges
-                if words & set(e["answer"].lower().split())][: self.config.limit]
-        block = render([], hits, self.config.budget)
-        return Recalled(block, 0, len(hits) if block else 0)
+        hits = [e for e in self.exchanges if e["scope"] in scopes and words & set(e["answer"].lower().split())]
+        hits = hits[: self.config.limit] if self.config.long_term else []
+        block = render([], [{"content": e["answer"], "scope": e["scope"], "recorded_at": ""} for e in hits],
+                       self.config.budget)
+        return Recalled(block, 0, len(hits) if block else 0, [e["id"] for e in hits] if block else [])
 
     def store(self, conversation: Conversation, answer: str, scopes: list[str]) -> None:
-        self.exchanges.append({"question": conversation.question, "answer": answer, "model": conversation.model,
-                               "scope": scopes[0] if scopes else None})
+        if self.closed:
+            raise RuntimeError("the driver is closed")
+        self.exchanges.append({"id": len(self.exchanges) + 1, "question": conversation.question, "answer": answer,
+                               "model": conversation.model, "scope": scopes[0] if scopes else None})
 
     def forget(self, node_ids: list[int]) -> None:
-        pass
+        gone = set(node_ids)
+        self.exchanges = [e for e in self.exchanges if e["id"] not in gone]
 
     def close(self) -> None:
-        pass
+        self.closed = True
 
 
 __all__ = ["MemoryDriver", "LocalDriver", "InMemoryDriver", "MemoryConfig", "Recalled", "render"]

@@ -71,7 +71,7 @@ _IDIOM = re.compile(r"\b(?:(?:got|have|having|had) (?:my|your|our|his|her|their|
                     r"reach(?:ing|ed)? out|feel free|take it easy|no worries|no prob(?:lem)?s?|of course|"
                     r"owe (?:you|me|him|her|them) one|lend(?:ing)? (?:a|an) (?:hand|ear)|come true|comes true|"
                     r"hold(?:s|ing)? (?:me|you|us|them|him|her) back|let(?:ting)? (?:you|me|us|them|him|her) down|"
-                    r"(?:on )?the same page|make (?:a|some) splash|keep (?:it|them) up|go for it|"
+                    r"on the same page|make (?:a|some) splash|keep (?:it|them) up|go for it|"
                     r"(?:stay|keep|kept) in touch|catch(?:ing)? up|caught up|anything (?:new|else)|what else|"
                     r"something else|spill the beans|on track|hang in there|break a leg|fingers crossed|"
                     r"you(?:'ve)? got this|all the best|my pleasure|no big deal|means? (?:a lot|the world|a ton)|"

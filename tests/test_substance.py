@@ -219,3 +219,23 @@ def test_a_set_phrase_hides_only_itself():
     assert "back" not in specific_words("Gina: I've got your back, always.")
     said = specific_words("John: My back pain is better since the physiotherapy; thanks for having my back!")
     assert {"back", "pain", "physiotherapy"} <= set(said)
+
+
+def test_no_cache_of_this_process_keeps_a_forgotten_memorys_text(mem):
+    """Every pass judges texts through caches kept per text (`text.TextMemo`): forget drops the
+    memory's text from each of them, so nothing of it stays in this process's memory either."""
+    import gc
+
+    from tidemind.metabolism.scheduler import run_due
+    from tidemind.text import TextMemo
+
+    secret = "Caroline: the safe in the attic opens with the combination hidden behind the clock."
+    node_id = mem.digest(secret)["node_ids"][0]
+    for n in range(3):
+        mem.digest(f"Caroline: the attic clock {n} was my grandmother's, wound every Sunday.")
+    mem.recall("what opens the safe in the attic")
+    run_due(mem, only=["annotate", "link-propose"], force=True)
+    memos = [o for o in gc.get_objects() if isinstance(o, TextMemo)]
+    assert any(secret in memo for memo in memos)           # (it was read through them)
+    mem.forget(node_id)
+    assert not [memo for memo in memos if secret in memo]

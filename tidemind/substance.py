@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .text import addresses, content_words, speaker  # noqa: F401  (speaker: callers read it from here too)
+from .text import TextMemo, addresses, content_words, speaker  # noqa: F401  (speaker: callers read it from here too)
 
 MIN_SPECIFIC = 2
 MIN_SHARE = 0.3
@@ -85,16 +85,28 @@ _CONTRACTION = re.compile(r"\b(won|can|shan)['’]t\b", re.IGNORECASE)
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")       # (not -er: "timer" is no "time")
 
 
+def _inflected(words: frozenset[str]) -> frozenset[str]:
+    """The words and their inflections: a suffix on the word ("talked"), on the word without its
+    final e ("chatting" is no: "reminding", "hoping"), or on its last consonant doubled ("chatted"),
+    the stem kept at three letters or more."""
+    forms = set(words)
+    for word in words:
+        for suffix in _SUFFIXES:
+            if len(word) >= 3:
+                forms.add(word + suffix)
+                if len(word) + 1 > 3:
+                    forms.add(word + word[-1] + suffix)
+            if word.endswith("e") and len(word) - 1 >= 3:
+                forms.add(word[:-1] + suffix)
+    return frozenset(forms)
+
+
+_CHATTER_FORMS = _inflected(CHATTER)
+
+
 def is_chatter(word: str) -> bool:
     """A word of small talk, also inflected ("chatted", "talked", "reminding", "keeps")."""
-    if word in CHATTER:
-        return True
-    for suffix in _SUFFIXES:
-        base = word[:-len(suffix)]
-        if word.endswith(suffix) and len(base) >= 3:
-            if base in CHATTER or base + "e" in CHATTER or (len(base) > 3 and base[-1] == base[-2] and base[:-1] in CHATTER):
-                return True
-    return False
+    return word in _CHATTER_FORMS
 
 # what a shared photo's caption adds that says nothing ("[shares a photo: a photography of ...]")
 _CAPTION_BOILERPLATE = re.compile(r"\[(?:shares?|sent|sends) (?:a |an )?(?:photo|picture|image|video)s?(?: of)?:?|"
@@ -213,10 +225,26 @@ def spoken(text: str) -> str:
     return _CAPTION_BOILERPLATE.sub(" ", _plain_captions(_unlabelled(text)))
 
 
+# A pass judges the same texts again and again (a memory, then each of its candidates and their
+# neighbours): on a 10,000-memory store link-propose read each text's words about ten times, half
+# its time. Kept per text (and the speakers' names it was read with), dropped when the memory is
+# forgotten in this process (`TextMemo`).
+_SPECIFIC = TextMemo(texts=20_000)
+_CARRIES = TextMemo(texts=20_000)
+
+
 def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:
     """The unit's content words that can say what it is about: not small talk, not the names of
     the people speaking (`names`, lower-case, and the unit's own speaker), not markup."""
-    skip = {n.casefold() for n in names}
+    text = text or ""
+    skip = frozenset(n.casefold() for n in names)
+    per_names = _SPECIFIC.get(text, dict)
+    if skip not in per_names:
+        per_names[skip] = tuple(_specific_words(text, set(skip)))
+    return list(per_names[skip])
+
+
+def _specific_words(text: str, skip: set[str]) -> list[str]:
     who = speaker(text or "")
     if who:
         skip |= {part.casefold() for part in who.split()}
@@ -240,6 +268,15 @@ def carries_content(text: str, names: Iterable[str] = ()) -> bool:
     (specific words at least MIN_SHARE of its specific and small-talk words together: "Thanks!
     I won't give up on my goals as long as you're here to support me" names one thing, "goals",
     among six words of encouragement): something a person would keep a note of."""
+    text = text or ""
+    names = frozenset(n.casefold() for n in names)
+    per_names = _CARRIES.get(text, dict)
+    if names not in per_names:
+        per_names[names] = _carries_content(text, names)
+    return per_names[names]
+
+
+def _carries_content(text: str, names: frozenset[str]) -> bool:
     specific = specific_words(text, names)
     if len(set(specific)) < MIN_SPECIFIC:
         return False

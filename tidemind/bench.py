@@ -211,6 +211,7 @@ def _mcp_and_hooks(home: str, store: str, probe: list[tuple[str, str]], corpus: 
 
 
 PROXY_CLIENTS = 20
+PROXY_QUESTIONS = 100         # asked one at a time through the proxy and directly, for the added latency
 ALL_TERMS_PROBES = 30
 
 
@@ -595,6 +596,15 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
             words = text.content_words(row["content"])
             picked = rng.sample(words, k=min(len(words), rng.randint(2, 4)))
             probe.append((" ".join(["what", "about"] + picked), row["scope"]))
+        # the proxy recalls in one scope: its questions are about that scope's memories (the sample
+        # above holds about a tenth of them, too few for a median)
+        proxy_probe: list[tuple[str, str]] = []
+        if proxy_seconds:
+            personal = nodes.visible_ids(m.conn, ["personal"])
+            for nid in sorted(rng.sample(personal, min(PROXY_QUESTIONS, len(personal)))):
+                words = text.content_words((nodes.get_any(m.conn, nid) or {}).get("content", ""))
+                picked = rng.sample(words, k=min(len(words), rng.randint(2, 4)))
+                proxy_probe.append((" ".join(["what", "about"] + picked), "personal"))
 
         recall_ms, recall_all_ms, fts_ms, fts_all_terms_ms, vec_ms = [], [], [], [], []
         fts_only_ms, vector_only_ms, prepare_ms = [], [], []
@@ -655,7 +665,7 @@ def run_bench(n_nodes: int = 10_000, queries: int = 200, digests: int = 200, hom
         if mcp:
             result.update(_mcp_and_hooks(str(home), store, probe, corpus, rounds=min(queries, 50)))
         if proxy_seconds:
-            result.update(_proxy_bench(str(home), store, [p for p in probe if p[1] == "personal"][:50], proxy_seconds))
+            result.update(_proxy_bench(str(home), store, proxy_probe, proxy_seconds))
         if import_notes:
             result.update(_import_bench(str(Path(home) / "import-bench"), import_notes, corpus))
         if hostile_units:

@@ -471,3 +471,88 @@ def test_the_proposed_tags_queue_rejects_a_useless_name_everywhere_and_undoes_it
     settle(window, qtbot)
     assert {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids} == before
     assert "useless" in [queue.list.item(i).data(256) for i in range(queue.list.count())]
+
+
+def test_a_list_refilled_by_a_search_a_browse_or_the_scope_box_never_opens_a_memory(window, mem, qtbot):
+    """Issue 25: search, open the 3rd result, go to another tab, search again: the window jumped to
+    the Memory tab showing the new list's row under the old selection. Opening is the person's
+    act (a click, Enter, an arrow key), never a list being filled."""
+    ids = [mem.digest(f"Graph view note {n}: the local graph shows links of depth {n}.")["node_ids"][0]
+           for n in range(6)]
+    others = [mem.digest(f"Caroline adoption meeting {n}: the agency called about the papers.")["node_ids"][0]
+              for n in range(6)]
+    mem.embed_pending()
+    window.refresh_all()
+    settle(window, qtbot)
+    window.query.setText("graph view local graph")
+    window.search()
+    qtbot.waitUntil(lambda: window.results.count() >= 4, timeout=20000)
+    window.results.setCurrentRow(2)                          # the person opens the 3rd result
+    qtbot.waitUntil(lambda: window.node_view.node_id in ids, timeout=20000)
+    opened_id = window.node_view.node_id
+    QTest.keyClick(window, Qt.Key_4, Qt.ControlModifier)     # another tab
+    elsewhere = window.tabs.currentWidget()
+    assert elsewhere is not window.node_view
+    window.query.setText("Caroline adoption agency")
+    window.search()
+    qtbot.waitUntil(lambda: window.results.count() >= 4 and window.results.item(0).data(256) in others,
+                    timeout=20000)
+    settle(window, qtbot)
+    assert window.tabs.currentWidget() is elsewhere and window.node_view.node_id == opened_id
+    # the sidebar's Recent and the scope box refill the list the same way: nothing opens
+    window.browse({"view": "recent"})
+    settle(window, qtbot)
+    window._scope_changed()
+    settle(window, qtbot)
+    assert window.tabs.currentWidget() is elsewhere and window.node_view.node_id == opened_id
+    # and the person's own act still opens: an arrow key in the list
+    window.results.setFocus()
+    QTest.keyClick(window.results, Qt.Key_Down)
+    settle(window, qtbot)
+    assert window.node_view.node_id == window.results.currentItem().data(256)
+
+
+def test_the_quick_switcher_opens_what_is_typed_not_the_rows_of_the_last_query(window, mem, qtbot):
+    """Issue 25: Ctrl+K "Local Graph", Esc, Ctrl+K "canvas", Enter at once opened "Local Graph"
+    (the rows of the last lookup were still on screen): Enter opens a row for what is typed, once
+    its lookup is back."""
+    graph = mem.digest("Local Graph: the local graph shows the links around one note.")["node_ids"][0]
+    canvas = mem.digest("Canvas: a canvas lays notes out on an infinite board.")["node_ids"][0]
+    mem.embed_pending()
+    window.refresh_all()
+    settle(window, qtbot)
+    QTest.keyClick(window, Qt.Key_K, Qt.ControlModifier)
+    QTest.keyClicks(window.switcher.text, "Local Graph")
+    qtbot.waitUntil(lambda: window.switcher.list.count() >= 1, timeout=20000)
+    QTest.keyClick(window.switcher.text, Qt.Key_Escape)
+    assert not window.switcher.isVisible()
+    window.open_switcher()                                       # (Ctrl+K's own slot: offscreen, the closed
+    assert window.switcher.isVisible()                           # dialog leaves no window active for the key)
+    QTest.keyClicks(window.switcher.text, "canvas")
+    QTest.keyClick(window.switcher.text, Qt.Key_Return)          # at once: its lookup is not back yet
+    qtbot.waitUntil(lambda: window.node_view.node_id == canvas, timeout=20000)
+    settle(window, qtbot)
+    assert window.node_view.node_id == canvas != graph and not window.switcher.isVisible()
+
+
+def test_the_quick_switcher_ranks_places_by_how_well_they_match(window, mem, qtbot):
+    """Issue 25: "graph" + Enter opened the #photography tag (a match inside a word came first);
+    a name whose word starts with what is typed comes first, then initials and letters in order,
+    and a place is found by the first letters of its words ("loc grap")."""
+    from tidemind_desktop.switcher import match_rank
+
+    assert match_rank("graph", "#graph-view") < match_rank("graph", "#photography")
+    assert match_rank("loc grap", "Local Graph") is not None
+    assert match_rank("lg", "Local Graph") is not None and match_rank("lg", "Local Graph") > match_rank("loc", "Local Graph")
+    assert match_rank("photgraphy", "#photography") is not None          # a letter missed
+    assert match_rank("canvas", "Local Graph") is None
+    a = mem.digest("Shot the harbour at dusk with the old lens.")["node_ids"][0]
+    mem.tag_add(a, "photography")
+    mem.tag_add(a, "graph-view")
+    window.refresh_all()
+    settle(window, qtbot)
+    QTest.keyClick(window, Qt.Key_K, Qt.ControlModifier)
+    QTest.keyClicks(window.switcher.text, "graph")
+    labels = [window.switcher.list.item(i).text() for i in range(window.switcher.list.count())]
+    assert labels.index("#graph-view") < labels.index("#photography")
+    window.switcher.hide()

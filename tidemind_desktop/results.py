@@ -3,6 +3,7 @@ marked) or a browsed list (recent, all, a scope, a tag, archived, flagged) a pag
 Rows are rich text drawn by a delegate in the palette's colours."""
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 
@@ -142,28 +143,51 @@ class ResultList(QListWidget):
         row.setText(f"#{item['id']} {item.get('title', '')}")       # plain text: accessibility, find, tests
         return row
 
+    @contextlib.contextmanager
+    def _filling(self, keep_current: bool = False):
+        """The list changed by the program, not by the person: no row becomes current on its own
+        (the window opens the current row: a refill that left the old row number current opened
+        another memory, and moved the window to it), and no signal says so."""
+        current = self.currentItem() if keep_current else None
+        blocked = self.blockSignals(True)
+        try:
+            yield
+        finally:
+            if current is not None and self.row(current) >= 0:
+                self.setCurrentItem(current)
+            else:
+                self.setCurrentRow(-1)
+            self.blockSignals(blocked)
+
+    def clear(self) -> None:
+        with self._filling():           # (emptied, the rows after the current one became current in turn)
+            super().clear()
+
     def show_search(self, query: str, items: list[dict]) -> None:
         terms = terms_of(query)
-        self.clear()
-        self.source, self.total = {"search": query}, len(items)
-        for item in items:
-            title = item.get("title") or ""
-            more = _beyond(item["content"], title)
-            self.addItem(self._row({**item, "snippet": snippet(item["content"], terms) if more else ""},
-                                   marked(title[:120], terms)))
+        with self._filling():
+            self.clear()
+            self.source, self.total = {"search": query}, len(items)
+            for item in items:
+                title = item.get("title") or ""
+                more = _beyond(item["content"], title)
+                self.addItem(self._row({**item, "snippet": snippet(item["content"], terms) if more else ""},
+                                       marked(title[:120], terms)))
 
     def show_page(self, request: dict, page: dict, append: bool = False) -> None:
-        if not append:
-            self.clear()
-        self.source, self.total = request, page["total"]
-        for item in page["items"]:
-            rest = _beyond(item["content"], item["title"])
-            self.addItem(self._row({**item, "snippet": html.escape(rest[:170]) + ("…" if len(rest) > 170 else "")},
-                                   html.escape(item["title"][:120])))
+        with self._filling(keep_current=append):
+            if not append:
+                self.clear()
+            self.source, self.total = request, page["total"]
+            for item in page["items"]:
+                rest = _beyond(item["content"], item["title"])
+                self.addItem(self._row({**item, "snippet": html.escape(rest[:170]) + ("…" if len(rest) > 170 else "")},
+                                       html.escape(item["title"][:120])))
 
     def drop(self, node_ids) -> None:
         gone = set(node_ids)
-        for row in reversed(range(self.count())):
-            if self.item(row).data(ID) in gone:
-                self.takeItem(row)
-                self.total = max(0, self.total - 1)
+        with self._filling(keep_current=True):
+            for row in reversed(range(self.count())):
+                if self.item(row).data(ID) in gone:
+                    self.takeItem(row)
+                    self.total = max(0, self.total - 1)

@@ -7,6 +7,7 @@ sidebar's counts. Nothing is recorded as a search hit.
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout
@@ -15,6 +16,63 @@ from . import theme
 from .results import HTML, RichDelegate, marked, terms_of
 
 TARGET = 259
+_WORD = re.compile(r"\w+")
+
+
+def match_rank(query: str, label: str) -> int | None:
+    """How well a name matches what is typed, 0 best; None when it does not: the name itself (0),
+    its start (1), the start of one of its words (2), the starts of its words in order ("loc
+    grap" for "Local Graph", 3), its initials ("lg", 4), inside a word (5: "graph" in
+    "photography" comes after "graph-view"), its letters in order (6), a word one letter off (7)."""
+    typed = " ".join(query.casefold().lstrip("#").split())
+    name = label.casefold().lstrip("#")
+    if not typed:
+        return None
+    words, parts = _WORD.findall(name), _WORD.findall(typed)
+    if name == typed:
+        return 0
+    if name.startswith(typed):
+        return 1
+    if len(parts) == 1 and any(w.startswith(parts[0]) for w in words):
+        return 2
+    if parts and _starts_in_order(parts, words):
+        return 3
+    if len(parts) == 1 and len(parts[0]) >= 2 and "".join(w[0] for w in words).startswith(parts[0]):
+        return 4
+    if typed in name:
+        return 5
+    letters = typed.replace(" ", "")
+    if len(letters) >= 3 and _in_order(letters, name):
+        return 6
+    if len(parts) == 1 and len(parts[0]) >= 4 and any(_one_off(parts[0], w) for w in words):
+        return 7
+    return None
+
+
+def _starts_in_order(parts: list[str], words: list[str]) -> bool:
+    at = 0
+    for part in parts:
+        while at < len(words) and not words[at].startswith(part):
+            at += 1
+        if at == len(words):
+            return False
+        at += 1
+    return True
+
+
+def _in_order(letters: str, name: str) -> bool:
+    rest = iter(name)
+    return all(c in rest for c in letters)
+
+
+def _one_off(a: str, b: str) -> bool:
+    """One letter changed, missed or added."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return a == b
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) == 1
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 class QuickSwitcher(QDialog):
@@ -44,9 +102,13 @@ class QuickSwitcher(QDialog):
         self.list.itemActivated.connect(lambda _: self._accept())
         self.text.installEventFilter(self)
         self.memories: list[dict] = []
+        self._answered: str | None = None   # the text the memories on screen were looked up for
+        self._enter_waits = False            # Enter pressed before that lookup was back
+        self._picked = False                 # a row chosen with the arrows since the last key typed
 
     def open_with(self, places: list[tuple[str, dict]]) -> None:
         self.places = places
+        self.memories, self._answered, self._enter_waits, self._picked = [], None, False, False
         self.text.clear()
         self._show([])
         self.show()
@@ -57,25 +119,34 @@ class QuickSwitcher(QDialog):
         if obj is self.text and event.type() == event.Type.KeyPress and event.key() in (Qt.Key_Down, Qt.Key_Up):
             row = self.list.currentRow() + (1 if event.key() == Qt.Key_Down else -1)
             self.list.setCurrentRow(max(0, min(self.list.count() - 1, row)))
+            self._picked = self.list.count() > 0
             return True
         return super().eventFilter(obj, event)
 
     def _typed(self, text: str):
+        self._enter_waits = self._picked = False
+        # the memories of the last lookup stay only while their titles match what is typed now
+        # (Enter must never open a row found for other words)
+        self.memories = [m for m in self.memories if match_rank(text, m["title"]) is not None]
         self._show(self.memories)
         if text.strip():
             self._timer.start()
 
     def show_memories(self, query: str, items: list[dict]) -> None:
         if query == self.text.text().strip():
-            self.memories = items
+            self.memories, self._answered = items, query
             self._show(items)
+            if self._enter_waits:
+                self._enter_waits = False
+                self._accept()
 
     def _show(self, memories: list[dict]) -> None:
         query = self.text.text().strip()
         terms = terms_of(query)
-        needle = query.lstrip("#").casefold()
         self.list.clear()
-        places = [(label, target) for label, target in self.places if needle and needle in label.casefold()][:6]
+        ranked = sorted((rank, len(label), label, n) for n, (label, _) in enumerate(self.places)
+                        if (rank := match_rank(query, label)) is not None)
+        places = [self.places[n] for *_, n in ranked[:6]]
         for item in memories[:20]:
             row = QListWidgetItem(f"#{item['id']} {item['title']}")
             where = theme.muted(f"#{item['id']} · {html.escape(item['scope'])}")
@@ -91,6 +162,10 @@ class QuickSwitcher(QDialog):
             self.list.setCurrentRow(0)
 
     def _accept(self):
+        text = self.text.text().strip()
+        if text and not self._picked and self._answered != text:
+            self._enter_waits = True         # opened when the lookup of what is typed comes back
+            return
         item = self.list.currentItem()
         if item is not None:
             self.chosen.emit(dict(item.data(TARGET)))

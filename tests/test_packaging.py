@@ -63,10 +63,23 @@ def test_wheel_and_sdist_carry_every_package_and_the_shipped_files(installed):
         assert f"{package}/__init__.py" in names, package
     for data in SHIPPED_DATA:
         assert data in names, data
+    # the license said the way package indexes read it (PEP 639), its text shipped
+    wheel = zipfile.ZipFile(next(dist.glob("*.whl")))
+    metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: MIT" in metadata and "Classifier: Programming Language :: Python :: 3" in metadata
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
     for data in SHIPPED_DATA:
         assert data in members, data
+
+
+def test_the_installed_command_says_its_version(installed, tmp_path):
+    from tidemind import __version__
+
+    bin_dir, _ = installed
+    out = _run(bin_dir / "tidemind", "--version", cwd=tmp_path, env=_clean_env(tmp_path / "home")).stdout
+    assert out.strip() == f"tidemind {__version__}"
 
 
 def test_installed_wheel_runs_demo_hooks_and_the_mcp_server(installed, tmp_path):

@@ -734,6 +734,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the store: a SQLite file or a database URL (default: $TIDEMIND_STORE, the config's"
                         " `store`, or tidemind.db in the home)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"tidemind {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name, fn, help_):

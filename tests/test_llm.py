@@ -277,3 +277,23 @@ def test_a_model_answer_that_cites_quotes_or_invents_is_refused_and_the_offline_
     assert any("not in the memories" in r for r in reasons) and any("not affirmative" in r for r in reasons)
     assert any("quotes the error" in r for r in reasons)
     assert mem.doctor()["ok"]
+
+
+@pytest.mark.parametrize("module", ["anthropic", "ollama"])
+def test_a_provider_whose_extra_is_not_installed_is_named_in_one_line(module, monkeypatch, mem):
+    """The providers are extras (pip install 'tidemind[anthropic]'): configured without theirs,
+    the provider is unavailable with the extra named, and the store goes on offline."""
+    from tidemind.embed.ollama import OllamaEmbedder
+    from tidemind.errors import ProviderUnavailable
+
+    monkeypatch.setitem(__import__("sys").modules, module, None)          # as if not installed
+    make = {"anthropic": lambda: AnthropicLLM("claude-test", api_key="k"),
+            "ollama": lambda: OllamaLLM("http://127.0.0.1:9", "llama")}[module]
+    with pytest.raises(ProviderUnavailable, match=rf"pip install 'tidemind\[{module}\]'"):
+        make()
+    if module == "ollama":
+        with pytest.raises(ProviderUnavailable, match=r"pip install 'tidemind\[ollama\]'"):
+            OllamaEmbedder("http://127.0.0.1:9", "nomic")
+    monkeypatch.setenv("TIDEMIND_LLM", module)
+    mem.digest("The staging database listens on port 5433.")
+    assert mem.recall("staging database port")["items"]

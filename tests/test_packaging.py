@@ -82,6 +82,19 @@ def test_the_installed_command_says_its_version(installed, tmp_path):
     assert out.strip() == f"tidemind {__version__}"
 
 
+def test_the_base_install_has_no_extra_and_names_the_one_a_command_needs(installed, tmp_path):
+    """The wheel alone: no Qt, no provider SDKs (the demo, the hooks and the MCP server run on it:
+    the next test); the desktop says in one line which extra it needs."""
+    bin_dir, _ = installed
+    env = _clean_env(tmp_path / "home")
+    missing = _run(bin_dir / "python", "-c", "import importlib.util as u; print([m for m in ('PySide6', 'anthropic',"
+                   " 'ollama', 'psycopg') if u.find_spec(m)])", cwd=tmp_path, env=env).stdout
+    assert missing.strip() == "[]"
+    proc = subprocess.run([str(bin_dir / "tidemind"), "desktop"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0 and proc.stderr.strip() == "tidemind desktop needs PySide6: pip install 'tidemind[desktop]'"
+
+
 def test_installed_wheel_runs_demo_hooks_and_the_mcp_server(installed, tmp_path):
     bin_dir, _ = installed
     outside = tmp_path / "elsewhere"

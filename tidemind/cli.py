@@ -681,6 +681,10 @@ def cmd_import(args):
 
 
 def cmd_desktop(args):
+    try:
+        import PySide6  # noqa: F401
+    except ImportError:
+        raise SystemExit("tidemind desktop needs PySide6: pip install 'tidemind[desktop]'") from None
     from tidemind_desktop.app import run
 
     parts = args.size.lower().split("x")

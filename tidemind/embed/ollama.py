@@ -14,7 +14,8 @@ class OllamaEmbedder:
         try:
             import ollama  # imported here so the default path never pays for it
         except ImportError:
-            raise ProviderUnavailable("the ollama embedder needs the `ollama` package (pip install ollama)") from None
+            raise ProviderUnavailable(f"ollama/{model} needs the `ollama` package: pip install 'tidemind[ollama]'",
+                                      f"ollama/{model}", "embedder") from None
 
         self._client = ollama.Client(host=host, timeout=60)     # bounded: a daemon must stop in time
         self.host = host

@@ -28,9 +28,20 @@ def probe_address(url: str, default_port: int) -> tuple[str, int]:
     return parsed.hostname or "127.0.0.1", port
 
 
+def _extra(module: str, what: str):
+    """The provider's package, or one line naming the extra that installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ProviderUnavailable(f"{what} needs the `{module}` package: pip install 'tidemind[{module}]'",
+                                  what, "llm") from None
+
+
 class AnthropicLLM:
     def __init__(self, model: str, api_key: str | None = None, base_url: str | None = None):
-        import anthropic
+        anthropic = _extra("anthropic", f"anthropic/{model}")
 
         self.model = model
         self.name = f"anthropic/{model}"
@@ -59,7 +70,7 @@ class AnthropicLLM:
 
 class OllamaLLM:
     def __init__(self, host: str, model: str):
-        import ollama
+        ollama = _extra("ollama", f"ollama/{model}")
 
         self.model = model
         self.name = f"ollama/{model}"

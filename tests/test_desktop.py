@@ -181,6 +181,18 @@ def test_screenshot_command_renders_a_non_blank_png(home, tmp_path, mem):
     assert len(colours) > 5                                          # not blank
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a display variable is X11's and Wayland's")
+def test_the_desktop_without_a_display_says_so_in_one_line(home, tmp_path):
+    """Qt aborted with its xcb message and SIGABRT (exit 134) on a machine without a display."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "desktop"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
+    assert "no display" in proc.stderr and "--screenshot" in proc.stderr
+
+
 def test_editing_supersedes_and_the_edited_memory_stays_live(window, mem, qtbot):
     old = mem.digest("The team standup is at 09:30 in room B.")["node_ids"][0]
     mem.embed_pending()

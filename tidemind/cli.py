@@ -685,6 +685,11 @@ def cmd_desktop(args):
         import PySide6  # noqa: F401
     except ImportError:
         raise SystemExit("tidemind desktop needs PySide6: pip install 'tidemind[desktop]'") from None
+    if (not args.screenshot and sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
+        # (Qt aborts here with its xcb message and SIGABRT)
+        raise SystemExit("tidemind desktop: no display to open a window on (neither DISPLAY nor WAYLAND_DISPLAY is"
+                         " set); run it in a desktop session, or render the window to a file with --screenshot PNG")
     from tidemind_desktop.app import run
 
     parts = args.size.lower().split("x")

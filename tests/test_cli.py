@@ -1,5 +1,8 @@
 """The CLI as a user runs it: JSON shapes, errors, backup, doctor, demo, bench."""
 import json
+import shutil
+
+import pytest
 
 import apsw
 
@@ -162,3 +165,32 @@ def test_metabolize_help_names_every_task(home):
     said = " ".join(run_cli(home, "metabolize", "--help").stdout.decode().split())
     missing = [t.name for t in ordered_tasks() if t.name not in said]
     assert not missing, missing
+
+
+def _bash_complete(script: str, words: list[str]) -> list[str]:
+    """What bash offers for the last of `words`, with the script `tidemind completion bash` wrote."""
+    import shlex
+    import subprocess
+
+    line = " ".join(shlex.quote(w) for w in words)
+    probe = (f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; _tidemind; "
+             'printf "%s\\n" "${COMPREPLY[@]}"')
+    return subprocess.run(["bash", "--norc", "--noprofile", "-c", probe], capture_output=True, text=True,
+                          timeout=60, check=True).stdout.split()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_shell_completion_is_written_from_the_parser_and_completes_in_bash(home):
+    """`tidemind completion bash|zsh|fish`: commands, then a command's own options and words, a
+    global option's value skipped (tidemind --home DIR re... completes `recall`)."""
+    proc = run_cli(home, "completion", "bash", check_json=False)
+    assert proc.returncode == 0
+    script = proc.stdout.decode()
+    assert set(_bash_complete(script, ["tidemind", "re"])) >= {"recall", "restore", "rederive", "review"}
+    assert "--scope" in _bash_complete(script, ["tidemind", "--home", "/tmp/x", "recall", "--sc"])
+    assert _bash_complete(script, ["tidemind", "tokens", "re"]) == ["revoke"]
+    assert "--all-scopes" not in _bash_complete(script, ["tidemind", "digest", "--a"])
+    for shell in ("zsh", "fish"):
+        proc = run_cli(home, "completion", shell, check_json=False)
+        assert proc.returncode == 0 and "recall" in proc.stdout.decode()
+    assert run_cli(home, "completion", "tcsh", check_json=False).returncode == 2

@@ -736,6 +736,12 @@ def cmd_bench(args):
     _emit(args, r, format_table)
 
 
+def cmd_completion(args):
+    from .completion import script
+
+    sys.stdout.write(script(args.shell, build_parser()))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tidemind", description="A local-first memory for agents.")
     p.add_argument("--home", default=None, help="data directory (default: $TIDEMIND_HOME or ~/.tidemind)")
@@ -755,6 +761,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=fn)
         return sp
 
+    s = add("completion", cmd_completion, "print shell completion for bash, zsh or fish"
+            " (eval \"$(tidemind completion bash)\" in ~/.bashrc)")
+    s.add_argument("shell", choices=("bash", "zsh", "fish"))
     add("init", cmd_init, "create the data directory and database")
     add("demo", cmd_demo, "build a store from a bundled sample and show digest -> recall -> show")
     s = add("digest", cmd_digest, "store a memory verbatim (TEXT, or - for stdin)")

@@ -194,3 +194,46 @@ def test_shell_completion_is_written_from_the_parser_and_completes_in_bash(home)
         proc = run_cli(home, "completion", shell, check_json=False)
         assert proc.returncode == 0 and "recall" in proc.stdout.decode()
     assert run_cli(home, "completion", "tcsh", check_json=False).returncode == 2
+
+
+def _doctor(home, **env_changes):
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                                                            "TIDEMIND_LLM", "TIDEMIND_EMBEDDER")}
+    env.update(TIDEMIND_HOME=str(home), **env_changes)
+    return subprocess.run([sys.executable, "-m", "tidemind.cli", "doctor"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_doctor_tells_the_truth_and_never_makes_a_store(home, tmp_path):
+    """Issue 28: doctor on a fresh home made the database; with llm = "anthropic" and no key it said
+    "unreachable (api.anthropic.com:443)"; an unknown provider was "unreachable" and healthy."""
+    proc = _doctor(home)
+    assert proc.returncode == 1 and "no store at" in proc.stderr and "tidemind init" in proc.stderr
+    assert not (home / "tidemind.db").exists()
+    run_cli(home, "init", check_json=False)
+    proc = _doctor(home, TIDEMIND_LLM="anthropic")
+    assert proc.returncode == 0 and "ANTHROPIC_API_KEY" in proc.stdout and "cannot be used" in proc.stdout
+    assert "unreachable" not in proc.stdout
+    proc = _doctor(home, TIDEMIND_LLM="openai")
+    assert proc.returncode == 1 and "unknown LLM provider 'openai'" in proc.stdout and "PROBLEMS FOUND" in proc.stdout
+
+
+def test_doctor_gives_advice_that_works_while_the_embedder_is_away(home):
+    """`tidemind embed` fails while Ollama is down: doctor no longer advises it then."""
+    import socket
+
+    with socket.socket() as s:                       # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    away = {"TIDEMIND_EMBEDDER": "ollama", "OLLAMA_HOST": f"http://127.0.0.1:{port}",
+            "TIDEMIND_OLLAMA_HOST": f"http://127.0.0.1:{port}"}
+    run_cli(home, "digest", "--scope", "personal", "The staging database listens on port 5433.", check_json=False)
+    proc = _doctor(home, **away)
+    assert "waiting for embeddings" in proc.stdout, proc.stdout + proc.stderr
+    assert "tidemind embed" not in proc.stdout and "is away" in proc.stdout

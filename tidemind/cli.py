@@ -218,6 +218,8 @@ def cmd_stats(args):
 
 def _fmt_provider(what: str, s: dict) -> str:
     reach = {True: "reachable", False: f"unreachable ({s.get('error')})", None: "-"}[s["reachable"]]
+    if s.get("unusable"):
+        reach = f"cannot be used ({s['unusable']})"
     line = f"{what}: {s['configured']} · {reach} · {s['state']}"
     if s.get("state") == "unreachable":
         line += f" since {s['last_failure_at']} ({s['failures']} failed attempt(s); next try {s['retry_at']})"
@@ -227,6 +229,12 @@ def _fmt_provider(what: str, s: dict) -> str:
 
 
 def cmd_doctor(args):
+    from .config import load_settings
+
+    location = load_settings(args.home).store_location
+    if location.path is not None and not location.path.exists():
+        # (doctor looks; it never makes a store where there was none)
+        raise InvalidInput(f"no store at {location.path} yet: `tidemind init` makes one, or the first digest does")
     with _memory(args) as m:
         if args.prune_orphans:
             _emit(args, m.prune_stream(), lambda r: r["done"])
@@ -234,6 +242,7 @@ def cmd_doctor(args):
         r = m.doctor()
         _emit(args, r, lambda r: "\n".join([f"{k}: {v}" for k, v in r["checks"].items()]
                                             + [_fmt_provider(k, v) for k, v in r["providers"].items()] + r["notes"]
+                                            + [f"problem: {p}" for p in r["problems"]]
                                             + [("healthy" if r["ok"] else "PROBLEMS FOUND")]))
         if not r["ok"]:
             sys.exit(1)

@@ -8,10 +8,11 @@ that is away is a note, not a problem: the store keeps working without it.
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
 
 from .store import provider_state
 
-PROBE_TIMEOUT_S = 2.0
+PROBE_TIMEOUT_S = 2.0            # the probes run at once: doctor answers within about this
 
 
 def _reachable(host: str, port: int) -> str | None:
@@ -24,14 +25,18 @@ def _reachable(host: str, port: int) -> str | None:
 
 
 def _entry(kind: str, name: str | None, address: tuple[str, int] | None, recorded: dict | None,
-           problem: str | None = None) -> dict:
+           problem: str | None = None, probed: dict | None = None, unusable: str | None = None) -> dict:
+    """`unusable`: why the configured service cannot be used at all (an unknown provider, no API
+    key, its extra not installed): said as that, never as "unreachable"."""
     entry: dict = {"kind": kind, "configured": name or "none"}
-    if problem:
+    if unusable:
+        entry.update(reachable=None, unusable=unusable)
+    elif problem:
         entry.update(reachable=False, error=problem)
     elif address is None:
         entry["reachable"] = None if name is None else True       # nothing to reach, or built in
     else:
-        why = _reachable(*address)
+        why = (probed or {}).get(address) if probed is not None and address in probed else _reachable(*address)
         entry.update(address=f"{address[0]}:{address[1]}", reachable=why is None, **({"error": why} if why else {}))
     if recorded:
         entry.update(state=recorded["state"], failures=recorded["failures"], last_error=recorded["last_error"],
@@ -46,24 +51,33 @@ def report(settings, conn) -> dict:
     """{"llm": {...}, "embedder": {...}} (see the module's docstring)."""
     from .llm.providers import probe_address
 
+    from .errors import InvalidInput, ProviderUnavailable
+
     recorded = {r["provider"]: r for r in provider_state.everything(conn)}
+    problem = unusable = None
     try:
         from .llm import choose
 
-        llm, problem = choose(settings), None
-    except Exception as exc:          # a missing client library, a key the client refuses
+        llm = choose(settings)
+    except (InvalidInput, ProviderUnavailable) as exc:    # unknown, no key, its extra not installed
+        llm, unusable = None, str(exc)
+    except Exception as exc:          # a key the client refuses
         llm, problem = None, f"{type(exc).__name__}: {exc}"
     llm_name = getattr(llm, "name", None)
-    if problem:                       # name what was asked for, though it could not be built
+    if problem or unusable:           # name what was asked for, though it could not be built
         import os
 
         llm_name = os.environ.get("TIDEMIND_LLM") or settings.extra.get("llm") or "anthropic"
     llm_address = probe_address(llm.base_url, 11434) if getattr(llm, "base_url", None) else None
-    out = {"llm": _entry("llm", llm_name, llm_address, recorded.get(llm_name), problem)}
     key = settings.embedder.split(":", 1)[0]
+    embedder_address = probe_address(settings.ollama_host, 11434) if key == "ollama" else None
+    addresses = [a for a in (llm_address, embedder_address) if a is not None]
+    with ThreadPoolExecutor(max_workers=max(len(addresses), 1)) as pool:     # at once, not one after the other
+        probed = dict(zip(addresses, pool.map(lambda a: _reachable(*a), addresses)))
+    out = {"llm": _entry("llm", llm_name, llm_address, recorded.get(llm_name), problem, probed, unusable)}
     if key == "ollama":
         name = f"ollama/{settings.ollama_model}"
-        out["embedder"] = _entry("embedder", name, probe_address(settings.ollama_host, 11434), recorded.get(name))
+        out["embedder"] = _entry("embedder", name, embedder_address, recorded.get(name), probed=probed)
     else:
         name = next((p for p in recorded if recorded[p]["kind"] == "embedder" and p.startswith(f"{key}/")), None)
         out["embedder"] = _entry("embedder", name or settings.embedder, None, recorded.get(name) if name else None)

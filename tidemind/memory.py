@@ -1292,13 +1292,23 @@ class Memory:
             notes.append(f"{orphans} stream entr{'y' if orphans == 1 else 'ies'} from digests that were never"
                          " acknowledged (their transaction did not commit); `tidemind doctor --prune-orphans`"
                          " removes them")
-        if unembedded:
-            notes.append(f"{unembedded} node(s) waiting for embeddings (run `tidemind embed`)")
         from . import health
 
         services = health.report(self.settings, self.conn)
+        if unembedded:
+            # advice that works in the state found: `tidemind embed` fails while the embedder is away
+            away = services["embedder"]["reachable"] is False
+            notes.append(f"{unembedded} node(s) waiting for embeddings" + (
+                f" (the embedder {services['embedder']['configured']} is away: they are embedded once it answers)"
+                if away else " (run `tidemind embed`)"))
         for what, s in services.items():
-            if s["reachable"] is False or s.get("state") == "unreachable":
+            if s.get("unusable"):
+                if s["unusable"].startswith("unknown"):
+                    problems.append(f"{what}: {s['unusable']}")
+                else:
+                    notes.append(f"{what} {s['configured']} cannot be used: {s['unusable']}; the store works without"
+                                 " it: recall answers from its words, the metabolism runs its offline passes")
+            elif s["reachable"] is False or s.get("state") == "unreachable":
                 notes.append(f"{what} {s['configured']} is unreachable ({s.get('error') or s.get('last_error')});"
                              " the store works without it: recall answers from its words, the metabolism waits"
                              + (f" (next try {s['retry_at']})" if s.get("retry_at") else ""))

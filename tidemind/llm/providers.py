@@ -42,6 +42,10 @@ def _extra(module: str, what: str):
 class AnthropicLLM:
     def __init__(self, model: str, api_key: str | None = None, base_url: str | None = None):
         anthropic = _extra("anthropic", f"anthropic/{model}")
+        if not (api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+            # (the client would be made, and every call refused: doctor said "unreachable")
+            raise ProviderUnavailable(f"anthropic/{model} has no API key: set ANTHROPIC_API_KEY", f"anthropic/{model}",
+                                      "llm")
 
         self.model = model
         self.name = f"anthropic/{model}"

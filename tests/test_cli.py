@@ -237,3 +237,41 @@ def test_doctor_gives_advice_that_works_while_the_embedder_is_away(home):
     proc = _doctor(home, **away)
     assert "waiting for embeddings" in proc.stdout, proc.stdout + proc.stderr
     assert "tidemind embed" not in proc.stdout and "is away" in proc.stdout
+
+
+def test_one_config_file_its_precedence_and_config_show_says_where_each_value_came_from(home, monkeypatch):
+    """Issue 28: config.json won over config.toml, OLLAMA_HOST over TIDEMIND_OLLAMA_HOST, and the
+    keys were listed only in a docstring."""
+    from tidemind.config import effective, load_settings
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('embedder = "default"\ndefault_scope = "work"\n[memory]\nwindow = 4\n')
+    (home / "config.json").write_text(json.dumps({"embedder": "ollama", "max_note_bytes": 5000}))
+    monkeypatch.setenv("OLLAMA_HOST", "http://generic:1")
+    monkeypatch.setenv("TIDEMIND_OLLAMA_HOST", "http://ours:2")
+    settings = load_settings(home)
+    assert settings.embedder == "default" and settings.max_note_bytes == 5000    # the TOML wins; JSON still read
+    assert settings.ollama_host == "http://ours:2"                               # TideMind's own variable wins
+    shown = {row["key"]: row for row in effective(settings)}
+    assert shown["embedder"]["from"] == "config.toml" and shown["max_note_bytes"]["from"] == "config.json"
+    assert shown["ollama_host"]["from"] == "environment TIDEMIND_OLLAMA_HOST"
+    assert shown["busy_timeout_ms"]["from"] == "default" and shown["memory"]["value"] == {"window": 4}
+    monkeypatch.delenv("TIDEMIND_OLLAMA_HOST")
+    assert load_settings(home).ollama_host == "http://generic:1"
+    out = run_cli(home, "config", "show", check_json=False)
+    assert out.returncode == 0
+    text = out.stdout.decode()
+    assert 'default_scope = "work"  (config.toml)' in text and "config.json is still read" in text
+
+
+def test_docs_config_lists_every_key_and_variable_the_settings_read():
+    """docs/CONFIG.md is the reference: a key the settings accept and the page does not name fails here."""
+    from pathlib import Path
+
+    from tidemind.config import ENVIRONMENT, EXTRA_DEFAULTS, TABLES, Settings
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "CONFIG.md").read_text()
+    keys = [k for k in Settings.__dataclass_fields__ if k not in ("home", "extra", "sources")]
+    keys += list(EXTRA_DEFAULTS) + list(TABLES) + [m for table in TABLES.values() for m in table]
+    assert not [k for k in keys if f"`{k}`" not in page and f"`[{k}]`" not in page]
+    assert not [v for v in ENVIRONMENT if f"`{v}`" not in page]

@@ -751,6 +751,17 @@ def cmd_completion(args):
     sys.stdout.write(script(args.shell, build_parser()))
 
 
+def cmd_config(args):
+    from .config import effective, load_settings, older_file
+
+    settings = load_settings(args.home)
+    rows = effective(settings)
+    note = older_file(settings)
+    _emit(args, {"settings": rows, **({"note": note} if note else {})},
+          lambda r: "\n".join([f"{row['key']} = {json.dumps(row['value'], ensure_ascii=False, default=str)}"
+                               f"  ({row['from']})" for row in r["settings"]] + ([f"note: {note}"] if note else [])))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tidemind", description="A local-first memory for agents.")
     p.add_argument("--home", default=None, help="data directory (default: $TIDEMIND_HOME or ~/.tidemind)")
@@ -773,6 +784,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("completion", cmd_completion, "print shell completion for bash, zsh or fish"
             " (eval \"$(tidemind completion bash)\" in ~/.bashrc)")
     s.add_argument("shell", choices=("bash", "zsh", "fish"))
+    s = add("config", cmd_config, "the effective settings and where each came from (docs/CONFIG.md lists them)")
+    s.add_argument("action", choices=("show",))
     add("init", cmd_init, "create the data directory and database")
     add("demo", cmd_demo, "build a store from a bundled sample and show digest -> recall -> show")
     s = add("digest", cmd_digest, "store a memory verbatim (TEXT, or - for stdin)")

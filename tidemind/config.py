@@ -1,11 +1,10 @@
 """Where the data lives and the few settings the core needs.
 
-Precedence: explicit argument > environment (TIDEMIND_*) > `config.json` > `config.toml` in the
-home > defaults. Keys: embedder, ollama_host, ollama_model, max_content_chars, max_note_bytes
-(the largest note file an importer reads), busy_timeout_ms, default_scope, scopes (for `serve`
-and hooks), llm (anthropic | ollama | none), anthropic_model, ollama_chat_model, store (a SQLite
-file or a database URL; default tidemind.db in the home), date_order (day-first | month-first: how
-05/07/2023 is read in questions; default: what the store's own dates show).
+One file, `config.toml` in the home; every key, its default and its environment variable are in
+docs/CONFIG.md, and `tidemind config show` prints the effective settings and where each came from.
+Precedence: explicit argument > environment (TideMind's own TIDEMIND_* before a generic one such
+as OLLAMA_HOST) > `config.toml` > `config.json` (an older file, still read; doctor and `config
+show` say to move it) > defaults.
 """
 from __future__ import annotations
 
@@ -38,6 +37,8 @@ class Settings:
     default_scope: str = "personal"
     store: str = ""                       # where the store is: empty is tidemind.db in the home (store/backend.py)
     extra: dict = field(default_factory=dict)
+    # key -> where its value came from ("config.toml", "environment TIDEMIND_STORE", ...; absent: default)
+    sources: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def store_location(self):
@@ -102,19 +103,13 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
 
     root = resolve_home(home)
     values: dict = {}
-    values.update(_read_config(root / "config.toml", tomllib.loads))
-    values.update(_read_config(root / "config.json", json.loads))
-    env_map = {
-        "TIDEMIND_EMBEDDER": "embedder",
-        "TIDEMIND_OLLAMA_HOST": "ollama_host",
-        "OLLAMA_HOST": "ollama_host",
-        "TIDEMIND_OLLAMA_MODEL": "ollama_model",
-        "TIDEMIND_MAX_CONTENT_CHARS": "max_content_chars",
-        "TIDEMIND_MAX_NOTE_BYTES": "max_note_bytes",
-        "TIDEMIND_STORE": "store",
-    }
-    for var, key in env_map.items():
-        if os.environ.get(var) and key not in overrides:
+    sources: dict = {}
+    for name, parse in (("config.json", json.loads), ("config.toml", tomllib.loads)):     # the TOML wins
+        found = _read_config(root / name, parse)
+        values.update(found)
+        sources.update(dict.fromkeys(found, name))
+    for var, key in ENVIRONMENT.items():
+        if os.environ.get(var) and key not in overrides and not sources.get(key, "").startswith("environment"):
             raw = os.environ[var]
             if key in WHOLE_NUMBERS:       # the environment holds text: ASCII digits only ("1_0" is not 10)
                 if not (raw.isascii() and raw.isdigit()):
@@ -122,13 +117,68 @@ def load_settings(home: str | os.PathLike | None = None, **overrides) -> Setting
                                        f" {raw[:40]!r}")
                 raw = int(raw)
             values[key] = raw
-    values.update({k: v for k, v in overrides.items() if v is not None})
+            sources[key] = f"environment {var}"
+    given = {k: v for k, v in overrides.items() if v is not None}
+    values.update(given)
+    sources.update(dict.fromkeys(given, "argument"))
     _check_values(values)
-    known = {f for f in Settings.__dataclass_fields__ if f not in {"home", "extra"}}
+    known = {f for f in Settings.__dataclass_fields__ if f not in {"home", "extra", "sources"}}
     settings = Settings(home=root, **{k: v for k, v in values.items() if k in known})
     settings.extra = {k: v for k, v in values.items() if k not in known}
+    settings.sources = sources
     _check_scopes(settings)
     return settings
+
+
+# the environment variables each setting reads, TideMind's own first: a generic one (OLLAMA_HOST,
+# which other tools read too) is used only when TideMind's is not set
+ENVIRONMENT = {
+    "TIDEMIND_EMBEDDER": "embedder",
+    "TIDEMIND_OLLAMA_HOST": "ollama_host",
+    "OLLAMA_HOST": "ollama_host",
+    "TIDEMIND_OLLAMA_MODEL": "ollama_model",
+    "TIDEMIND_MAX_CONTENT_CHARS": "max_content_chars",
+    "TIDEMIND_MAX_NOTE_BYTES": "max_note_bytes",
+    "TIDEMIND_STORE": "store",
+    "TIDEMIND_LLM": "llm",
+    "TIDEMIND_ANTHROPIC_MODEL": "anthropic_model",
+    "TIDEMIND_OLLAMA_CHAT_MODEL": "ollama_chat_model",
+}
+
+
+# settings kept in `extra` that have a default, as `config show` says it (the modules reading them hold the values)
+EXTRA_DEFAULTS = {
+    "llm": "anthropic when ANTHROPIC_API_KEY is set, else none",
+    "anthropic_model": "claude-haiku-4-5",
+    "ollama_chat_model": "llama3.2",
+    "date_order": "what the store's own dates show (month first until one decides)",
+    "scopes": "every scope (serve, hooks)",
+}
+
+
+def effective(settings: Settings) -> list[dict]:
+    """Every setting with its value and where it came from (`tidemind config show`)."""
+    out = []
+    for name in Settings.__dataclass_fields__:
+        if name in ("extra", "sources"):
+            continue
+        value = getattr(settings, name)
+        out.append({"key": name, "value": str(value) if isinstance(value, Path) else value,
+                    "from": "--home / TIDEMIND_HOME / default" if name == "home" else settings.sources.get(name, "default")})
+    for name in sorted(set(settings.extra) | set(EXTRA_DEFAULTS)):
+        if name in settings.extra:
+            out.append({"key": name, "value": settings.extra[name], "from": settings.sources.get(name, "default")})
+        else:
+            out.append({"key": name, "value": None, "from": f"default: {EXTRA_DEFAULTS[name]}"})
+    return out
+
+
+def older_file(settings: Settings) -> str | None:
+    """A sentence when the home still has a config.json (read, but config.toml is the one file)."""
+    if (settings.home / "config.json").is_file():
+        return (f"{settings.home / 'config.json'} is still read, but config.toml is the one configuration file now:"
+                " move its settings there (the TOML wins where both set a key)")
+    return None
 
 
 def _scalar(value) -> bool:

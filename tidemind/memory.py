@@ -1312,6 +1312,10 @@ class Memory:
                 notes.append(f"{what} {s['configured']} is unreachable ({s.get('error') or s.get('last_error')});"
                              " the store works without it: recall answers from its words, the metabolism waits"
                              + (f" (next try {s['retry_at']})" if s.get("retry_at") else ""))
+        from .config import older_file
+
+        if older_file(self.settings):
+            notes.append(older_file(self.settings))
         day_first, why = self.date_order()
         notes.append(f"dates written 05/07/2023 are read {'day' if day_first else 'month'} first: {why}")
         return {"ok": not problems, "problems": problems, "checks": checks, "notes": notes, "providers": services}

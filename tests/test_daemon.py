@@ -75,15 +75,37 @@ def test_once_runs_what_is_due_and_exits(home):
     assert [json.loads(l)["event"] for l in again.stderr.splitlines() if l.startswith("{")].count("task") == 0
 
 
-def test_install_service_writes_both_units(home, tmp_path):
+def test_install_service_writes_both_units_with_the_environment_and_uninstall_removes_them(home, tmp_path):
+    """A service starts without the shell's environment (issue 28: the unit passed none, so an API
+    key or a store set in the shell never reached it): the unit reads service.env in the home,
+    made owner-only with the shell's TideMind settings; a key is named, never written."""
+    import os
+    import stat
+
+    key = "sk-ant-api03-" + "s" * 40
+    env = {**os.environ, "TIDEMIND_LLM": "ollama", "TIDEMIND_OLLAMA_HOST": "http://gpu-box:11434",
+           "ANTHROPIC_API_KEY": key}
     proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "--json", "daemon",
-                           "install-service", "--dir", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+                           "install-service", "--dir", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
     unit = open(r["written"]["systemd"]).read()
     plist = open(r["written"]["launchd"]).read()
     assert "ExecStart=" in unit and unit.rstrip().endswith("WantedBy=default.target") and " daemon" in unit
     assert "<string>daemon</string>" in plist and str(home) in plist
+    env_file = home / "service.env"
+    assert f"EnvironmentFile=-{env_file}" in unit and r["written"]["environment"] == str(env_file)
+    carried = env_file.read_text()
+    assert "TIDEMIND_LLM=ollama" in carried and "TIDEMIND_OLLAMA_HOST=http://gpu-box:11434" in carried
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    assert "<string>http://gpu-box:11434</string>" in plist and str(home / "daemon.log") in plist
+    assert key not in carried + unit + plist + proc.stdout                   # a key is named, never written
+    assert any("ANTHROPIC_API_KEY" in n for n in r["notes"])
+    out = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "--json", "daemon",
+                          "uninstall-service", "--dir", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert sorted(json.loads(out.stdout)["removed"]) == sorted([r["written"]["systemd"], r["written"]["launchd"]])
+    assert not list(tmp_path.glob("*.service")) and not list(tmp_path.glob("*.plist")) and env_file.exists()
 
 
 def test_a_backlog_is_worked_off_round_after_round_not_one_batch_per_interval(home):

@@ -415,7 +415,15 @@ def cmd_daemon(args):
 
         r = install(args.home, args.dir)
         _emit(args, r, lambda r: "\n".join([f"wrote {k}: {v}" for k, v in r["written"].items()]
+                                            + [f"note: {n}" for n in r["notes"]]
                                             + [f"enable with: {c}" for c in r["enable_with"]]))
+        return
+    if args.action == "uninstall-service":
+        from tidemind_daemon.service import uninstall
+
+        r = uninstall(args.dir)
+        _emit(args, r, lambda r: "\n".join([f"removed {p}" for p in r["removed"]] or ["no service file to remove"])
+              + "".join(f"\nthen: {c}" for c in r["then"]))
         return
     from tidemind_daemon.runner import run
 
@@ -905,10 +913,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only this task (repeatable; default all four)")
     s.add_argument("--since", help="only what was made at or after this time (ISO-8601)")
     s = add("daemon", cmd_daemon, "run due metabolism tasks until stopped (or install a service that does)")
-    s.add_argument("action", nargs="?", default="run", choices=["run", "install-service"])
+    s.add_argument("action", nargs="?", default="run", choices=["run", "install-service", "uninstall-service"])
     s.add_argument("--once", action="store_true", help="run everything due, then exit")
     s.add_argument("--tick", type=float, default=30.0, help="seconds between checks for due tasks")
-    s.add_argument("--dir", help="install-service: write both service files into this folder instead")
+    s.add_argument("--dir", help="install-service / uninstall-service: both service files in this folder instead")
     s = add("taste", cmd_taste, "workstream fingerprints: " + "; ".join(
         f"{a} {' '.join(n.upper() for n in names)}".strip() for a, (names, _) in TASTE_ACTIONS.items()))
     s.add_argument("action", choices=list(TASTE_ACTIONS))

@@ -477,3 +477,16 @@ def test_all_with_url_wires_the_hosts_that_take_a_remote_server_and_names_the_re
     assert read_config(base / ".cursor/mcp.json", "json")["mcpServers"]["tidemind"]["headers"] == \
         {"Authorization": "Bearer ${env:TIDEMIND_TOKEN}"}
     assert "tidemind" not in read_config(base / ".config/Claude/claude_desktop_config.json", "json")["mcpServers"]
+
+
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_uninstall_leaves_no_folder_the_install_made(host, tmp_path):
+    """Issue 28: `install-hooks --uninstall` left an empty ~/.copilot/: a folder two of its files
+    shared still held the second when the first was removed. Installed into an empty home, then
+    uninstalled, every host leaves the home as empty as it was."""
+    base = tmp_path / "base"
+    base.mkdir()
+    cli(tmp_path, tmp_path / "tm", base, "--host", host)
+    assert any(p.is_file() for p in base.rglob("*"))
+    cli(tmp_path, tmp_path / "tm", base, "--host", host, "--uninstall")
+    assert not list(base.rglob("*")), sorted(str(p.relative_to(base)) for p in base.rglob("*"))

@@ -537,6 +537,7 @@ def apply(host: str, changes: list[Change], home: Path, install: bool) -> dict:
     files = {f["path"]: f for f in manifest["files"]}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report = []
+    made_here: list[str] = []          # folders the install made, for an uninstall to take back
     for change in changes:
         path = change.target.path
         record = files.get(str(path))
@@ -559,14 +560,18 @@ def apply(host: str, changes: list[Change], home: Path, install: bool) -> dict:
             record["sha256_after"] = hashlib.sha256(change.after or b"").hexdigest()
             record["created"] = change.created
         elif change.after is None and record:
-            for d in reversed(record.get("dirs", [])):
-                try:
-                    Path(d).rmdir()    # only folders the install made, and only when empty
-                except OSError:
-                    break
+            made_here.extend(record.get("dirs", []))
         report.append({"path": str(path), "what": change.what,
                        "action": "created" if change.before is None else "removed" if change.after is None
                        else "updated", "backup": str(backup) if backup else None})
+    # only folders the install made, and only once empty: deepest first, after every file is gone
+    # (file by file, a folder two files shared was still holding the second when the first went,
+    # and ~/.copilot/ was left behind)
+    for d in sorted(set(made_here), key=lambda d: -len(Path(d).parts)):
+        try:
+            Path(d).rmdir()
+        except OSError:
+            pass
     manifest["files"] = list(files.values())
     mpath = _manifest_path(home, host)
     if install and changes:

@@ -68,10 +68,15 @@ def test_wheel_and_sdist_carry_every_package_and_the_shipped_files(installed):
     metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "License-Expression: MIT" in metadata and "Classifier: Programming Language :: Python :: 3" in metadata
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    # the package page says what it is first, not how to run this repository's dev.py
+    description = metadata.split("\n\n", 1)[1]
+    assert description.startswith("# TideMind\n\nA local-first memory") and "dev.py" not in description
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
     for data in SHIPPED_DATA:
         assert data in members, data
+    # no tests without the conftest and fixtures they need (issue 28: 34 test files shipped alone)
+    assert not [m for m in members if m.startswith("tests/")] and {"LICENSE", "CHANGELOG.md"} <= members
 
 
 def test_the_installed_command_says_its_version(installed, tmp_path):

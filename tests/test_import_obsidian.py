@@ -635,3 +635,20 @@ def test_a_sync_stopped_while_linking_links_on_the_next_one(mem, vault, tmp_path
     dangling = lambda m: sorted(m.conn.execute("SELECT unit_key, target, reason FROM import_dangling"))
     assert dangling(mem) == dangling(clean)
     clean.close()
+
+
+def test_code_fenced_inside_a_callout_or_quote_holds_no_tag_and_no_heading(mem, tmp_path):
+    """Seen on the Obsidian help vault: a CSS block inside a callout (`> ```css`) gave the tag
+    'ff0000'; a fence is a fence in a quote too."""
+    vault = tmp_path / "callouts"
+    vault.mkdir()
+    (vault / "CSS snippets.md").write_text(
+        "# CSS snippets\n\nStyle notes with #css-snippets.\n\n"
+        "> [!example] CSS classes\n> Give a note a class.\n>\n> ```css\n> .red-border img {\n"
+        ">    border-color: #ff0000;\n> }\n> # not a heading\n> ```\n\nAfter the callout, #styling.\n")
+    # a fence left open in a quote ends with the quote (CommonMark): what follows is read again
+    (vault / "Quote.md").write_text("> ```\n> echo #inside\n\nThe quote is over: #outside\n")
+    sync(mem, "obsidian", vault, "vault:css")
+    names = {n for (n,) in mem.conn.execute("SELECT name FROM tags")}
+    assert {"css-snippets", "styling", "outside"} <= names and not {"ff0000", "inside"} & names
+    assert not [c for (c,) in mem.conn.execute("SELECT content FROM nodes") if c.startswith("> # not a heading")]

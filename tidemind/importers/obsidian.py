@@ -21,7 +21,8 @@ from .files import paths, skipped_dir
 # libyaml's loader when PyYAML was built with it (a tenth of the pure-Python loader's time per note)
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SKIP_DIRS = {".obsidian", ".trash", ".git", "node_modules"}
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# a code fence, also inside a quote or a callout ("> ```css"): group 1 the quote markers, 2 the fence
+_FENCE = re.compile(r"^[ \t]{0,3}((?:>[ \t]?)*)[ \t]{0,3}(`{3,}|~{3,})")
 # CommonMark: a closing run of '#' counts only after a space ('## C#' is the heading 'C#')
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
@@ -114,18 +115,28 @@ def _clean_tag(tag: str) -> str | None:
     return tag
 
 
+def _fence_step(line: str, fence: tuple[str, bool] | None) -> tuple[tuple[str, bool] | None, bool]:
+    """(the open fence after `line`: its marker and whether it sits in a quote, or None; whether
+    `line` is code or a fence). A fence in a quote or a callout ("> ```css", the help vault's CSS
+    whose "#ff0000" became a tag) is a fence too, and ends where its quote ends."""
+    m = _FENCE.match(line)
+    if fence is not None:
+        marker, quoted = fence
+        if not (quoted and not line.lstrip(" \t").startswith(">")):
+            if m and m.group(2)[0] == marker[0] and len(m.group(2)) >= len(marker):
+                return None, True
+            return fence, True
+    if m:
+        return (m.group(2), bool(m.group(1))), True
+    return None, False
+
+
 def prose_only(text: str) -> str:
     """The text with fenced code, inline code and URLs blanked (tags and links are not read there)."""
     out, fence = [], None
     for line in text.splitlines(keepends=True):
-        m = _FENCE.match(line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = None
-            out.append("\n" if line.endswith("\n") else "")
-            continue
-        if m:
-            fence = m.group(1)
+        fence, code = _fence_step(line, fence)
+        if code:
             out.append("\n" if line.endswith("\n") else "")
             continue
         line = _INLINE_CODE.sub(lambda x: " " * len(x.group(0)), line)
@@ -169,13 +180,8 @@ def sections(body: str) -> list[tuple[str, str, list[str]]]:
     stack: list[tuple[int, str]] = []
     fence = None
     for line in body.splitlines(keepends=True):
-        m = _FENCE.match(line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = None
-        elif m:
-            fence = m.group(1)
-        else:
+        fence, code = _fence_step(line, fence)
+        if not code:
             h = _HEADING.match(line.rstrip("\r\n"))
             if h and h.group(2).strip():
                 level, title = len(h.group(1)), h.group(2).strip()

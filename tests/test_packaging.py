@@ -95,6 +95,9 @@ def test_the_base_install_has_no_extra_and_names_the_one_a_command_needs(install
     missing = _run(bin_dir / "python", "-c", "import importlib.util as u; print([m for m in ('PySide6', 'anthropic',"
                    " 'ollama', 'psycopg') if u.find_spec(m)])", cwd=tmp_path, env=env).stdout
     assert missing.strip() == "[]"
+    # (review) what the base commands import is there: the proxy's HTTP client above all
+    _run(bin_dir / "python", "-c", "import tidemind.proxy.app, tidemind.proxy.driver, tidemind.mcp_http, httpx,"
+         " uvicorn, starlette", cwd=tmp_path, env=env)
     proc = subprocess.run([str(bin_dir / "tidemind"), "desktop"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode != 0 and proc.stderr.strip() == "tidemind desktop needs PySide6: pip install 'tidemind[desktop]'"

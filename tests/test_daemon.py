@@ -139,3 +139,25 @@ def test_a_backlog_is_worked_off_round_after_round_not_one_batch_per_interval(ho
         assert not any(r.get("backlog") for r in rounds[-1].values())
         assert [r["task"] for r in run_due(m, batch=DAEMON_BATCH, clock=lambda: instant)] == []
     assert BACKLOG_TICK_S < 1
+
+
+def test_a_model_that_cannot_be_used_leaves_the_daemon_running_its_offline_passes(home):
+    """Found by review: llm = "anthropic" with no key in the service's environment (the default:
+    TideMind writes no key) made the daemon die at start, restarted every 30 s, no pass ever run."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
+    env["TIDEMIND_LLM"] = "anthropic"
+    subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "digest",
+                    "The kiln reached cone six with the new glaze."], cwd=ROOT, env=env, check=True,
+                   capture_output=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "daemon", "--once"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    llm = next(e for e in events if e["event"] == "llm")
+    assert llm["provider"] == "none" and "ANTHROPIC_API_KEY" in llm["offline"]
+    assert any(e["event"] == "task" and e.get("task") == "embed" and e.get("status") == "ok" for e in events)
+    out = subprocess.run([sys.executable, "-m", "tidemind.cli", "--home", str(home), "metabolize", "--task", "annotate"],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert out.returncode == 0 and "running offline" in out.stderr and "ANTHROPIC_API_KEY" in out.stderr

@@ -386,11 +386,14 @@ def cmd_install_hooks(args):
 def cmd_metabolize(args):
     from .metabolism.scheduler import run_due
 
-    from .llm import choose
+    from .llm import choose_or_offline
 
     with _memory(args) as m:
         m.actor = "daemon"
-        reports = run_due(m, only=args.task or (), force=True, batch=args.batch, llm=choose(m.settings))
+        llm, why = choose_or_offline(m.settings)
+        if why:
+            print(f"tidemind: running offline: {why}", file=sys.stderr)
+        reports = run_due(m, only=args.task or (), force=True, batch=args.batch, llm=llm)
         _emit(args, {"tasks": reports}, lambda r: "\n".join(
             f"{t['task']:<14} {t['status']:<8} " + ", ".join(f"{k}={v}" for k, v in t.items()
                                                             if k not in ("task", "status"))
@@ -398,12 +401,15 @@ def cmd_metabolize(args):
 
 
 def cmd_rederive(args):
-    from .llm import choose
+    from .llm import choose_or_offline
     from .metabolism.rederive import rederive
 
     with _memory(args) as m:
         m.actor = "person:cli"
-        r = rederive(m, args.task or (), args.since, llm=choose(m.settings))
+        llm, why = choose_or_offline(m.settings)
+        if why:
+            print(f"tidemind: running offline: {why}", file=sys.stderr)
+        r = rederive(m, args.task or (), args.since, llm=llm)
     _emit(args, r, lambda r: "\n".join(
         [f"with {r['llm'] or 'no model (offline)'}" + (f", since {r['since']}" if r["since"] else "") + ":"]
         + [f"  {task:<12} " + ", ".join(f"{k}={v}" for k, v in t.items()) for task, t in r["tasks"].items()]))

@@ -116,10 +116,10 @@ def run(home: str | None, once: bool = False, tick_s: float = 30.0, stop: StopFl
     log("started", home=str(settings.home), pid=os.getpid(), once=once)
     try:
         memory = Memory(settings, actor="daemon")
-        from tidemind.llm import choose
+        from tidemind.llm import choose_or_offline
 
-        llm = choose(settings)
-        log("llm", provider=getattr(llm, "name", "none"))
+        llm, why = choose_or_offline(settings)
+        log("llm", provider=getattr(llm, "name", "none"), **({"offline": why} if why else {}))
         try:
             while not stop.is_set():
                 reports = run_due(memory, owner=owner, batch=DAEMON_BATCH, stopping=stop.is_set, llm=llm)

@@ -738,13 +738,13 @@ class MainWindow(QMainWindow):
 
     def run_task(self, name: str) -> None:
         """On a thread of its own (an LLM pass can take minutes): searches and decisions go on."""
-        from tidemind.llm import choose
+        from tidemind.llm import choose_or_offline
 
         task = next(t for t in scheduler.ordered_tasks() if t.name == name)
         self.message.setText(f"{name}: running…")
         self.task_pending = True
         self.background.start(lambda memory, _report: scheduler.run_task(memory, task, scheduler.owner_id(),
-                                                                          llm=choose(memory.settings)),
+                                                                          llm=choose_or_offline(memory.settings)[0]),
                               self._task_done)
 
     def _task_done(self, report: dict):

@@ -58,6 +58,19 @@ def choose(settings) -> LLM | None:
     return _REGISTRY[choice](settings)
 
 
+def choose_or_offline(settings) -> tuple[LLM | None, str | None]:
+    """(the configured model, None), or (None, why) when it cannot be used at all (no API key, its
+    extra not installed): the passes then run offline, as with no model, and the caller says why
+    (a daemon that died on it restarted every 30 s and ran no pass at all). An unknown provider is a
+    mistake in the configuration and still raises."""
+    from ..errors import ProviderUnavailable
+
+    try:
+        return choose(settings), None
+    except ProviderUnavailable as exc:
+        return None, str(exc)
+
+
 # -- strategies ---------------------------------------------------------------------------------
 # shipped inside the package (read through importlib.resources, so a wheel install has them)
 SHIPPED_STRATEGIES = resources.files("tidemind").joinpath("strategies")

@@ -648,7 +648,10 @@ def test_code_fenced_inside_a_callout_or_quote_holds_no_tag_and_no_heading(mem, 
         ">    border-color: #ff0000;\n> }\n> # not a heading\n> ```\n\nAfter the callout, #styling.\n")
     # a fence left open in a quote ends with the quote (CommonMark): what follows is read again
     (vault / "Quote.md").write_text("> ```\n> echo #inside\n\nThe quote is over: #outside\n")
+    # (review) a quoted fence inside a fence at the margin is that fence's content, not its end
+    (vault / "Nested.md").write_text("```markdown\n> [!tip]\n> ```js\n> x #quoted\n> ```\n```\n\n"
+                                     "After: #keepme\n\n## Later\n\nText #tag2\n")
     sync(mem, "obsidian", vault, "vault:css")
     names = {n for (n,) in mem.conn.execute("SELECT name FROM tags")}
-    assert {"css-snippets", "styling", "outside"} <= names and not {"ff0000", "inside"} & names
+    assert {"css-snippets", "styling", "outside", "keepme", "tag2"} <= names and not {"ff0000", "inside", "quoted"} & names
     assert not [c for (c,) in mem.conn.execute("SELECT content FROM nodes") if c.startswith("> # not a heading")]

@@ -123,7 +123,8 @@ def _fence_step(line: str, fence: tuple[str, bool] | None) -> tuple[tuple[str, b
     if fence is not None:
         marker, quoted = fence
         if not (quoted and not line.lstrip(" \t").startswith(">")):
-            if m and m.group(2)[0] == marker[0] and len(m.group(2)) >= len(marker):
+            # closed only at its own depth: "> ```js" inside a fence at the margin is its content
+            if m and bool(m.group(1)) == quoted and m.group(2)[0] == marker[0] and len(m.group(2)) >= len(marker):
                 return None, True
             return fence, True
     if m:

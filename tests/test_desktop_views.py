@@ -556,3 +556,28 @@ def test_the_quick_switcher_ranks_places_by_how_well_they_match(window, mem, qtb
     labels = [window.switcher.list.item(i).text() for i in range(window.switcher.list.count())]
     assert labels.index("#graph-view") < labels.index("#photography")
     window.switcher.hide()
+
+
+def test_the_quick_switcher_forgets_a_cancelled_enter_and_opens_the_row_clicked(window, mem, qtbot):
+    """Found by review: Enter then Esc before the lookup was back still opened a memory when it
+    came; a double-click before it opened row 0 instead of the row clicked."""
+    kiln = mem.digest("Kiln log: cone six reached at noon.")["node_ids"][0]
+    mem.embed_pending()
+    window.refresh_all()
+    settle(window, qtbot)
+    shown = window.node_view.node_id
+    window.open_switcher()
+    QTest.keyClicks(window.switcher.text, "kiln")
+    QTest.keyClick(window.switcher.text, Qt.Key_Return)          # waits for the lookup
+    QTest.keyClick(window.switcher.text, Qt.Key_Escape)          # ...and the person changes their mind
+    qtbot.waitUntil(lambda: window.switcher._answered == "kiln", timeout=20000)
+    settle(window, qtbot)
+    assert window.node_view.node_id == shown != kiln
+    window.open_switcher()
+    QTest.keyClicks(window.switcher.text, "a")                    # "All memories", "Archived"
+    rows = [window.switcher.list.item(i) for i in range(window.switcher.list.count())]
+    places = [r for r in rows if "node" not in r.data(259)]
+    assert len(places) >= 2
+    window.switcher.list.itemActivated.emit(places[1])             # the second place, double-clicked
+    settle(window, qtbot)
+    assert not window.switcher.isVisible() and window.list_request == places[1].data(259)

@@ -99,7 +99,7 @@ class QuickSwitcher(QDialog):
         self._timer.timeout.connect(lambda: self.lookup.emit(self.text.text().strip()))
         self.text.textChanged.connect(self._typed)
         self.text.returnPressed.connect(self._accept)
-        self.list.itemActivated.connect(lambda _: self._accept())
+        self.list.itemActivated.connect(self._activated)
         self.text.installEventFilter(self)
         self.memories: list[dict] = []
         self._answered: str | None = None   # the text the memories on screen were looked up for
@@ -123,8 +123,19 @@ class QuickSwitcher(QDialog):
             return True
         return super().eventFilter(obj, event)
 
+    def _activated(self, item) -> None:
+        """A row double-clicked (or Enter on the list): that row, at once."""
+        self.list.setCurrentItem(item)
+        self._picked = True
+        self._accept()
+
+    def hideEvent(self, event):
+        self._enter_waits = False           # Esc after Enter: nothing opens when the lookup comes back
+        super().hideEvent(event)
+
     def _typed(self, text: str):
         self._enter_waits = self._picked = False
+        self._answered = None               # (a lookup answers for the text as it is now, spaces too)
         # the memories of the last lookup stay only while their titles match what is typed now
         # (Enter must never open a row found for other words)
         self.memories = [m for m in self.memories if match_rank(text, m["title"]) is not None]
@@ -136,7 +147,7 @@ class QuickSwitcher(QDialog):
         if query == self.text.text().strip():
             self.memories, self._answered = items, query
             self._show(items)
-            if self._enter_waits:
+            if self._enter_waits and self.isVisible():
                 self._enter_waits = False
                 self._accept()
 

@@ -234,8 +234,9 @@ def test_no_cache_of_this_process_keeps_a_forgotten_memorys_text(mem):
     for n in range(3):
         mem.digest(f"Caroline: the attic clock {n} was my grandmother's, wound every Sunday.")
     mem.recall("what opens the safe in the attic")
-    run_due(mem, only=["annotate", "link-propose"], force=True)
+    run_due(mem, force=True)
     memos = [o for o in gc.get_objects() if isinstance(o, TextMemo)]
     assert any(secret in memo for memo in memos)           # (it was read through them)
     mem.forget(node_id)
-    assert not [memo for memo in memos if secret in memo]
+    # nor any part of it (review: sentences were kept under their own keys, which forget never drops)
+    assert not [key for memo in memos for key in memo._kept if len(key) > 20 and key in secret]

@@ -227,17 +227,20 @@ def spoken(text: str) -> str:
 
 # A pass judges the same texts again and again (a memory, then each of its candidates and their
 # neighbours): on a 10,000-memory store link-propose read each text's words about ten times, half
-# its time. Kept per text (and the speakers' names it was read with), dropped when the memory is
-# forgotten in this process (`TextMemo`).
+# its time. Kept per text (and the speakers' names it was read with) when the caller says the text
+# is a memory's whole text (`kept=True`), dropped when that memory is forgotten in this process
+# (`TextMemo`); a sentence or a part of a text is never kept (forget could not find it to drop).
 _SPECIFIC = TextMemo(texts=20_000)
 _CARRIES = TextMemo(texts=20_000)
 
 
-def specific_words(text: str, names: Iterable[str] = ()) -> list[str]:
+def specific_words(text: str, names: Iterable[str] = (), kept: bool = False) -> list[str]:
     """The unit's content words that can say what it is about: not small talk, not the names of
     the people speaking (`names`, lower-case, and the unit's own speaker), not markup."""
     text = text or ""
     skip = frozenset(n.casefold() for n in names)
+    if not kept:
+        return _specific_words(text, set(skip))
     per_names = _SPECIFIC.get(text, dict)
     if skip not in per_names:
         per_names[skip] = tuple(_specific_words(text, set(skip)))
@@ -263,21 +266,23 @@ def _said(text: str) -> str:
     return _IDIOM.sub(" ", _CONTRACTION.sub(" not ", body(text)))
 
 
-def carries_content(text: str, names: Iterable[str] = ()) -> bool:
+def carries_content(text: str, names: Iterable[str] = (), kept: bool = False) -> bool:
     """At least MIN_SPECIFIC distinct specific words, and small talk not the bulk of what it says
     (specific words at least MIN_SHARE of its specific and small-talk words together: "Thanks!
     I won't give up on my goals as long as you're here to support me" names one thing, "goals",
     among six words of encouragement): something a person would keep a note of."""
     text = text or ""
     names = frozenset(n.casefold() for n in names)
+    if not kept:
+        return _carries_content(text, names, False)
     per_names = _CARRIES.get(text, dict)
     if names not in per_names:
-        per_names[names] = _carries_content(text, names)
+        per_names[names] = _carries_content(text, names, True)
     return per_names[names]
 
 
-def _carries_content(text: str, names: frozenset[str]) -> bool:
-    specific = specific_words(text, names)
+def _carries_content(text: str, names: frozenset[str], kept: bool) -> bool:
+    specific = specific_words(text, names, kept)
     if len(set(specific)) < MIN_SPECIFIC:
         return False
     # a shared photo's caption is a model's description of it: it says what a turn is about when

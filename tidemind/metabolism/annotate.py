@@ -120,7 +120,7 @@ class ScopeTagging:
     def propose(self, content: str, node_tags: list[dict]) -> list[tuple[str, float]]:
         """(name, confidence) for one memory: never a name it already has confirmed, a person
         rejected on it, or one rejected for the scope."""
-        if not substance.carries_content(content, self.speakers):
+        if not substance.carries_content(content, self.speakers, kept=True):
             return []                 # a greeting, an empty page, an image: nothing to file under a topic
         own = {vocabulary.key_of(t["name"]) for t in node_tags if t["status"] in ("confirmed", "rejected_by_user")}
         out = []

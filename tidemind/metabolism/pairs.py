@@ -51,7 +51,7 @@ def numbers(text: str) -> set[str]:
 
 def both_carry_content(a: str, b: str) -> bool:
     names = _names(a, b)
-    return substance.carries_content(a, names) and substance.carries_content(b, names)
+    return substance.carries_content(a, names, kept=True) and substance.carries_content(b, names, kept=True)
 
 
 def negated(text: str) -> bool:
@@ -82,7 +82,7 @@ def file_pair_items(ctx, task: str, kind: str, k: int, min_cosine: float,
         done += 1
         me = _content(ctx.conn, node_id)
         found = []
-        for other, cos in nearest(ctx, node_id, scope, query, k, min_cosine) if substance.carries_content(me) else ():
+        for other, cos in nearest(ctx, node_id, scope, query, k, min_cosine) if substance.carries_content(me, kept=True) else ():
             theirs = _content(ctx.conn, other)
             if not both_carry_content(me, theirs):
                 continue              # greetings, headings, images, empty pages: never a merge or a contradiction

@@ -171,7 +171,7 @@ class Relatedness:
             surface = self._surface.setdefault(node_id, {})
             # (vague words only in conversation: in a note "interest", "energy", "power" are a rate, a bill, a supply)
             vague = substance.VAGUE if row and row.get("session") else frozenset()
-            for w in substance.specific_words(row["content"], self._names) if row else []:
+            for w in substance.specific_words(row["content"], self._names, kept=True) if row else []:
                 if w in GENERIC or w in vague:
                     continue
                 for s in fts.stems(self.conn, w):
@@ -220,7 +220,7 @@ class Relatedness:
         rare in it (a long encouragement is made of the scope's most common words)."""
         if node_id not in self._substantive:
             row = self.rows([node_id]).get(node_id)
-            ok = row is not None and substance.carries_content(row["content"], self._names)
+            ok = row is not None and substance.carries_content(row["content"], self._names, kept=True)
             if ok and self.documents >= SMALL_SCOPE:
                 self.words(node_id)
                 ok = sum(1 for s in self._vec[node_id] if self._rare(s)) >= MIN_SPECIFIC

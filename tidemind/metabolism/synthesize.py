@@ -469,7 +469,7 @@ def _with_content(conn, node_ids: list[int], scope: str) -> list[int]:
     """The ids, in order, of the visible memories among them that carry content (`substance`)."""
     rows = nodes.get_visible_many(conn, node_ids, [scope], columns=("id", "content"))
     speakers = names.speaker_words(conn, [scope])
-    return [i for i in node_ids if i in rows and substance.carries_content(rows[i]["content"], speakers)]
+    return [i for i in node_ids if i in rows and substance.carries_content(rows[i]["content"], speakers, kept=True)]
 
 
 class LessonsTask(_Synthesis):

@@ -9,6 +9,7 @@ grounds an answer nothing is injected. Both go into one delimited block within a
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -342,6 +343,7 @@ class InMemoryDriver:
         self.config = config or MemoryConfig()
         self.exchanges: list[dict] = []
         self.closed = False
+        self._ids = itertools.count(1)      # never an id again once forgotten
 
     def recall(self, conversation: Conversation, scopes: list[str]) -> Recalled:
         if self.closed:
@@ -356,7 +358,7 @@ class InMemoryDriver:
     def store(self, conversation: Conversation, answer: str, scopes: list[str]) -> None:
         if self.closed:
             raise RuntimeError("the driver is closed")
-        self.exchanges.append({"id": len(self.exchanges) + 1, "question": conversation.question, "answer": answer,
+        self.exchanges.append({"id": next(self._ids), "question": conversation.question, "answer": answer,
                                "model": conversation.model, "scope": scopes[0] if scopes else None})
 
     def forget(self, node_ids: list[int]) -> None:

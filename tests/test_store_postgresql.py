@@ -388,26 +388,3 @@ def test_a_search_reads_the_best_postings_and_ranks_every_match_when_they_fall_s
         found = fts.search(m.conn, fts.match_expression(["crane"]), where, params, 5, scopes=["port"])
         assert len(found) == 5 and not set(i for i, _ in found) & set(best)
         assert set(i for i, _ in found) <= set(ids) | {rare}
-
-
-def test_a_row_holding_several_words_too_weakly_for_each_list_is_not_lost(postgres_store, tmp_path, monkeypatch):
-    """Found by review: a long memory holding both words of "crane OR harbour" sat low in each
-    word's list and was never read, and the lists' best filled the answer. A row left unread may
-    score up to the lists' last impacts summed: the answer read from cut lists is the one every
-    posting read would give, or, when that cannot be told, every match ranked (ts_rank)."""
-    from tidemind.memory import Memory
-    from tidemind.store import fts
-
-    with Memory.open(tmp_path / "a", store=postgres_store) as m:
-        for n in range(60):
-            m.digest(f"crane c{n}", scope="port")
-            m.digest(f"harbour h{n}", scope="port")
-        both = m.digest("The long report on the crane and the harbour: the quay, the tide tables, the pilots,"
-                        " the tugs, the berths and the cargo schedule.", scope="port")["node_ids"][0]
-        where, params, expression = "n.status = 'live' AND n.scope = ?", ["port"], fts.match_expression(["crane", "harbour"])
-        every_posting = fts.search(m.conn, expression, where, params, 10, scopes=["port"])      # no list is cut
-        assert every_posting[0][0] == both                # the row the cut lists never reach ranks first
-        every_match = fts.search(m.conn, expression, where, params, 10, min_rowid=0, scopes=["port"])
-        monkeypatch.setattr(fts, "POSTINGS_READ", 20)
-        found = fts.search(m.conn, expression, where, params, 10, scopes=["port"])
-        assert found in (every_posting, every_match)

@@ -499,12 +499,10 @@ def _pg_search(conn, expression: str, where: str, params: Sequence, limit: int, 
     (fts_terms, the frequencies the rescoring uses), so a common word does not outrank a rare one
     as ts_rank alone, which knows no document frequencies, would let it.
 
-    An OR of words reads each word's best postings in each scope (PG_POSTINGS_DDL), scores every
-    row reached on all its words and keeps those that match and pass `where`; they are the answer
-    when no row left unread could outrank the last of them (its score is at most the sum of the
-    last impacts read of the lists cut short, weighed: the threshold of an impact-ordered index).
-    Otherwise (a filter as narrow as a day, a row holding several words each too weakly to be
-    reached) every match is ranked, as an AND or a window of the newest rows always is."""
+    An OR of words reads each word's best postings in each scope (PG_POSTINGS_DDL) and keeps the
+    rows that match and pass `where`; when that leaves fewer than `limit` (a filter as narrow as a
+    day, words too rare to fill a list), every match is ranked, as an AND or a window of the
+    newest rows (`min_rowid`) always is."""
     phrases, operator = _pg_terms(expression)
     if not phrases:
         return []
@@ -520,31 +518,23 @@ def _pg_search(conn, expression: str, where: str, params: Sequence, limit: int, 
         among = list(scopes) if scopes else scopes_in_use(conn)
         # (a row among the best `limit` of a word over all the scopes is among the best of its own)
         read = max(POSTINGS_READ // max(len(among), 1), 2 * limit)
-        lists = ("WITH q AS (SELECT lexeme, sum(w) AS w FROM (SELECT lx.lexeme, t.w FROM unnest(CAST(? AS text[]),"
-                 " CAST(? AS float8[])) AS t(term, w), LATERAL unnest(tsvector_to_array(to_tsvector('english', t.term)))"
-                 " AS lx(lexeme)) AS each_term GROUP BY lexeme),"
+        lists = ("WITH q AS (SELECT lx.lexeme, t.w FROM unnest(CAST(? AS text[]), CAST(? AS float8[])) AS t(term, w),"
+                 " LATERAL unnest(tsvector_to_array(to_tsvector('english', t.term))) AS lx(lexeme)),"
                  " lists AS (SELECT q.lexeme, sc.scope, q.w, p.node_id, p.impact FROM q,"
                  " unnest(CAST(? AS text[])) AS sc(scope), LATERAL (SELECT f.node_id, f.impact FROM fts_postings f"
                  " WHERE f.scope = sc.scope AND f.lexeme = q.lexeme ORDER BY f.impact DESC LIMIT ?) AS p)")
         lists_args = [[p.replace(" <-> ", " ") for p in phrases], [idf[p] for p in phrases], among, read]
-        # a row no list reached scores at most, in its scope, the weight times the last impact read
-        # of every list cut short there (a list read whole holds every row with its word)
-        ceiling: dict[str, float] = {}
-        for scope, weight, count, last in conn.execute(lists + " SELECT scope, max(w), count(*), min(impact) FROM lists"
-                                                       " GROUP BY scope, lexeme", lists_args):
-            if count >= read:
-                ceiling[scope] = ceiling.get(scope, 0.0) + weight * last
-        # each row reached is scored on all its words, not only those whose lists reached it
-        sql = (lists + ", reached AS (SELECT DISTINCT node_id FROM lists),"
-               " hits AS (SELECT r.node_id, sum(q.w * f.impact) AS s FROM reached r JOIN fts_postings f"
-               " ON f.node_id = r.node_id JOIN q ON q.lexeme = f.lexeme GROUP BY r.node_id)"
+        sql = (lists + ", hits AS (SELECT node_id, sum(w * impact) AS s FROM lists GROUP BY node_id)"
                " SELECT n.id, -hits.s AS s FROM hits JOIN nodes n ON n.id = hits.node_id"
                f" WHERE n.search_vector @@ to_tsquery('english', ?) AND {where} ORDER BY s, n.id LIMIT ?")
         found = [(i, s) for i, s in conn.execute(sql, [*lists_args, query, *params, limit])]
-        if not ceiling:
-            return found                 # every list read whole: every match was scored
-        if len(found) >= limit and -found[limit - 1][1] >= max(ceiling.values()):
-            return found                 # no row left unread could rank among these
+        if len(found) >= limit:
+            return found
+        # fewer: they are every match when no word's list was cut short
+        cut = scalar(conn, lists + " SELECT EXISTS (SELECT 1 FROM lists GROUP BY lexeme, scope HAVING count(*) >= ?)",
+                     [*lists_args, read])
+        if not cut:
+            return found
     ranked = " + ".join(f"? * ts_rank('{_PG_WEIGHTS}', n.search_vector, to_tsquery('english', ?), 1)" for _ in phrases)
     window = " AND n.id >= ?" if min_rowid is not None else ""
     sql = (f"SELECT n.id, -({ranked}) AS s FROM nodes n WHERE n.search_vector @@ to_tsquery('english', ?){window}"

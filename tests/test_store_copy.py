@@ -40,7 +40,7 @@ def _lived_in(home) -> dict:
 
 def _everything(conn) -> dict[str, int]:
     return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in schema.tables(conn)
-            if t != transfer.LEDGER and not transfer._index_table(t)}
+            if t != transfer.LEDGER and not vectors.is_index_table(t)}
 
 
 def test_a_store_goes_to_postgresql_and_back_the_same_memory(tmp_path, postgres_store):

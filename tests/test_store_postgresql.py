@@ -165,9 +165,7 @@ def test_every_table_sqlite_has_postgresql_has_with_the_same_columns(postgres_st
         for table, column in server.conn.execute("SELECT table_name, column_name FROM information_schema.columns"
                                                  " WHERE table_schema = current_schema()"):
             pg_tables.setdefault(table, set()).add(column)
-    from tidemind.store import fts
-
-    assert set(sqlite_tables) == set(pg_tables) - fts.INDEX_TABLES      # (FTS5's tables are virtual)
+    assert set(sqlite_tables) == set(pg_tables)
     only_sqlite = {"nodes": {"scope_key"}}            # FTS5's scope token
     only_pg = {"nodes": {"search_vector"}}            # the tsvector PostgreSQL searches
     for table in sqlite_tables:
@@ -332,59 +330,3 @@ def test_a_new_scopes_partition_never_holds_up_a_search_of_another_scope(postgre
                         np.asarray(writer.embedder.embed(["A first memory of scope b."])[0]), writer.now())
             assert vectors.knn_candidates(reader.conn, query, ["port:a"], reader.embedder.name, 10)
         assert vectors.knn_candidates(reader.conn, query, ["port:b"], reader.embedder.name, 10) == [new]
-
-
-def _postings(m, node_id) -> set[tuple[str, str]]:
-    return set(m.conn.execute("SELECT scope, lexeme FROM fts_postings WHERE node_id = ?", (node_id,)))
-
-
-def test_postings_follow_every_write_and_a_forgotten_memory_leaves_none(postgres_store, tmp_path):
-    """fts_postings (what a search reads best first) is kept by a trigger: a memory's lexemes are
-    there once it is written, follow its scope and its derived text, and are gone when it is
-    forgotten or erased; a store made before them gets them at the next open (pg0004)."""
-    from tidemind.memory import Memory
-
-    with Memory.open(tmp_path / "a", store=postgres_store) as m:
-        node = m.digest("The kiln reached cone six with the feldspar glaze.", scope="studio")["node_ids"][0]
-        other = m.digest("Harbour crane serviced on pier three.", scope="port")["node_ids"][0]
-        assert {("studio", "kiln"), ("studio", "feldspar"), ("studio", "glaze")} <= _postings(m, node)
-        m.conn.execute("UPDATE nodes SET derived_text = 'pottery firing' WHERE id = ?", (node,))
-        assert ("studio", "potteri") in _postings(m, node)
-        m.conn.execute("UPDATE nodes SET scope = 'studio:b' WHERE id = ?", (node,))
-        assert {s for s, _ in _postings(m, node)} == {"studio:b"}
-        m.forget(node)
-        assert not m.conn.execute("SELECT count(*) FROM fts_postings WHERE lexeme IN ('kiln', 'feldspar')"
-                                  " OR node_id = ?", (node,)).fetchone()[0]
-        # a store of before the postings: the table emptied and its migration forgotten
-        m.conn.execute("DROP TABLE fts_postings CASCADE")
-        m.conn.execute("DROP FUNCTION nodes_postings_kept CASCADE")
-        m.conn.execute("DROP FUNCTION nodes_postings")
-        m.conn.execute("DELETE FROM migrations WHERE name = 'pg0004_fts_postings'")
-    with Memory.open(tmp_path / "b", store=postgres_store) as m:
-        assert {("port", "crane"), ("port", "harbour")} <= _postings(m, other)
-        assert [i["id"] for i in m.recall("crane on the pier", scopes=["port"])["items"]] == [other]
-
-
-def test_a_search_reads_the_best_postings_and_ranks_every_match_when_they_fall_short(postgres_store, tmp_path,
-                                                                                     monkeypatch):
-    """With lists cut at a few rows, a search still returns only visible matches, the rarer word
-    first; when the visibility predicate leaves fewer than asked of the lists it read, every match
-    is ranked instead (nothing that matches is lost to the cut)."""
-    from tidemind.memory import Memory
-    from tidemind.store import fts
-
-    monkeypatch.setattr(fts, "POSTINGS_READ", 4)
-    with Memory.open(tmp_path / "a", store=postgres_store) as m:
-        ids = [m.digest(f"Crane {n} serviced on pier {n}; the harbour log noted it.", scope="port")["node_ids"][0]
-               for n in range(30)]
-        rare = m.digest("The tugboat Marlin pushed crane 7 off the pier.", scope="port")["node_ids"][0]
-        where, params = "n.status = 'live' AND n.scope = ?", ["port"]
-        found = fts.search(m.conn, fts.match_expression(["crane", "tugboat"]), where, params, 2, scopes=["port"])
-        assert found[0][0] == rare and len(found) == 2
-        # the best postings of "crane" archived: fewer than asked pass, so every match is ranked
-        best = [i for (i,) in m.conn.execute("SELECT node_id FROM fts_postings WHERE scope = 'port' AND lexeme ="
-                                             " 'crane' ORDER BY impact DESC, node_id LIMIT 20")]
-        m.conn.execute(f"UPDATE nodes SET status = 'archived' WHERE id IN ({','.join('?' * len(best))})", best)
-        found = fts.search(m.conn, fts.match_expression(["crane"]), where, params, 5, scopes=["port"])
-        assert len(found) == 5 and not set(i for i, _ in found) & set(best)
-        assert set(i for i, _ in found) <= set(ids) | {rare}

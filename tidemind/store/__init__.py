@@ -69,7 +69,6 @@ PG_CORE_MIGRATIONS = [
                                  clarifications.PG_DDL, provider_state.PG_DDL, scope_claims.PG_DDL])),
     ("pg0002_vector_index_by_scope", vectors.partition_pg_indexes),
     ("pg0003_scope_partitions_attached", vectors.attach_partitions),
-    ("pg0004_fts_postings", fts.PG_POSTINGS_DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS, postgresql=PG_CORE_MIGRATIONS)
 # owners whose tables reference core's register after it (the ledger applies owners in order)

@@ -14,7 +14,7 @@ from typing import Sequence
 import apsw
 
 from ..text import TextMemo
-from .connection import data_version, dialect, scalar
+from .connection import data_version, dialect
 
 DDL = """
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
@@ -66,47 +66,6 @@ END $$;
 CREATE TRIGGER nodes_search_vector BEFORE INSERT OR UPDATE OF content, derived_text, clarified_text, context_text
   ON nodes FOR EACH ROW EXECUTE FUNCTION nodes_search_vector();
 CREATE INDEX nodes_search ON nodes USING gin(search_vector);
-"""
-
-# PostgreSQL ranks a match with ts_rank, which reads each matching row's tsvector: at 1,000,000
-# memories a question's words match tens of thousands of rows, and recall took 58 ms at the
-# median, 593 ms at p95 (most of it in the full-text arm). So each memory's lexemes are also kept
-# as postings with a BM25 impact (its weighted term frequency, saturated and normalised by its
-# length), indexed best first per (scope, lexeme): a search reads the best POSTINGS_READ of each
-# word in each scope, as an impact-ordered index does, instead of ranking every match. Kept by a
-# trigger on the same columns as the tsvector, so no write path can forget it; rebuilt, never
-# copied, between stores (INDEX_TABLES).
-_PG_POSTINGS_TEMPLATE = """
-CREATE TABLE fts_postings(
-  scope TEXT NOT NULL,
-  lexeme TEXT NOT NULL,
-  impact REAL NOT NULL,
-  node_id BIGINT NOT NULL
-);
-CREATE FUNCTION nodes_postings(v tsvector, s text, id bigint) RETURNS TABLE(
-  scope text, lexeme text, impact real, node_id bigint) LANGUAGE sql IMMUTABLE AS $$
-  SELECT s, u.lexeme, (tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * greatest(length(v), 1) / 24.0)))::real, id
-  FROM unnest(v) AS u,
-       LATERAL (SELECT coalesce(sum(CASE w WHEN 'A' THEN %(A)s WHEN 'B' THEN %(B)s WHEN 'C' THEN %(C)s ELSE %(D)s END),
-                                %(A)s) AS tf FROM unnest(u.weights) AS w) AS weighted
-$$;
-CREATE FUNCTION nodes_postings_kept() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP <> 'INSERT' THEN
-    DELETE FROM fts_postings WHERE fts_postings.node_id = OLD.id;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    INSERT INTO fts_postings SELECT * FROM nodes_postings(NEW.search_vector, NEW.scope, NEW.id);
-  END IF;
-  RETURN NULL;
-END $$;
-CREATE TRIGGER nodes_postings_kept AFTER INSERT OR DELETE ON nodes FOR EACH ROW EXECUTE FUNCTION nodes_postings_kept();
-CREATE TRIGGER nodes_postings_changed AFTER UPDATE OF content, derived_text, clarified_text, context_text, scope
-  ON nodes FOR EACH ROW WHEN (OLD.search_vector IS DISTINCT FROM NEW.search_vector OR OLD.scope IS DISTINCT FROM NEW.scope)
-  EXECUTE FUNCTION nodes_postings_kept();
-INSERT INTO fts_postings SELECT p.* FROM nodes n, LATERAL nodes_postings(n.search_vector, n.scope, n.id) AS p;
-CREATE INDEX fts_postings_best ON fts_postings(scope, lexeme, impact DESC, node_id);
-CREATE INDEX fts_postings_node ON fts_postings(node_id);
 """
 
 # The clarified layer (migration 0016): a third column, between what was said and what a model
@@ -237,11 +196,6 @@ WEIGHTS = (1.0, 0.5, 0.75, 0.5)
 # the columns each backend's full-text index keeps for itself (FTS5's scope token, PostgreSQL's
 # tsvector): kept by triggers on every write, never copied from one store to another
 INDEX_COLUMNS = frozenset({("nodes", "scope_key"), ("nodes", "search_vector")})
-# and the tables: PostgreSQL's postings (PG_POSTINGS_DDL)
-INDEX_TABLES = frozenset({"fts_postings"})
-# (BM25's k1 = 1.2 and b = 0.75, over a memory's distinct lexemes against a typical 24; the labels'
-# weights are WEIGHTS, as the tsvector's: A authored, B clarified, C derived, D context)
-PG_POSTINGS_DDL = _PG_POSTINGS_TEMPLATE % {"A": WEIGHTS[0], "B": WEIGHTS[2], "C": WEIGHTS[1], "D": WEIGHTS[3]}
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -490,19 +444,11 @@ def _pg_terms(expression: str) -> tuple[list[str], str]:
     return phrases, operator
 
 
-POSTINGS_READ = 400          # of each word, best first, shared among the scopes read (at least 2 x the rows asked for in each)
-
-
 def _pg_search(conn, expression: str, where: str, params: Sequence, limit: int, min_rowid: int | None,
                scopes: Sequence[str] | None) -> list[tuple[int, float]]:
     """PostgreSQL finds the rows; each term's rank is weighed by its BM25 IDF in the scopes read
     (fts_terms, the frequencies the rescoring uses), so a common word does not outrank a rare one
-    as ts_rank alone, which knows no document frequencies, would let it.
-
-    An OR of words reads each word's best postings in each scope (PG_POSTINGS_DDL) and keeps the
-    rows that match and pass `where`; when that leaves fewer than `limit` (a filter as narrow as a
-    day, words too rare to fill a list), every match is ranked, as an AND or a window of the
-    newest rows (`min_rowid`) always is."""
+    as ts_rank alone, which knows no document frequencies, would let it."""
     phrases, operator = _pg_terms(expression)
     if not phrases:
         return []
@@ -511,34 +457,10 @@ def _pg_search(conn, expression: str, where: str, params: Sequence, limit: int, 
     first = {p: (stems(conn, p.split(" <-> ")[0]) or [""])[0] for p in phrases}
     df, n_docs = stem_frequencies(conn, [s for s in first.values() if s], scopes)
     idf = {p: math.log((n_docs - df.get(first[p], 0) + 0.5) / (df.get(first[p], 0) + 0.5) + 1.0) for p in phrases}
-    query = operator.join(f"({p})" for p in phrases)
-    if operator == " | " and min_rowid is None:
-        from .nodes import scopes_in_use
-
-        among = list(scopes) if scopes else scopes_in_use(conn)
-        # (a row among the best `limit` of a word over all the scopes is among the best of its own)
-        read = max(POSTINGS_READ // max(len(among), 1), 2 * limit)
-        lists = ("WITH q AS (SELECT lx.lexeme, t.w FROM unnest(CAST(? AS text[]), CAST(? AS float8[])) AS t(term, w),"
-                 " LATERAL unnest(tsvector_to_array(to_tsvector('english', t.term))) AS lx(lexeme)),"
-                 " lists AS (SELECT q.lexeme, sc.scope, q.w, p.node_id, p.impact FROM q,"
-                 " unnest(CAST(? AS text[])) AS sc(scope), LATERAL (SELECT f.node_id, f.impact FROM fts_postings f"
-                 " WHERE f.scope = sc.scope AND f.lexeme = q.lexeme ORDER BY f.impact DESC LIMIT ?) AS p)")
-        lists_args = [[p.replace(" <-> ", " ") for p in phrases], [idf[p] for p in phrases], among, read]
-        sql = (lists + ", hits AS (SELECT node_id, sum(w * impact) AS s FROM lists GROUP BY node_id)"
-               " SELECT n.id, -hits.s AS s FROM hits JOIN nodes n ON n.id = hits.node_id"
-               f" WHERE n.search_vector @@ to_tsquery('english', ?) AND {where} ORDER BY s, n.id LIMIT ?")
-        found = [(i, s) for i, s in conn.execute(sql, [*lists_args, query, *params, limit])]
-        if len(found) >= limit:
-            return found
-        # fewer: they are every match when no word's list was cut short
-        cut = scalar(conn, lists + " SELECT EXISTS (SELECT 1 FROM lists GROUP BY lexeme, scope HAVING count(*) >= ?)",
-                     [*lists_args, read])
-        if not cut:
-            return found
     ranked = " + ".join(f"? * ts_rank('{_PG_WEIGHTS}', n.search_vector, to_tsquery('english', ?), 1)" for _ in phrases)
     window = " AND n.id >= ?" if min_rowid is not None else ""
     sql = (f"SELECT n.id, -({ranked}) AS s FROM nodes n WHERE n.search_vector @@ to_tsquery('english', ?){window}"
            f" AND {where} ORDER BY s, n.id LIMIT ?")
     args = [x for p in phrases for x in (idf[p], p)]
-    args += [query, *([min_rowid] if min_rowid is not None else []), *params, limit]
+    args += [operator.join(f"({p})" for p in phrases), *([min_rowid] if min_rowid is not None else []), *params, limit]
     return [(i, s) for i, s in conn.execute(sql, args)]

@@ -362,7 +362,7 @@ BEGIN
   RETURN NULL;
 END $$;
 """
-QUIET_TABLES = ("recall_hits", "migrations", "fts_postings")      # (fts_postings changes only with nodes)
+QUIET_TABLES = ("recall_hits", "migrations")
 
 
 def ensure_change_signal(conn: Connection) -> None:

@@ -30,11 +30,6 @@ LEDGER = "migrations"       # each store keeps its own ledger of the migrations 
 BATCH = 1000
 
 
-def _index_table(table: str) -> bool:
-    """A table a backend keeps for itself: rebuilt in the target from what is copied, never copied."""
-    return vectors.is_index_table(table) or table in fts.INDEX_TABLES
-
-
 def _kept_for_itself(table: str, column: str) -> bool:
     return (table, column) in fts.INDEX_COLUMNS
 
@@ -43,8 +38,8 @@ def plan(source, target) -> list[tuple[str, list[str], list[str]]]:
     """(table, columns to copy, columns referencing the table itself), in an order where no row
     is written before a row it references. Refused when the source has a table or column the
     target lacks (a store of another TideMind version: open both with this one first)."""
-    ours = {t for t in schema.tables(source) if t != LEDGER and not _index_table(t)}
-    theirs = {t for t in schema.tables(target) if t != LEDGER and not _index_table(t)}
+    ours = {t for t in schema.tables(source) if t != LEDGER and not vectors.is_index_table(t)}
+    theirs = {t for t in schema.tables(target) if t != LEDGER and not vectors.is_index_table(t)}
     if ours - theirs:
         raise InvalidInput(f"the target has no table {', '.join(sorted(ours - theirs))}: it was made by another"
                            " version of TideMind")
@@ -65,7 +60,7 @@ def plan(source, target) -> list[tuple[str, list[str], list[str]]]:
 
 def not_empty(target) -> list[str]:
     """The target's tables that already hold rows (a copy is refused into them)."""
-    return [t for t in schema.tables(target) if t != LEDGER and not _index_table(t)
+    return [t for t in schema.tables(target) if t != LEDGER and not vectors.is_index_table(t)
             and target.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()]
 
 

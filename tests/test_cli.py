@@ -262,6 +262,8 @@ def test_one_config_file_its_precedence_and_config_show_says_where_each_value_ca
     assert out.returncode == 0
     text = out.stdout.decode()
     assert 'default_scope = "work"  (config.toml)' in text and "config.json is still read" in text
+    text = run_cli(home, "--store", str(home / "elsewhere.db"), "config", "show", check_json=False).stdout.decode()
+    assert "(argument --store)" in text and "elsewhere.db" in text
 
 
 def test_docs_config_lists_every_key_and_variable_the_settings_read():

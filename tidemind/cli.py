@@ -770,6 +770,8 @@ def cmd_config(args):
 
     settings = load_settings(args.home)
     rows = effective(settings)
+    if args.store is not None:            # (main passes --store on through TIDEMIND_STORE)
+        next(row for row in rows if row["key"] == "store")["from"] = "argument --store"
     note = older_file(settings)
     _emit(args, {"settings": rows, **({"note": note} if note else {})},
           lambda r: "\n".join([f"{row['key']} = {json.dumps(row['value'], ensure_ascii=False, default=str)}"

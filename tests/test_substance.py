@@ -238,6 +238,9 @@ def test_no_cache_of_this_process_keeps_a_forgotten_memorys_text(mem):
         mem.digest(f"Caroline: the attic clock {n} was my grandmother's, wound every Sunday.")
     mem.recall("what opens the safe in the attic")
     run_due(mem, force=True)
+    from tidemind import substance
+
+    substance.carries_content(secret, kept=True)            # (at least one cache holds it, whatever ran)
     memos = [o for o in gc.get_objects() if isinstance(o, TextMemo)]
     assert any(secret in memo for memo in memos)           # (it was read through them)
     mem.forget(node_id)

@@ -36,7 +36,7 @@ def _entry(kind: str, name: str | None, address: tuple[str, int] | None, recorde
     elif address is None:
         entry["reachable"] = None if name is None else True       # nothing to reach, or built in
     else:
-        why = (probed or {}).get(address) if probed is not None and address in probed else _reachable(*address)
+        why = probed[address] if probed and address in probed else _reachable(*address)
         entry.update(address=f"{address[0]}:{address[1]}", reachable=why is None, **({"error": why} if why else {}))
     if recorded:
         entry.update(state=recorded["state"], failures=recorded["failures"], last_error=recorded["last_error"],

@@ -241,10 +241,15 @@ def specific_words(text: str, names: Iterable[str] = (), kept: bool = False) -> 
     skip = frozenset(n.casefold() for n in names)
     if not kept:
         return _specific_words(text, set(skip))
-    per_names = _SPECIFIC.get(text, dict)
-    if skip not in per_names:
-        per_names[skip] = tuple(_specific_words(text, set(skip)))
-    return list(per_names[skip])
+    return list(_kept(_SPECIFIC, text, skip, lambda: tuple(_specific_words(text, set(skip)))))
+
+
+def _kept(memo: TextMemo, text: str, names: frozenset[str], compute):
+    """`compute()` for a memory's whole text read with these speakers' names, kept in `memo`."""
+    per_names = memo.get(text, dict)
+    if names not in per_names:
+        per_names[names] = compute()
+    return per_names[names]
 
 
 def _specific_words(text: str, skip: set[str]) -> list[str]:
@@ -275,10 +280,7 @@ def carries_content(text: str, names: Iterable[str] = (), kept: bool = False) ->
     names = frozenset(n.casefold() for n in names)
     if not kept:
         return _carries_content(text, names, False)
-    per_names = _CARRIES.get(text, dict)
-    if names not in per_names:
-        per_names[names] = _carries_content(text, names, True)
-    return per_names[names]
+    return _kept(_CARRIES, text, names, lambda: _carries_content(text, names, True))
 
 
 def _carries_content(text: str, names: frozenset[str], kept: bool) -> bool:

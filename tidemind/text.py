@@ -120,10 +120,12 @@ class TextMemo:
         self._kept: dict[str, object] = {}
         on_forget(self.drop)
 
-    def get(self, text: str, compute):
+    def get(self, text: str, compute, *args):
+        """`compute(*args)`, or what it gave for this text before (a module-level function and its
+        arguments cost no closure on the hit, which is most calls)."""
         found = self._kept.get(text)
         if found is None:
-            found = compute()
+            found = compute(*args)
             if len(text) <= self.max_chars:
                 if len(self._kept) >= self.texts:
                     self._kept.clear()
@@ -142,4 +144,8 @@ _WORD_COUNTS = TextMemo()
 
 def word_count(text: str) -> int:
     """len(content_words(text)), kept (`TextMemo`)."""
-    return _WORD_COUNTS.get(text, lambda: len(content_words(text)))
+    return _WORD_COUNTS.get(text, _count_words, text)
+
+
+def _count_words(text: str) -> int:
+    return len(content_words(text))

@@ -23,6 +23,7 @@ B = 0.3
 # the index's own column weights: authored words fully, a person's clarification nearly so, a
 # model's derived words and an imported note's context (title, heading path) half
 COLUMN_WEIGHTS = dict(zip(fts.COLUMNS, fts.WEIGHTS))
+_NONE: tuple[dict[str, int], int] = ({}, 0)        # an empty column's counts (shared: only read)
 
 
 class Lexical:
@@ -48,7 +49,8 @@ class Lexical:
         """Per indexed column: its terms with their counts, and its length in terms."""
         found = self._counts.get(row["id"])
         if found is None:
-            found = self._counts[row["id"]] = {c: fts.stem_counts(self.conn, row[c]) if row.get(c) else ({}, 0)
+            conn = self.conn
+            found = self._counts[row["id"]] = {c: fts.stem_counts(conn, text) if (text := row.get(c)) else _NONE
                                                for c in COLUMN_WEIGHTS}
         return found
 
@@ -60,15 +62,15 @@ class Lexical:
         if found is None:
             # (a column without the stem adds 0 to its sum: skipped, the figure is the same)
             counts = self.counts(row)
-            columns = [(weight, counts[column][0]) for column, weight in COLUMN_WEIGHTS.items() if counts[column][0]]
             found = self._found[row["id"]] = {}
-            for stem in self._query_stems:
-                f = 0
-                for weight, counted in columns:
-                    if stem in counted:
-                        f += weight * counted[stem]
-                if f:
-                    found[stem] = f
+            for column, weight in COLUMN_WEIGHTS.items():
+                counted = counts[column][0]
+                if not counted:
+                    continue
+                for stem in self._query_stems:
+                    n = counted.get(stem)
+                    if n:
+                        found[stem] = found.get(stem, 0) + weight * n
         return found
 
     def bm25(self, row: dict) -> float:

@@ -64,15 +64,17 @@ def friends_of(query: str) -> set[str]:
     return {name.casefold() for name in _FRIEND.findall(query or "")}
 
 
-def _speaker_feature(content: str, as_speaker: set[str], only_to: set[str] = frozenset()) -> float:
+def _speaker_feature(content: str, as_speaker: set[str], only_to: set[str] = frozenset(),
+                     parts: frozenset[str] | None = None) -> float:
     """1 when the question names who said this turn and the turn says something: in long sessions
     of short messages a person's greetings filled the top ten when every turn of theirs was lifted.
     `as_speaker`: the speakers the question names (lower case, each word of a name); `only_to`:
     when it names people only as the ones spoken to ("Melanie's friend", "told Melanie"), them:
     then the turns of the others count, not theirs. (Lifting every turn said to a person named as
     a speaker as well, at half weight, lost 0.6 point of recall@10 and 0.008 of MRR on
-    conversations-dev: left out.)"""
-    parts = speaker_parts(content)
+    conversations-dev: left out.) `parts`: the turn's `speaker_parts`, when the caller has them."""
+    if parts is None:
+        parts = speaker_parts(content)
     if not parts:
         return 0.0
     if not (parts & as_speaker or (only_to and not parts & only_to)):
@@ -81,11 +83,12 @@ def _speaker_feature(content: str, as_speaker: set[str], only_to: set[str] = fro
 
 
 def named_people(pool_rows, query_words: set[str], spoken_to: set[str],
-                 friends: set[str] = frozenset()) -> tuple[set[str], set[str]]:
+                 friends: set[str] = frozenset(), parts=None) -> tuple[set[str], set[str]]:
     """(the speakers a question names as speakers, those whose friend it asks about when it names
     no speaker), among the speakers of the rows. A person only told something ("What did the
-    doctor tell Caroline?") stays a speaker: Caroline is who reports it."""
-    talkers = {part for row in pool_rows for part in speaker_parts(row["content"])}
+    doctor tell Caroline?") stays a speaker: Caroline is who reports it. `parts`: the rows'
+    `speaker_parts`, when the caller has them."""
+    talkers = frozenset().union(*(parts if parts is not None else (speaker_parts(row["content"]) for row in pool_rows)))
     named = query_words & talkers
     as_speaker = named - spoken_to
     if as_speaker:
@@ -102,7 +105,11 @@ def speaker_parts(content: str) -> frozenset[str]:
     """Each word of the turn's speaker label, lower case (none without a label): read for every
     turn of the pool, and for every candidate when a question names someone; the same turns come
     back query after query (kept like `_beyond_small_talk`)."""
-    return _SPEAKER_PARTS.get(content, lambda: frozenset(part.casefold() for part in (speaker(content) or "").split()))
+    return _SPEAKER_PARTS.get(content, _parts_of_label, content)
+
+
+def _parts_of_label(content: str) -> frozenset[str]:
+    return frozenset(part.casefold() for part in (speaker(content) or "").split())
 
 
 _SMALL_TALK_COUNTS = TextMemo()
@@ -111,8 +118,11 @@ _SMALL_TALK_COUNTS = TextMemo()
 def _beyond_small_talk(content: str) -> int:
     """Content words that are not small talk, less the speaker's name (a memory's text never
     changes, and the same turns come back query after query: counted once, up to a bound)."""
-    return _SMALL_TALK_COUNTS.get(content, lambda: sum(1 for w in content_words(content)
-                                                       if w not in _substance.CHATTER) - 1)
+    return _SMALL_TALK_COUNTS.get(content, _count_beyond_small_talk, content)
+
+
+def _count_beyond_small_talk(content: str) -> int:
+    return sum(1 for w in content_words(content) if w not in _substance.CHATTER) - 1
 
 
 @dataclass
@@ -142,55 +152,83 @@ def compute(pool: Pool, query_words: set[str], when: Window | None,
     `spoken_to`: the names the question uses for who was spoken to (`listeners`); `friends`: those
     whose friend it asks about (`friends_of`)."""
     anchored = anchored or {}
-    as_speaker, only_to = named_people(pool.rows.values(), query_words, spoken_to, friends)
+    rows, cosine, candidates = pool.rows, pool.cosine, pool.candidates
+    parts_of = {node_id: speaker_parts(row["content"]) for node_id, row in rows.items()}
+    as_speaker, only_to = named_people(rows.values(), query_words, spoken_to, friends, parts_of.values())
     top = max(pool.lexical.values(), default=0.0)
     norm = {i: s / top for i, s in pool.lexical.items()} if top > 0 else {}
     by_group: dict[object, list[float]] = {}
     best_cos: dict[object, float] = {}
-    group_of_node = {node_id: group_of(pool.rows[node_id]) for node_id in pool.candidates}
+    group_of_node = {node_id: group_of(rows[node_id]) for node_id in candidates}
     for node_id, key in group_of_node.items():
         if node_id in norm:
             by_group.setdefault(key, []).append(norm[node_id])
-        if node_id in pool.cosine:
-            best_cos[key] = max(best_cos.get(key, 0.0), pool.cosine[node_id])
+        if node_id in cosine:
+            best_cos[key] = max(best_cos.get(key, 0.0), cosine[node_id])
     for scores in by_group.values():
         scores.sort(reverse=True)
     # a group's best and three best are the same for each of its members: summed once
     best_of_group = {key: (scores[0], sum(scores[:3])) for key, scores in by_group.items()}
     # no person named as speaker or listener: the feature is 0 for every turn, no label is read
     speakers_named = bool(as_speaker or only_to)
+    # (one loop of plain lookups a candidate: two hundred candidates a query, query after query)
+    norm_of, cos_of, before_of, after_of, linked_of = norm.get, cosine.get, pool.before.get, pool.after.get, pool.linked.get
+    no_group = (0.0, 0)
     out: dict[int, dict[str, float]] = {}
-    for node_id in pool.candidates:
-        row = pool.rows[node_id]
+    for node_id in candidates:
+        row = rows[node_id]
         key = group_of_node[node_id]
-        before, after = pool.before.get(node_id, []), pool.after.get(node_id, [])
-        sess, sess3 = best_of_group.get(key, (0.0, 0))
-        linked = pool.linked.get(node_id)
-        valid_day = dt.date.fromisoformat(row["valid_from"][:10]) if when else None
+        before = before_of(node_id)
+        after = after_of(node_id)
+        sess, sess3 = best_of_group.get(key, no_group)
+        linked = linked_of(node_id)
+        if before:
+            first = before[0]
+            prev = norm_of(first, 0.0)
+            asked = prev if prev and "?" in rows[first]["content"] else 0.0
+            prev2 = norm_of(before[1], 0.0) if len(before) > 1 else 0.0
+            cprev = cos_of(first, 0.0)
+        else:
+            prev = asked = prev2 = cprev = 0.0
+        if when:
+            valid_day = dt.date.fromisoformat(row["valid_from"][:10])
+            fits = when.fit(valid_day)
+            for a, b in anchored.get(node_id, ()):
+                fits = max(fits, when.fit_span(a, b))
+        else:
+            fits = 0.0
         out[node_id] = {
-            "own": norm.get(node_id, 0.0),
-            "prev": norm.get(before[0], 0.0) if before else 0.0,
-            "asked": norm.get(before[0], 0.0) if before and "?" in pool.rows[before[0]]["content"] else 0.0,
-            "prev2": norm.get(before[1], 0.0) if len(before) > 1 else 0.0,
-            "next": norm.get(after[0], 0.0) if after else 0.0,
+            "own": norm_of(node_id, 0.0),
+            "prev": prev,
+            "asked": asked,
+            "prev2": prev2,
+            "next": norm_of(after[0], 0.0) if after else 0.0,
             "sess": sess,
             "sess3": sess3,
-            "spk": _speaker_feature(row["content"], as_speaker, only_to) if speakers_named else 0.0,
-            "when": max([when.fit(valid_day), *(when.fit_span(a, b) for a, b in anchored.get(node_id, ()))])
-                    if when else 0.0,
-            "cos": pool.cosine.get(node_id, 0.0),
-            "cprev": pool.cosine.get(before[0], 0.0) if before else 0.0,
-            "linked": max((norm.get(s, 0.0) for s in linked), default=0.0) if linked else 0.0,
+            "spk": _speaker_feature(row["content"], as_speaker, only_to, parts_of[node_id]) if speakers_named else 0.0,
+            "when": fits,
+            "cos": cos_of(node_id, 0.0),
+            "cprev": cprev,
+            "linked": max([norm_of(s, 0.0) for s in linked]) if linked else 0.0,
             "scos": best_cos.get(key, 0.0),
         }
     pool.features = out
     return out
 
 
+FEATURES = ("own", "prev", "asked", "prev2", "next", "sess", "sess3", "spk", "when", "cos", "cprev", "linked", "scos")
+
+
 def score(features: dict[int, dict[str, float]], weights: dict[str, float] | None = None) -> dict[int, float]:
     w = weights or WEIGHTS
-    # the weighted sum in the features' own order (map keeps it; no Python frame per feature)
-    return {node_id: sum(map(mul, map(w.get, f, repeat(0.0)), f.values())) for node_id, f in features.items()}
+    # the weighted sum in the features' own order (every candidate's features come in the order
+    # `compute` writes them: the weights are lined up once, and map leaves no Python frame per feature)
+    for f in features.values():
+        if tuple(f) != FEATURES:          # (hand-made features, in another order or with fewer names)
+            return {node_id: sum(map(mul, map(w.get, f, repeat(0.0)), f.values())) for node_id, f in features.items()}
+        break
+    lined = [w.get(name, 0.0) for name in FEATURES]
+    return {node_id: sum(map(mul, lined, f.values())) for node_id, f in features.items()}
 
 
 def rank(scores: dict[int, float]) -> list[int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections import Counter
 import re
 import weakref
 from typing import Sequence
@@ -225,15 +226,17 @@ _STEMMED = TextMemo(texts=20_000)
 def stems(conn: apsw.Connection, text: str) -> list[str]:
     """The exact terms FTS5 indexes for `text` (porter over unicode61). On every backend: the
     frequencies recall weighs words by are counted in these terms, whoever finds the candidates."""
-    def tokenize() -> tuple[str, ...]:
-        owner = conn if dialect(conn) == "sqlite" else _tokenizing_connection()
-        tok = _TOKENIZERS.get(owner)
-        if tok is None:
-            tok = _TOKENIZERS[owner] = owner.fts5_tokenizer("porter", ["unicode61"])
-        # the terms alone, as plain strings (no offsets: nothing here reads them)
-        return tuple(tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False,
-                         include_colocated=False))
-    return list(_STEMMED.get(text, tokenize))
+    return list(_STEMMED.get(text, _tokenize, conn, text))
+
+
+def _tokenize(conn: apsw.Connection, text: str) -> tuple[str, ...]:
+    owner = conn if dialect(conn) == "sqlite" else _tokenizing_connection()
+    tok = _TOKENIZERS.get(owner)
+    if tok is None:
+        tok = _TOKENIZERS[owner] = owner.fts5_tokenizer("porter", ["unicode61"])
+    # the terms alone, as plain strings (no offsets: nothing here reads them)
+    return tuple(tok(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False,
+                     include_colocated=False))
 
 
 @functools.lru_cache(maxsize=1)
@@ -249,13 +252,12 @@ def stem_counts(conn: apsw.Connection, text: str) -> tuple[dict[str, int], int]:
     """({term: how often FTS5 indexes it for `text`}, the number of terms): what BM25 and the
     coverage of a candidate read, kept like `stems` for the texts recall meets again and again
     (shared: callers only read it)."""
-    def count() -> tuple[dict[str, int], int]:
-        found = stems(conn, text)
-        counts: dict[str, int] = {}
-        for term in found:
-            counts[term] = counts.get(term, 0) + 1
-        return counts, len(found)
-    return _COUNTED.get(text, count)
+    return _COUNTED.get(text, _count_stems, conn, text)
+
+
+def _count_stems(conn: apsw.Connection, text: str) -> tuple[dict[str, int], int]:
+    found = stems(conn, text)
+    return Counter(found), len(found)       # (Counter counts in C: a candidate's text, once)
 
 
 DOCUMENTS, TOKENS = 0, -1     # special rows of fts_terms: the scope's document count and its token total

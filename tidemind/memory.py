@@ -533,7 +533,10 @@ class Memory:
             except ProviderUnavailable as exc:      # e.g. its client library is missing: words still answer
                 unavailable = f"semantic search unavailable ({exc}); answered from full-text search alone"
         if embedder is not None:
-            result = hybrid_recall(self.conn, embedder, req, side=self._recall_side())
+            # (inside a transaction of this connection, its own uncommitted writes are searched too:
+            # no second connection, which would not see them)
+            side = None if self.conn.in_transaction else self._recall_side()
+            result = hybrid_recall(self.conn, embedder, req, side=side)
         else:
             result = hybrid_recall(self.conn, None, replace(req, use_vectors=False))
             result["degraded"] = unavailable

@@ -58,6 +58,9 @@ def unwritable(folder: Path) -> OSError | None:
         return OSError(exc.errno, exc.strerror, str(folder))     # (the folder, not the probe's random name)
 
 
+PAGE_CACHE_KIB = 32 * 1024
+
+
 def connect(path: Path | str, busy_timeout_ms: int = 10_000, readonly: bool = False) -> apsw.Connection:
     """A connection with TideMind's settings. `readonly` opens the file for reading only; when the
     folder cannot hold the WAL's shared-memory file (a read-only home, a read-only mount) SQLite
@@ -77,6 +80,11 @@ def connect(path: Path | str, busy_timeout_ms: int = 10_000, readonly: bool = Fa
         conn.execute("PRAGMA synchronous=NORMAL")   # durability of acknowledged digests comes from the fsync'd stream file
         conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA temp_store=MEMORY")
+        # SQLite's own default keeps 2 MB of pages: at 100,000 memories a recall then re-reads
+        # most of its full-text and row pages from the OS (p50 24.1/19.8 ms against 21.8/18.7 with
+        # 32 MB, two runs of 300 queries). Pages are cached only as they are read: a small store
+        # never grows it.
+        conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
     except DISK_ERRORS as exc:
         problem = storage_error(exc, path, conn.system_errno)
         conn.close()

@@ -666,11 +666,26 @@ def _embed_after_import(m, r: dict, no_embed: bool, bar) -> None:
     r["embedded"] = done
 
 
+def cmd_export(args):
+    with _memory(args) as m:
+        r = m.export(args.format, args.folder, scopes=args.scope)
+        _emit(args, r, lambda r: f"exported {r['memories']:,} memories and {r['links']:,} links of"
+                                 f" {', '.join(r['scopes'])} as {r['format']} to {r['folder']} ({r['files']:,} file(s))")
+
+
 def cmd_import(args):
     from .importers.engine import rollback, sync
 
     with _memory(args) as m:
         m.actor = f"importer:{args.source}"
+        if args.source == "jsonl":
+            from .portable import summary_lines
+
+            r = m.import_export(args.target, scope=args.scope)
+            r.update(created=r["stored"], updated=0, restored=0)      # (what `_embed_after_import` reads)
+            _embed_after_import(m, r, args.no_embed, None)
+            _emit(args, r, lambda r: "\n".join([*summary_lines(r), *([r["embedding"]] if r.get("embedding") else [])]))
+            return
         if args.source == "rollback":
             batch = parse_id(args.target, "batch")
             _emit(args, rollback(m, batch), lambda r: r["done"])
@@ -948,9 +963,15 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("links", cmd_links, "confirm, reject or reopen a link")
     s.add_argument("action", choices=["confirm", "reject", "reopen"])
     s.add_argument("id", type=_id_type)
-    s = add("import", cmd_import, "import a notes folder (obsidian DIR, logseq DIR), or undo one (rollback BATCH)")
-    s.add_argument("source", choices=["obsidian", "logseq", "rollback"])
-    s.add_argument("target", help="the vault folder, or the batch number to roll back")
+    s = add("export", cmd_export, "write every live memory with its tags and links to a folder: jsonl (to"
+                                  " import back) or markdown (a file per memory, front matter Obsidian reads)")
+    s.add_argument("folder")
+    s.add_argument("--format", choices=["jsonl", "markdown"], default="jsonl")
+    s.add_argument("--scope", action="append", help="only this scope (repeatable; default: every scope)")
+    s = add("import", cmd_import, "import a notes folder (obsidian DIR, logseq DIR), an export (jsonl FILE|DIR),"
+                                  " or undo a notes import (rollback BATCH)")
+    s.add_argument("source", choices=["obsidian", "logseq", "jsonl", "rollback"])
+    s.add_argument("target", help="the vault folder, the export (its folder or file), or the batch number to roll back")
     s.add_argument("--scope", help="scope for the notes (default: the folder's earlier scope, else vault:<folder"
                                    " name>, with a hash of its path when another folder has that name)")
     s.add_argument("--exclude", action="append", help="a folder to skip (e.g. templates); repeatable")

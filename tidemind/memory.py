@@ -132,6 +132,11 @@ class Memory:
             raise ScopeDenied(f"scope {scope!r} is not writable here (allowed: {', '.join(self.writable)})")
         return scope
 
+    def writable_scope(self, scope: str | None = None) -> str:
+        """The scope a write goes to (the first writable, or the default, when none is named);
+        ScopeDenied when this handle may not write there."""
+        return self._write_scope(scope)
+
     def read_scopes(self, scopes: Iterable[str] | None = None, all_scopes: bool = False) -> list[str]:
         asked = [check_scope(s) for s in scopes or []]
         if self.readable is not None:
@@ -246,23 +251,28 @@ class Memory:
         return {"node_ids": node_ids, "capture_id": capture_id, "warnings": warnings, "review_items": review_ids,
                 "scope": scope, "questions": questions, "done": done}
 
-    def store_unit(self, content: str, *, scope: str, source_tool: str, valid_from: str | None, now: str,
-                   lineage_of: int | None = None, reason: str = "import", context: str = "") -> tuple[int, list[str]]:
+    def store_unit(self, content: str, *, scope: str, source_tool: str | None, valid_from: str | None, now: str,
+                   lineage_of: int | None = None, reason: str = "import", context: str = "",
+                   session: str | None = None, recorded_at: str | None = None,
+                   kind: str = "note") -> tuple[int, list[str]]:
         """One unit that a source already delimited (an importer): capture, stream entry, node,
         embed queue, audit — inside the caller's transaction. A changed unit passes `lineage_of`:
         the new node supersedes the old one, keeping its tags and links. `context` (where the unit
-        sits in its note) is indexed beside the text, never part of it."""
+        sits in its note) is indexed beside the text, never part of it. An export brought back
+        (`portable`) keeps its memory's session, kind and `recorded_at` (when the first store
+        recorded it; the capture is this one's, made `now`)."""
         if not self.conn.in_transaction:
             raise RuntimeError("store_unit must run inside the caller's transaction")
         scope = self._write_scope(scope)
         body, warnings = self._clean_content(content)
+        source_tool, session = limits.check_source("tool", source_tool), limits.check_source("session", session)
         rules = clarify.policy(self.settings)      # a bad [clarify] setting refuses before anything is written
-        capture_id = self._capture(body, scope, now, source_tool, None)
+        capture_id = self._capture(body, scope, now, source_tool, session)
         node_id = nodes.insert(self.conn, capture_id=capture_id, unit_index=0, content=body,
                                content_hash=text.sha256(body), norm_hash=text.norm_hash(body), scope=scope,
-                               source_tool=source_tool, session=None, recorded_at=now, valid_from=valid_from or now,
-                               kind="note", reason=reason, actor=self.actor, lineage_of=lineage_of,
-                               context_text=context)
+                               source_tool=source_tool, session=session, recorded_at=recorded_at or now,
+                               valid_from=valid_from or now, kind=kind, reason=reason, actor=self.actor,
+                               lineage_of=lineage_of, context_text=context)
         if valid_from:      # the source dates its words: their relative dates can be anchored
             # a date-only source (a journal's day) is stored at midnight UTC: that day, as is; a
             # timed one is read in the person's time zone
@@ -594,6 +604,19 @@ class Memory:
         if origin:                            # an imported unit: which note, which file, under which headings
             item["note"] = origin
         return item
+
+    def export(self, fmt: str, directory: str, *, scopes: Sequence[str] | None = None) -> dict:
+        """Every live memory of the scopes (all readable ones when none are named) as files:
+        `jsonl` to bring back with `import_export`, `markdown` for people and Obsidian."""
+        from . import portable
+
+        return portable.export(self, fmt, directory, self.read_scopes(scopes, all_scopes=True))
+
+    def import_export(self, path: str, *, scope: str | None = None) -> dict:
+        """A jsonl export brought into this store, memories kept as who they are (see `portable`)."""
+        from . import portable
+
+        return portable.import_jsonl(self, path, scope)
 
     def prepare(self, hint: str | None = None, budget_chars: int = 9_000, scopes: Sequence[str] | None = None) -> dict:
         from . import prepare as prepare_mod

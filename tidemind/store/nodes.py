@@ -547,6 +547,14 @@ def count_by_scope(conn: apsw.Connection, pred: str, params: Sequence) -> dict[s
                              list(params)).fetchall())
 
 
+def same_memory(conn: apsw.Connection, scope: str, content_hash: str, recorded_at: str) -> tuple[int, str] | None:
+    """(id, status) of the memory of the scope with this text recorded at this moment, whatever
+    became of it since (a forgotten one keeps its hash): an export brought back is matched to it."""
+    found = conn.execute("SELECT id, status FROM nodes WHERE scope = ? AND content_hash = ? AND recorded_at = ?"
+                         " ORDER BY status = 'live' DESC, id LIMIT 1", (scope, content_hash, recorded_at)).fetchone()
+    return (found[0], found[1]) if found else None
+
+
 def visible_ids(conn: apsw.Connection, scopes: Sequence[str], filters: Sequence[tuple[str, list]] = ()) -> list[int]:
     """Ids of every visible node of the scopes (a whole-scope graph), narrowed by `filters`."""
     pred, params = visible("n", scopes)

@@ -3,6 +3,7 @@ into another store keeps every authored byte, tag and link status, and who each 
 import json
 
 import pytest
+import yaml
 
 from tidemind.errors import InvalidInput, ScopeDenied
 from tidemind.memory import Memory
@@ -148,7 +149,7 @@ def test_markdown_export_is_a_file_per_memory_obsidian_opens(mem, tmp_path):
         raw = f.read_text(encoding="utf-8")
         assert raw.startswith("---\n")
         front, _, body = raw[4:].partition("\n---\n")
-        props = {k: json.loads(v) for k, v in (line.split(": ", 1) for line in front.splitlines())}
+        props = yaml.safe_load(front)                       # (YAML, as Obsidian reads front matter)
         by_id[props["tidemind_id"]] = (f, props, body)
     for key, (f, props, body) in by_id.items():
         assert body == nodes.get_any(mem.conn, int(key[1:]))["content"]          # the text, byte for byte
@@ -210,3 +211,12 @@ def test_an_export_does_not_bring_back_what_was_forgotten_or_archived_since(mem,
     assert nodes.get_any(mem.conn, ids["secret"])["status"] == "forgotten"
     assert nodes.visible_ids(mem.conn, ["home"]) == [ids["kept"]]
     assert mem.recall("alarm code for the back door", scopes=["home"])["abstained"]
+
+
+def test_front_matter_values_read_back_as_written_whatever_their_characters():
+    from tidemind.portable import _yaml
+
+    for value in ["plain", "a: colon # and hash", "quote \" and \\ backslash", "tab\tand\nnewline",
+                  "line\u2028separator\u2029paragraph", "next\x85line", "c1 \x9b control", "bom\ufeff", "emoji 🧠",
+                  ["[[n12 A note]]", "#tag"], {"name": "x", "status": "confirmed"}]:
+        assert yaml.safe_load(f"key: {_yaml(value)}\n") == {"key": value}

@@ -74,7 +74,7 @@ def check_remote(url: str, token_env: str) -> Remote:
         raise InvalidInput("--url must not carry credentials; the token goes in the variable --token-env names")
     if parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "::1", "localhost"):
         raise InvalidInput(f"--url {url[:80]}: plain http would send the token across the network in clear; use"
-                           " https:// (TLS at a reverse proxy, see the README) or a server on this machine")
+                           " https:// (TLS at a reverse proxy, see docs/HOSTS.md) or a server on this machine")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", token_env or ""):
         raise InvalidInput(f"--token-env must name an environment variable (letters, digits, _); got {token_env!r}")
     return Remote(url, token_env)

@@ -1,5 +1,5 @@
 """`tidemind serve --http HOST:PORT`: the three tools of `mcp_server.py` over the MCP streamable HTTP
-transport of the official SDK, at `/mcp`, in plain HTTP (TLS is a reverse proxy's job: README).
+transport of the official SDK, at `/mcp`, in plain HTTP (TLS is a reverse proxy's job: docs/HOSTS.md).
 
 Who may call: a person's bearer token (`tidemind tokens add NAME --scope S`), looked up in the store
 on every request, so a token added or revoked by any process on the same store counts at the next

@@ -136,9 +136,13 @@ def _scope_folder(scope: str) -> str:
     return _UNSAFE.sub("_", scope.replace(":", "-").replace("/", "-")) or "scope"
 
 
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff]")
+
+
 def _yaml(value) -> str:
-    """A YAML flow value: JSON is YAML, and Obsidian reads it as such."""
-    return json.dumps(value, ensure_ascii=False)
+    """A YAML flow value: JSON is YAML, and Obsidian reads it as such, except for the characters
+    JSON leaves raw that YAML folds as line breaks or refuses (NEL, LS, PS, C1 controls): escaped."""
+    return _YAML_UNSAFE.sub(lambda c: f"\\u{ord(c.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _obsidian_tag(name: str) -> str:

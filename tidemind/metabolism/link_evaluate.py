@@ -7,7 +7,7 @@ falls back). Offline it confirms the clear ones and leaves the rest pending: a p
 relatedness (`relate`, the proposal's strength) reaches CONFIRM_AT for two memories of one session
 or note, CROSS_CONFIRM_AT across them, strongest first, while each end has room: at most
 MAX_WITHIN confirmed links inside its session or note and MAX_ACROSS outside it. Fitted for
-precision on three conversations of conversations-dev (README "How good is the graph"): a link is
+precision on three conversations of conversations-dev (docs/EVALUATION.md "Is the graph right?"): a link is
 worth confirming when a person would keep it, and a graph of everything-to-everything helps no one.
 """
 from __future__ import annotations

@@ -37,7 +37,7 @@ from .. import substance
 from ..store import fts, nodes, vectors, visible
 from ..text import STOPWORDS
 
-# fitted on three conversations of conversations-dev (conv-26, conv-41, conv-43; README "How good
+# fitted on three conversations of conversations-dev (conv-26, conv-41, conv-43; docs/EVALUATION.md "How good
 # is the graph"), reported on the other two
 NEIGHBOUR_WEIGHT = 0.5
 ADJACENT = {1: 0.15, 2: 0.05}     # same session or note, this many memories apart

@@ -18,7 +18,7 @@ Lexical features are divided by the best BM25 score of the query, so weights mea
 scope of 300 memories and of 100,000. The score is the weighted sum. The weights were fitted by
 coordinate ascent on recall@10 over the tuning half of the development conversations
 (`tests/eval/fit_recall.py`: three of the five conversations of ../shared/eval/conversations-dev);
-the other two are held out and reported separately in the README. A memory with no session is
+the other two are held out and reported separately in docs/EVALUATION.md. A memory with no session is
 a session of one, so it is neither helped nor hurt by the session features.
 """
 from __future__ import annotations

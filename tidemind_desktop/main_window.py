@@ -18,6 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
+                               QToolButton,
                                QPushButton, QSplitter, QStatusBar, QTabWidget, QVBoxLayout, QWidget)
 
 from tidemind.errors import TideMindError
@@ -28,6 +29,7 @@ from tidemind.views import title_of
 
 from .digests_view import NEWEST, DigestsView
 from .graph_view import GraphView
+from .history import History
 from .node_view import NodeView
 from .panels import ImportPanel, MetabolismPanel
 from .results import ID, ROW, ResultList
@@ -61,6 +63,14 @@ class MainWindow(QMainWindow):
         outer = QVBoxLayout(central)
         outer.setContentsMargins(6, 6, 6, 2)
         bar = QHBoxLayout()
+        self.back_button, self.forward_button = QToolButton(), QToolButton()
+        for button, arrow, tip in ((self.back_button, Qt.LeftArrow, "Back (Alt+←, or the mouse's back button)"),
+                                   (self.forward_button, Qt.RightArrow, "Forward (Alt+→)")):
+            button.setArrowType(arrow)
+            button.setToolTip(tip)
+            button.setEnabled(False)
+            button.setAutoRaise(True)
+            bar.addWidget(button)
         self.query = QLineEdit()
         self.query.setPlaceholderText("Search your memory…  (Ctrl+F; ↓ into the results)")
         self.query.setClearButtonEnabled(True)
@@ -134,6 +144,7 @@ class MainWindow(QMainWindow):
         self.last_import: dict | None = None
         self._import_cancel: threading.Event | None = None
         self.undo_stack: list[tuple[str, object]] = []
+        self.history = History()               # memories, graphs and searches a person went to
         self.list_request: dict = {}
         self._sidebar: dict = {"scopes": {}, "tags": []}
         self.refreshes = 0                     # gathers applied (the idle tests count them)
@@ -174,12 +185,22 @@ class MainWindow(QMainWindow):
         self.metabolism_panel.run_requested.connect(self.run_task)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.undo_button.clicked.connect(self.undo)
+        self.back_button.clicked.connect(self.go_back)
+        self.forward_button.clicked.connect(self.go_forward)
+        QApplication.instance().installEventFilter(self)       # the mouse's back and forward buttons, anywhere in it
         self.switcher.lookup.connect(self._switcher_lookup)
         self.switcher.chosen.connect(self._switched)
         self.scope.currentIndexChanged.connect(lambda _: self._scope_changed())
         for keys, slot in (("Ctrl+F", self.focus_search), ("Ctrl+K", self.open_switcher), ("Ctrl+Z", self.undo),
-                           ("Ctrl+L", self.focus_search)):
+                           ("Ctrl+L", self.focus_search), ("Alt+Left", self.go_back), ("Alt+Right", self.go_forward)):
             QShortcut(QKeySequence(keys), self, activated=slot)
+        for standard, slot in ((QKeySequence.Back, self.go_back), (QKeySequence.Forward, self.go_forward)):
+            # the platform's own keys for it too (Cmd+[ on macOS), where they are not Alt+arrows already:
+            # the same keys twice would be an ambiguous shortcut, and neither would fire
+            keys = [k for k in QKeySequence.keyBindings(standard)
+                    if k.toString() not in ("Alt+Left", "Alt+Right")]
+            for k in keys:
+                QShortcut(k, self, activated=slot)
         for n in range(self.tabs.count()):
             QShortcut(QKeySequence(f"Ctrl+{n + 1}"), self, activated=lambda n=n: self.tabs.setCurrentIndex(n))
 
@@ -218,6 +239,10 @@ class MainWindow(QMainWindow):
 
     # -- keyboard -----------------------------------------------------------------------------------
     def eventFilter(self, obj, event):
+        if (event.type() == QEvent.MouseButtonPress and event.button() in (Qt.BackButton, Qt.ForwardButton)
+                and isinstance(obj, QWidget) and obj.window() is self):
+            (self.go_back if event.button() == Qt.BackButton else self.go_forward)()
+            return True
         if event.type() == QEvent.KeyPress:
             if obj is self.query and event.key() == Qt.Key_Down and self.results.count():
                 self.results.setFocus()
@@ -237,7 +262,7 @@ class MainWindow(QMainWindow):
         self.query.selectAll()
 
     # -- lists: search and browse -------------------------------------------------------------------
-    def search(self):
+    def search(self, visit: bool = True):
         """Recall runs on the worker thread; results arrive through a signal."""
         text = self.query.text().strip()
         if not text:
@@ -252,14 +277,16 @@ class MainWindow(QMainWindow):
                 item["title"] = title_of(item)
             return r
 
-        self._submit(job, lambda r: self._show_results(text, r), key="list")
+        self._submit(job, lambda r: self._show_results(text, r, visit), key="list")
 
-    def _show_results(self, text: str, r: dict):
+    def _show_results(self, text: str, r: dict, visit: bool = False):
         self.results.clear()
         self.sidebar.clearSelection()
         if "error" in r:
             self.message.setText(r["error"])
             return
+        if visit:
+            self._visit({"search": text, "scope": self.scope.currentText()})
         if r["abstained"]:
             self.message.setText(f"No answer: {r['message']}")
             self.results.source, self.results.total = {"search": text}, 0
@@ -331,18 +358,20 @@ class MainWindow(QMainWindow):
         except TideMindError as exc:
             return {"error": str(exc), "node_id": node_id}
 
-    def request_node(self, node_id: int, switch: bool = True):
+    def request_node(self, node_id: int, switch: bool = True, visit: bool = True):
         """Selecting a result or a link: the reads run on the worker thread."""
         self._submit(lambda reader: self._node_payload(reader, node_id),
-                     lambda payload: self._apply_node(payload, switch), key="node")
+                     lambda payload: self._apply_node(payload, switch, visit=visit), key="node")
 
     def open_node(self, node_id: int):
         self.request_node(node_id, switch=True)
 
-    def _apply_node(self, payload: dict, switch: bool = True, keep_scroll: bool = False):
+    def _apply_node(self, payload: dict, switch: bool = True, keep_scroll: bool = False, visit: bool = False):
         if "error" in payload:
             self.node_view.show_message(payload["error"])
             return
+        if visit:
+            self._visit({"node": payload["node"]["id"]})
         bar = self.node_view.verticalScrollBar()
         at = bar.value()
         self.node_view.show_node(payload["node"], payload["tags"], payload.get("titles"))
@@ -353,12 +382,45 @@ class MainWindow(QMainWindow):
         if self.graph_view.request.get("mode") == "local" and self.tabs.currentWidget() is self.graph_view:
             self.show_graph(payload["node"]["id"])
 
+    # -- back and forward ---------------------------------------------------------------------------
+    def _visit(self, place: dict) -> None:
+        self.history.visit(place)
+        self._history_buttons()
+
+    def _history_buttons(self) -> None:
+        self.back_button.setEnabled(self.history.can_go_back)
+        self.forward_button.setEnabled(self.history.can_go_forward)
+
+    def go_back(self):
+        self._go(self.history.back())
+
+    def go_forward(self):
+        self._go(self.history.forward())
+
+    def _go(self, place: dict | None) -> None:
+        """Show a place of the history again without making it a new entry."""
+        self._history_buttons()
+        if place is None:
+            return
+        if "node" in place:
+            self.request_node(place["node"], switch=True, visit=False)
+        elif "graph" in place:
+            self.load_graph(place["graph"], switch=True, visit=False)
+        elif "search" in place:
+            found = self.scope.findText(place.get("scope") or "")
+            if found >= 0 and found != self.scope.currentIndex():
+                self.scope.blockSignals(True)            # (a scope change would search again on its own)
+                self.scope.setCurrentIndex(found)
+                self.scope.blockSignals(False)
+            self.query.setText(place["search"])
+            self.search(visit=False)
+
     # -- graph ----------------------------------------------------------------------------------------
     def show_graph(self, node_id: int):
         """The local graph of a memory (its Local graph button, or a memory opened from the graph)."""
         self.graph_view.show_local(node_id)
 
-    def load_graph(self, request: dict, switch: bool = True):
+    def load_graph(self, request: dict, switch: bool = True, visit: bool | None = None):
         """The graph read runs on the worker; the layout on the graph's own thread."""
         include_rejected = any(s.startswith("rejected") for s in request["statuses"])
 
@@ -378,6 +440,8 @@ class MainWindow(QMainWindow):
                 return
             self.graph_stale = False
             self.graph_view.show_graph(graph, request=request)
+            if switch if visit is None else visit:      # (a redraw after a change goes nowhere new)
+                self._visit({"graph": request})
             if switch:
                 self.tabs.setCurrentWidget(self.graph_view)
 
@@ -520,6 +584,9 @@ class MainWindow(QMainWindow):
         """A forgotten or archived memory leaves every list at once (its title is its words)."""
         gone = set(node_ids)
         self.results.drop(gone)
+        for node_id in gone:                              # no place to go back to either
+            self.history.forget_node(node_id)
+        self._history_buttons()
         if self.node_view.node_id in gone:
             self.node_view.show_message(self.message.text())
         if gone & self.graph_view.node_ids:
@@ -927,6 +994,7 @@ class MainWindow(QMainWindow):
         self._seen_mark = data["mark"]
 
     def closeEvent(self, event):
+        QApplication.instance().removeEventFilter(self)
         self.timer.stop()
         self.graph_view.stop()
         self.background.close()

@@ -27,6 +27,8 @@ def test_back_and_forward_through_memories_searches_and_graphs(window, mem, qtbo
     assert not window.back_button.isEnabled() and not window.forward_button.isEnabled()
     for node in (a, b, c):
         opened(window, qtbot, node)
+    window.activateWindow()                           # (shortcuts reach the active window only)
+    qtbot.waitUntil(window.isActiveWindow)
     QTest.keyClick(window, Qt.Key_Left, Qt.AltModifier)
     settle(window, qtbot)
     assert window.node_view.node_id == b

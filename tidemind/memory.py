@@ -1104,6 +1104,19 @@ class Memory:
         self.show(node_id)                    # visible here, or NotFound
         return import_store.file_of(self.conn, node_id)
 
+    def note_link(self, node_id: int, name: str, scopes: Sequence[str] | None = None) -> int | None:
+        """Where a [[link]] in an imported memory's text leads: a visible unit of the note it names
+        in the same folder (the heading's unit for `Note#Heading`), or None."""
+        from .importers import store as import_store
+
+        self.show(node_id, scopes=scopes)          # visible here, or NotFound
+        origin = import_store.origin(self.conn, node_id)
+        if origin is None or not isinstance(name, str):
+            return None
+        found = import_store.note_unit(self.conn, origin["source"], origin["folder"], name)
+        read = self.read_scopes(scopes, all_scopes=True)
+        return found if found is not None and nodes.get_visible(self.conn, [found], read) else None
+
     def tags_of(self, node_id: int, scopes: Sequence[str] | None = None) -> list[dict]:
         """Every tag assignment of a visible node, rejected ones included (a person's view)."""
         node = self.show(node_id, scopes=scopes)

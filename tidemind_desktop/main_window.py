@@ -161,6 +161,7 @@ class MainWindow(QMainWindow):
         self.node_view.tag_confirmed.connect(self.confirm_tag)
         self.node_view.tag_opened.connect(lambda name: self.browse({"view": "tag", "tag": name}))
         self.node_view.node_opened.connect(self.open_node)
+        self.node_view.note_link_opened.connect(self.open_note_link)
         self.node_view.action.connect(self.node_action)
         self.review_view.decided.connect(self._decided)
         self.review_view.page_wanted.connect(lambda r: self.refresh(("review", "tags") if r["view"] == "tags"
@@ -197,8 +198,9 @@ class MainWindow(QMainWindow):
         for standard, slot in ((QKeySequence.Back, self.go_back), (QKeySequence.Forward, self.go_forward)):
             # the platform's own keys for it too (Cmd+[ on macOS), where they are not Alt+arrows already:
             # the same keys twice would be an ambiguous shortcut, and neither would fire
+            # nor Backspace (Linux lists it for Back: it would go back when a person meant to delete)
             keys = [k for k in QKeySequence.keyBindings(standard)
-                    if k.toString() not in ("Alt+Left", "Alt+Right")]
+                    if k.toString() not in ("Alt+Left", "Alt+Right") and "Backspace" not in k.toString()]
             for k in keys:
                 QShortcut(k, self, activated=slot)
         for n in range(self.tabs.count()):
@@ -365,6 +367,25 @@ class MainWindow(QMainWindow):
 
     def open_node(self, node_id: int):
         self.request_node(node_id, switch=True)
+
+    def open_note_link(self, node_id: int, name: str):
+        """A [[link]] clicked in a note: the note it names in the same folder, found on the worker."""
+        scopes = self.scopes()
+
+        def found(target):
+            if isinstance(target, int):
+                self.open_node(target)
+            else:
+                self.message.setText(target)
+
+        def job(reader):
+            try:
+                target = reader.note_link(node_id, name, scopes=scopes)
+            except TideMindError as exc:
+                return str(exc)
+            return target if target is not None else f"no note named {name!r} is imported here"
+
+        self._submit(job, found, key="note-link")
 
     def _apply_node(self, payload: dict, switch: bool = True, keep_scroll: bool = False, visit: bool = False):
         if "error" in payload:

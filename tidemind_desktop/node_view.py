@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea,
-                               QSizePolicy, QToolButton, QVBoxLayout, QWidget)
+                               QSizePolicy, QTextBrowser, QToolButton, QVBoxLayout, QWidget)
 
 from tidemind.views import title_of
 
 from . import theme
+from .markdown import link_target, to_markdown
 
 
 def version_diff(old: str, new: str) -> str:
@@ -39,6 +41,32 @@ def _label(text: str, rich: bool = True) -> QLabel:
     label.setTextFormat(Qt.RichText if rich else Qt.PlainText)
     label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)     # wraps instead of widening the view
     return label
+
+
+class NoteBrowser(QTextBrowser):
+    """The rendered text. QTextBrowser keeps a history of its own and claims Alt+Left/Right for
+    it, which took the window's back and forward away whenever the text had the focus: left to
+    the window (it never navigates itself: every link is handled by the node view)."""
+
+    def event(self, event):
+        if (event.type() == QEvent.ShortcutOverride and event.modifiers() & Qt.AltModifier
+                and event.key() in (Qt.Key_Left, Qt.Key_Right)):
+            event.ignore()
+            return False
+        return super().event(event)
+
+
+def page_title(node: dict) -> str:
+    """An imported section is titled by its note and the headings it sits under ("Core plugins ›
+    Graph view"), not by its first sentence; any other memory by its title."""
+    note = node.get("note")
+    if note and note.get("note"):
+        parts: list[str] = []
+        for part in [note["note"], *note.get("headings", [])]:
+            if part and (not parts or part.casefold() != parts[-1].casefold()):   # (a note's H1 is often its name)
+                parts.append(part)
+        return " › ".join(parts)
+    return title_of(node)
 
 
 CHIP_WIDTH = 300          # about what a proposed chip with confirm and reject takes
@@ -81,6 +109,7 @@ class NodeView(QScrollArea):
     tag_confirmed = Signal(int, str)
     tag_opened = Signal(str)
     node_opened = Signal(int)              # a link or backlink was clicked
+    note_link_opened = Signal(int, str)    # a [[link]] in the text was clicked: this memory, the name it gives
     action = Signal(str, int)              # 'edit' | 'archive' | 'restore' | 'forget' | 'tag' | 'graph', node id
 
     def __init__(self, parent=None):
@@ -156,6 +185,29 @@ class NodeView(QScrollArea):
         self.layout_.addWidget(self._actions((("restore", "Restore"), ("forget", "Forget…"))))
         self.layout_.addWidget(_label(row.get("content") or "", rich=False))
 
+    def _rendered(self, node: dict) -> "NoteBrowser":
+        view = NoteBrowser()
+        view.setObjectName("rendered")
+        view.setOpenLinks(False)                 # every link is handled here: memories, notes, tags, the web
+        view.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        view.setMarkdown(to_markdown(node["content"]))
+        view.anchorClicked.connect(lambda url, node_id=node["id"]: self._link_clicked(node_id, url.toString()))
+        view.document().setTextWidth(max(200, self.viewport().width() - 40))
+        view.setMinimumHeight(60)
+        view.setMaximumHeight(int(min(480, view.document().size().height() + 16)))
+        return view
+
+    def _link_clicked(self, node_id: int, url: str) -> None:
+        kind, value = link_target(url)
+        if kind == "wikilink":
+            self.note_link_opened.emit(node_id, value)
+        elif kind == "tag":
+            self.tag_opened.emit(value)
+        elif kind == "node" and value.isdigit():
+            self.node_opened.emit(int(value))
+        elif kind == "web" and url.startswith(("http://", "https://")):
+            QDesktopServices.openUrl(QUrl(url))
+
     def _links(self, node: dict, titles: dict[int, str]) -> str:
         def line(link: dict) -> str:
             target = link["target"]
@@ -172,7 +224,7 @@ class NodeView(QScrollArea):
         self._clear()
         self.node_id, self.node = node["id"], node
         titles = titles or {}
-        self.layout_.addWidget(_label(f"<h3>{html.escape(title_of(node))}</h3>Memory {node['id']} · {node['status']}"
+        self.layout_.addWidget(_label(f"<h3>{html.escape(page_title(node))}</h3>Memory {node['id']} · {node['status']}"
                                       f" · scope <code>{html.escape(node['scope'])}</code>"))
         self.layout_.addWidget(self._actions((("edit", "Edit…"), ("tag", "Add tag…"), ("graph", "Local graph"),
                                               ("archive", "Archive"), ("forget", "Forget…"))))
@@ -183,8 +235,29 @@ class NodeView(QScrollArea):
         authored.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         lines = node["content"].count("\n") + 1 + len(node["content"]) // 90
         authored.setMaximumHeight(min(320, 40 + 18 * max(lines, 2)))
-        self.layout_.addWidget(_label("<b>Authored</b> (as written; only a correction makes a new version)"))
+        rendered = self._rendered(node)
+        # a note reads as a note (Markdown rendered, its links and tags clickable); the bytes as
+        # written are one click away, and are what a conversation turn shows first
+        as_note = bool(node.get("note"))
+        toggle = QToolButton()
+        toggle.setObjectName("as-written")
+        toggle.setCheckable(True)
+        toggle.setText("As written")
+        toggle.setToolTip("Show the text exactly as it was written (the rendering changes nothing)")
+        toggle.setChecked(not as_note)
+        head = QWidget()
+        row = QHBoxLayout(head)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(_label("<b>Authored</b> (only a correction makes a new version)"), 1)
+        row.addWidget(toggle)
+        self.layout_.addWidget(head)
+        self.layout_.addWidget(rendered)
         self.layout_.addWidget(authored)
+        # (shown or hidden once in the page: setVisible on a widget without a parent opens it as a
+        # window of its own, which took the focus and the window's shortcuts away)
+        rendered.setVisible(as_note)
+        authored.setVisible(not as_note)
+        toggle.toggled.connect(lambda exact: (authored.setVisible(exact), rendered.setVisible(not exact)))
         if node["derived"]:
             lines = "<br>".join(f"{html.escape(k)}: {html.escape(v['value'])} "
                                 + theme.muted(f"— derived by {html.escape(v['generator'])}")

@@ -509,6 +509,32 @@ def origin(conn, node_id: int) -> dict | None:
     return None
 
 
+def note_unit(conn, source: str, root: str, name: str) -> int | None:
+    """The node a person's link names from a note of this folder (`Note`, `Note#Heading`,
+    `folder/Note.md`): the first live unit of the note whose path, file name, title or alias it
+    is (case aside), or the unit under that heading. The shortest path wins among namesakes."""
+    target, _, heading = name.partition("#")
+    wanted = target.strip().casefold()
+    if not wanted:
+        return None
+    stems = {wanted, wanted + ".md"}
+    paths = sorted((p for p, note in notes(conn, source, root).items()
+                    if p.casefold() in stems or p.rsplit("/", 1)[-1].casefold() in stems
+                    or wanted in {n.casefold() for n in note["names"]}), key=lambda p: (len(p), p))
+    anchor = secrets.mask(heading.strip())[0].casefold() if heading.strip() else None
+    for path in paths:
+        found = list(conn.execute("SELECT unit_key, node_id FROM import_units WHERE source=? AND root=?"
+                                  " AND status='live' AND unit_key >= ? AND unit_key < ? ORDER BY position, unit_key",
+                                  (source, root, path + "#", path + "$")))     # ('$' sorts right after '#')
+        if anchor is not None:
+            under = [n for key, n in found if key.split("#", 1)[1].casefold() == anchor]
+            if under:
+                return under[0]
+        if found:
+            return found[0][1]
+    return None
+
+
 def set_position(conn, source, root, key, position: int) -> None:
     conn.execute("UPDATE import_units SET position=? WHERE source=? AND root=? AND unit_key=?",
                  (position, source, root, key))

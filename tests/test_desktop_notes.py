@@ -1,0 +1,92 @@
+"""An imported note reads as a note (issue 25): Markdown rendered, titled by its note and
+headings, its [[links]] and #tags clickable; the bytes as written one click away; a conversation
+turn shows its text as written first."""
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+from PySide6.QtCore import QUrl  # noqa: E402
+from PySide6.QtWidgets import QPlainTextEdit, QTextBrowser, QToolButton  # noqa: E402
+
+from tidemind_desktop.markdown import to_markdown  # noqa: E402
+from tidemind_desktop.node_view import page_title  # noqa: E402
+
+from .desktop_helpers import opened, settle, window  # noqa: F401,E402
+
+VAULT = Path(__file__).parent / "fixtures" / "vault"
+
+
+def _unit(mem, key: str) -> int:
+    return mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key = ?", (key,)).fetchone()[0]
+
+
+def test_a_note_is_rendered_and_its_links_and_tags_open_what_they_name(window, mem, qtbot):
+    window.import_folder("obsidian", str(VAULT))
+    settle(window, qtbot)
+    rollback, shop = _unit(mem, "Runbook.md#Rollback"), _unit(mem, "Projects/Shop.md#")
+    opened(window, qtbot, rollback)
+    view = window.node_view
+    title = view.inner.findChildren(type(window.message))[0].text()
+    assert "Runbook › Rollback" in title and "Runbook › Runbook" not in title
+    rendered = view.findChild(QTextBrowser, "rendered")
+    qtbot.waitUntil(rendered.isVisible)            # (a widget added to a shown page shows at the next turn)
+    shown = rendered.toPlainText()
+    assert "[[" not in shown and "Webshop" in shown and "##" not in shown       # rendered, not raw
+    assert "Webshop" in rendered.toHtml() and "wikilink:Webshop" in rendered.toHtml()
+
+    rendered.anchorClicked.emit(QUrl("wikilink:Webshop"))       # an alias of Projects/Shop.md
+    settle(window, qtbot)
+    assert view.node_id == shop
+    window.go_back()
+    settle(window, qtbot)
+    assert view.node_id == rollback
+    rendered = view.findChild(QTextBrowser, "rendered")
+    rendered.anchorClicked.emit(QUrl("wikilink:Nowhere"))
+    settle(window, qtbot)
+    assert view.node_id == rollback and "Nowhere" in window.message.text()
+
+    opened(window, qtbot, shop)
+    rendered = view.findChild(QTextBrowser, "rendered")
+    assert "tag:backend" in rendered.toHtml()
+    rendered.anchorClicked.emit(QUrl("tag:backend"))
+    settle(window, qtbot)
+    assert "backend" in window.message.text() and window.results.count() >= 1
+
+    exact = view.findChild(QToolButton, "as-written")
+    exact.click()
+    authored = view.findChild(QPlainTextEdit, "authored")
+    qtbot.waitUntil(authored.isVisible)
+    assert view.findChild(QTextBrowser, "rendered").isHidden()
+    assert authored.toPlainText() == mem.show(shop)["content"]            # the bytes, as written
+
+
+def test_a_conversation_turn_shows_its_text_as_written_first(window, mem, qtbot):
+    turn = mem.digest("Caroline: I *think* the [[group]] meets at #7 on Tuesdays.")["node_ids"][0]
+    opened(window, qtbot, turn)
+    view = window.node_view
+    assert view.findChild(QToolButton, "as-written").isChecked()
+    qtbot.waitUntil(view.findChild(QPlainTextEdit, "authored").isVisible)
+    assert view.findChild(QTextBrowser, "rendered").isHidden()
+
+
+def test_the_notes_syntax_becomes_links_and_code_stays_as_written():
+    md = to_markdown("See [[Core plugins|core plugin]], [[Graph view#Local graph]] and [[Shop#^pay]].\n"
+                     "#photo #[[trip planning]] not http://x.org/a#frag, C# or `#code [[x]]`\n"
+                     "```\n[[in a fence]] #nope\n```\n![[diagram.png]] ((64a1b2c3-1111-2222-3333-444455556666))"
+                     " {{youtube https://youtu.be/abc}} {{query (todo now)}}\ntype:: book")
+    assert "[core plugin](wikilink:Core%20plugins)" in md
+    assert "[Graph view › Local graph](wikilink:Graph%20view%23Local%20graph)" in md
+    assert "[Shop](wikilink:Shop%23%5Epay)" in md
+    assert "[#photo](tag:photo)" in md and "[#trip planning](tag:trip%20planning)" in md
+    assert "a#frag" in md and "C#" in md and "`#code [[x]]`" in md
+    assert "```\n[[in a fence]] #nope\n```" in md
+    assert "🖼 *diagram.png*" in md and "block:64a1b2c3" in md
+    assert "[▶ youtube: https://youtu.be/abc](https://youtu.be/abc)" in md and "`{{query (todo now)}}`" in md
+    assert "*type:* book" in md
+
+
+def test_page_titles_follow_the_note_and_its_headings():
+    assert page_title({"note": {"note": "Runbook", "headings": ["Runbook", "Rollback"]}, "content": "x",
+                       "derived": {}}) == "Runbook › Rollback"
+    assert page_title({"content": "Caroline: hello there", "derived": {}}) == "Caroline: hello there"

@@ -43,7 +43,11 @@ def main(argv: list[str]) -> int:
     env = dict(os.environ)
     if argv[0] == "test":
         env.setdefault("QT_QPA_PLATFORM", "offscreen")
-        return subprocess.call([str(BIN / "python"), "-m", "pytest", "-q", *argv[1:]], cwd=ROOT, env=env)
+        # the whole suite runs a worker per core (pytest-xdist), each test file in one worker;
+        # TIDEMIND_TEST_WORKERS=1 runs it in this one process (or give pytest's -n yourself)
+        workers = os.environ.get("TIDEMIND_TEST_WORKERS", "auto")
+        parallel = [] if workers == "1" or "-n" in argv[1:] else ["-n", workers, "--dist", "loadfile"]
+        return subprocess.call([str(BIN / "python"), "-m", "pytest", "-q", *parallel, *argv[1:]], cwd=ROOT, env=env)
     return subprocess.call([str(BIN / "tidemind"), *argv], env=env)
 
 

@@ -14,7 +14,7 @@ def window(qtbot, mem):
     w.close()
 
 
-def settle(w, qtbot, timeout=10000):
+def settle(w, qtbot, timeout=60000):
     """Wait until every read and decision asked of the window has come back and been applied."""
     qtbot.waitUntil(lambda: not w.busy, timeout=timeout)
 

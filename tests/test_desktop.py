@@ -261,7 +261,7 @@ def test_import_and_metabolism_panels(window, mem, qtbot):
     r = window.last_import
     assert r and r["created"] > 0 and f"{r['created']} created" in window.import_panel.report.text()
     window.run_task("embed")                                  # on a thread of its own
-    qtbot.waitUntil(lambda: not window.task_pending, timeout=5000)
+    qtbot.waitUntil(lambda: not window.task_pending, timeout=60000)
     window.tabs.setCurrentWidget(window.metabolism_panel)
     settle(window, qtbot)
     report = window.last_task_report

@@ -134,7 +134,7 @@ def test_new_digests_appear_in_place_without_moving_the_person(window, mem, qtbo
     late = mem.digest("The search index rebuild now skips unchanged catalog rows.", scope="project:shop",
                       valid_at="2026-02-24T16:00:00Z")["node_ids"][0]
     run_due(mem, only=["temporal"], force=True, clock=mem.clock)
-    qtbot.waitUntil(lambda: view.list.count() > before, timeout=5000)
+    qtbot.waitUntil(lambda: view.list.count() > before, timeout=60000)
     settle(window, qtbot)
     now = view.digests[view.list.currentItem().data(256)]
     assert (now["kind"], now["scope"], now["period"]) == (chosen["kind"], chosen["scope"], chosen["period"])

@@ -98,7 +98,7 @@ class Driver:
     def switcher(self):
         self.w.open_switcher()
         self.w.switcher.text.setText(self.rng.choice(WORDS))
-        self.qtbot.waitUntil(lambda: self.w.switcher.list.count() > 0 or not self.w.busy, timeout=5000)
+        self.qtbot.waitUntil(lambda: self.w.switcher.list.count() > 0 or not self.w.busy, timeout=60000)
         self.qtbot.wait(200)
         self.w.switcher.hide()
 

@@ -259,7 +259,7 @@ def test_graph_positions_are_kept_per_scope_and_a_newcomer_moves_in(window, mem,
         new = agent.digest("A newcomer linked to the port hub", scope="project:port")["node_ids"][0]
         _link(agent, hubs[0], new)
     qtbot.waitUntil(lambda: new in panel.items and (hubs[0], new, "confirmed") in panel.edge_layer.edges,
-                    timeout=5000)                            # the poll noticed, the graph reloaded
+                    timeout=60000)                            # the poll noticed, the graph reloaded
     qtbot.waitUntil(lambda: panel.progress >= 1.0, timeout=30000)
     hub = panel.items[hubs[0]].pos()
     assert (panel.items[new].pos() - hub).manhattanLength() < (panel.scene_rect().width() + panel.scene_rect().height()) / 2

@@ -189,17 +189,20 @@ def gather(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
     evidence of those that may be served (of every candidate with `everything`: for fitting)."""
     where, params = _where(req)
     degraded = None
-    dated = when.window(req.query, req.day_first)
-    # with a second connection the full-text arm runs there, in a worker thread, while this one
-    # embeds the query and runs the vector arm (SQLite and numpy release the GIL while they work)
-    pending = side[0].submit(_lexical, side[1], req, where, params, dated) if side is not None else None
     try:
         query = embed_query(embedder, req) if req.use_vectors else None
     except ProviderUnavailable as exc:         # the model service is away: answer from the text, say so
         query, degraded = None, f"semantic search unavailable ({exc}); answered from full-text search alone"
+    dated = when.window(req.query, req.day_first)
+    if side is not None and query is not None:
+        executor, other = side
+        pending = executor.submit(vector_arm, other, embedder, req, where, params, query)
+        lexical = _lexical(conn, req, where, params, dated)
+        semantic = pending.result()
+    else:
+        lexical = _lexical(conn, req, where, params, dated)
+        semantic = vector_arm(conn, embedder, req, where, params, query) if query is not None else []
     # (embedder is only touched when use_vectors is set; callers may pass None otherwise)
-    semantic = vector_arm(conn, embedder, req, where, params, query) if query is not None else []
-    lexical = pending.result() if pending is not None else _lexical(conn, req, where, params, dated)
     pool = _pool(conn, req, lexical, semantic, where, params)
     terms, _ = query_terms(conn, req.query, req.scopes, prune=False)
     words_in = Lexical(conn, req.query, terms, req.scopes)
@@ -240,11 +243,10 @@ def gather(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | No
 
 
 def recall(conn: apsw.Connection, embedder, req: RecallRequest, side: tuple | None = None) -> dict:
-    """`side` = (executor, second connection): the FTS arm then runs on that connection in a
-    worker thread while the query is embedded and the vector arm runs here (SQLite releases the
-    GIL while it works), so the arms cost max(fts, embedding + vector) instead of embedding +
-    max(fts, vector). Both see committed data only, and every hit is re-checked against the
-    predicate here, so differing snapshots cannot leak anything."""
+    """`side` = (executor, second connection): the vector arm then runs on that connection in a
+    worker thread while the FTS arm runs here (SQLite releases the GIL while it works), so the
+    arms cost max(fts, vector) instead of their sum. Both see committed data only, and every hit
+    is re-checked against the predicate below, so differing snapshots cannot leak anything."""
     wanted = req.limit
     # a speaker's name as the question spells it ("Caro", "Carolne"): read as the speaker
     req = replace(req, query=names.respelled(conn, req.query, req.scopes))
@@ -452,8 +454,6 @@ def _pool(conn: apsw.Connection, req: RecallRequest, lexical: dict[int, float], 
     cosine = dict(semantic)
     seeds = sorted(lexical, key=lambda i: (-lexical[i], i))[:CONTEXT_SEEDS]
     seeds += [i for i, _ in semantic[:VECTOR_SEEDS] if i not in lexical]        # a question found by meaning
-    # (reading the hits' rows here while another connection found the turns around them was
-    # tried: the hand-over between threads cost more than it saved)
     relations = nodes.neighbours(conn, seeds, req.scopes, req.as_of, reach=CONTEXT_REACH) if req.expand else []
     around: dict[int, dict[int, int]] = {}
     for seed, other, why, offset in relations:

@@ -473,6 +473,42 @@ def test_the_proposed_tags_queue_rejects_a_useless_name_everywhere_and_undoes_it
     assert "useless" in [queue.list.item(i).data(256) for i in range(queue.list.count())]
 
 
+def test_the_proposed_tags_queue_accepts_a_good_name_everywhere_and_undoes_it(window, mem, qtbot):
+    """Issue 25: "accept everywhere" beside "reject everywhere": every proposal of the name in the
+    scopes it was proposed in becomes a person's tag in one step; undo proposes them again, and a
+    memory a person decided on by hand since keeps that decision."""
+    from tidemind.store import audit as audit_store, tags as tag_store
+
+    ids = [mem.digest(f"Kiln firing log {i}: cone 6 reached in {h} hours.", scope=scope)["node_ids"][0]
+           for i, (h, scope) in enumerate(((9, "studio"), (10, "studio"), (11, "studio:b"), (12, "studio")))]
+    with immediate(mem.conn):
+        for node_id in ids[:3]:
+            tag_store.assign(mem.conn, node_id, "kiln", status="proposed", source="t", at=mem.now())
+    before = {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids}
+    window.tabs.setCurrentWidget(window.review_view)
+    window.review_view.select_kind("tags")
+    settle(window, qtbot)
+    queue = window.tags_queue
+    names = [queue.list.item(i).data(256) for i in range(queue.list.count())]
+    queue.list.setCurrentRow(names.index("kiln"))
+    queue.list.setFocus()
+    QTest.keyClick(queue.list, Qt.Key_A)
+    settle(window, qtbot)
+    after = {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids}
+    assert [after[i].get("kiln") for i in ids] == ["confirmed", "confirmed", "confirmed", None]
+    assert "kiln" not in [queue.list.item(i).data(256) for i in range(queue.list.count())]
+    assert any(action == "tag_accept_everywhere" for action, _ in audit_store.after(mem.conn, 0))
+    mem.tag_add(ids[3], "kiln")                              # unrelated: stays
+    with immediate(mem.conn):                                # a person rejects one of them by hand since
+        tag_store.reject(mem.conn, ids[1], "kiln", mem.now())
+    window.undo()
+    settle(window, qtbot)
+    now = {i: {t["name"]: t["status"] for t in mem.tags_of(i)} for i in ids}
+    assert now[ids[0]] == before[ids[0]] and now[ids[2]] == before[ids[2]]          # proposed again
+    assert now[ids[1]]["kiln"] == "rejected_by_user" and now[ids[3]]["kiln"] == "confirmed"
+    assert "kiln" in [queue.list.item(i).data(256) for i in range(queue.list.count())]
+
+
 def test_a_list_refilled_by_a_search_a_browse_or_the_scope_box_never_opens_a_memory(window, mem, qtbot):
     """Issue 25: search, open the 3rd result, go to another tab, search again: the window jumped to
     the Memory tab showing the new list's row under the old selection. Opening is the person's

@@ -975,6 +975,41 @@ class Memory:
                 "done": f"tag {name!r} rejected everywhere in {scope} ({len(touched)} proposal(s) withdrawn; no pass"
                         " proposes it there again)"}
 
+    def tag_accept_everywhere(self, name: str, scope: str) -> dict:
+        """"Yes, this tag" for every memory of the scope it is proposed on, in one step: each
+        proposal becomes a person's confirmed tag. `previous` (each node's assignment as it was)
+        is what `tag_accept_everywhere_undo` puts back. Audited."""
+        name, scope = self._tag_name(name), self._write_scope(scope)
+        now = self.now()
+        with immediate(self.conn):
+            touched = tags.proposed_in_scope(self.conn, name, scope)
+            previous = {node_id: tags.assignment(self.conn, node_id, name) for node_id in touched}
+            for node_id in touched:
+                tags.assign(self.conn, node_id, name, status="confirmed", source=f"person:{self.actor}", at=now)
+            audit.record(self.conn, at=now, actor=self.actor, action="tag_accept_everywhere", scope=scope, tag=name,
+                         nodes=touched)
+        return {"tag": name, "scope": scope, "node_ids": touched, "previous": previous,
+                "done": f"tag {name!r} accepted on {len(touched)} memor{'y' if len(touched) == 1 else 'ies'} in {scope}"}
+
+    def tag_accept_everywhere_undo(self, name: str, previous: dict) -> dict:
+        """Put back what `tag_accept_everywhere` confirmed, as it was (a person's later decision on
+        one of them stands: only assignments still confirmed by that step go back)."""
+        name = self._tag_name(name)
+        if not isinstance(previous, dict):
+            raise InvalidInput("previous must be what tag_accept_everywhere returned")
+        now = self.now()
+        restored = []
+        with immediate(self.conn):
+            for node_id, row in previous.items():
+                current = tags.assignment(self.conn, int(node_id), name)
+                if current and current["status"] == "confirmed" and row and row.get("status") == "proposed":
+                    tags.put_back(self.conn, int(node_id), name, row)
+                    restored.append(int(node_id))
+            audit.record(self.conn, at=now, actor=self.actor, action="tag_accept_everywhere_undo", tag=name,
+                         nodes=restored)
+        return {"tag": name, "node_ids": restored,
+                "done": f"tag {name!r} proposed again on {len(restored)} memor{'y' if len(restored) == 1 else 'ies'}"}
+
     def tag_unreject_everywhere(self, name: str, scope: str) -> dict:
         name, scope = self._tag_name(name), self._write_scope(scope)
         now = self.now()

@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         self.review_view.questions.answered.connect(self.answer_question)
         self.review_view.questions.skipped.connect(self.skip_question)
         self.tags_queue.reject_requested.connect(self.reject_tag_everywhere)
+        self.tags_queue.accept_requested.connect(self.accept_tag_everywhere)
         self.tags_queue.lift_requested.connect(self.lift_tag_everywhere)
         self.tags_queue.open_requested.connect(lambda name: self.browse({"view": "tag", "tag": name}))
         self.graph_view.wanted.connect(self.load_graph)
@@ -670,6 +671,19 @@ class MainWindow(QMainWindow):
 
         self._act(do, parts=(*LIGHT, "tags"), node=self.node_view.node_id,
                   undo=lambda r: (f"#{name} rejected everywhere", lambda m: self._lift(m, name, scopes)))
+
+    def accept_tag_everywhere(self, name: str, scopes: list[str]):
+        """Every proposal of the name in those scopes confirmed in one step; undo proposes them again."""
+        def do(m):
+            previous = {}
+            for s in scopes:
+                previous.update(m.tag_accept_everywhere(name, s)["previous"])
+            return {"done": f"#{name} accepted on {len(previous)} memories in {', '.join(scopes)}",
+                    "node_ids": list(previous), "previous": previous}
+
+        self._act(do, parts=(*LIGHT, "tags"), node=self.node_view.node_id,
+                  undo=lambda r: (f"#{name} accepted everywhere",
+                                  lambda m: m.tag_accept_everywhere_undo(name, r["previous"])))
 
     def lift_tag_everywhere(self, name: str, scopes: list[str]):
         self._act(lambda m: self._lift(m, name, scopes), parts=(*LIGHT, "tags"), node=self.node_view.node_id,

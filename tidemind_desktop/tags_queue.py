@@ -31,6 +31,7 @@ def group(per_scope: dict[str, dict]) -> list[dict]:
 
 class TagsQueue(QWidget):
     reject_requested = Signal(str, list)          # name, scopes
+    accept_requested = Signal(str, list)          # name, scopes: every proposal of it there confirmed
     lift_requested = Signal(str, list)            # name, scopes (undo a "never here")
     open_requested = Signal(str)                  # show the memories carrying the name
 
@@ -38,8 +39,9 @@ class TagsQueue(QWidget):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.intro = QLabel("Names the passes proposed, most used first. Reject everywhere: no pass proposes the"
-                            " name in those scopes again and its proposals are withdrawn (your own tags of that name"
+        self.intro = QLabel("Names the passes proposed, most used first. Accept everywhere: every proposal of the"
+                            " name in those scopes becomes your tag. Reject everywhere: no pass proposes the name"
+                            " in those scopes again and its proposals are withdrawn (your own tags of that name"
                             " stay). Undo puts everything back.")
         self.intro.setWordWrap(True)
         layout.addWidget(self.intro)
@@ -51,11 +53,14 @@ class TagsQueue(QWidget):
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         layout.addWidget(self.list, 1)
         row = QHBoxLayout()
+        self.accept = QPushButton("Accept everywhere  (A)")
+        self.accept.setObjectName("tags-accept-everywhere")
+        self.accept.setToolTip("Confirm this name on every memory it is proposed on, in those scopes (undoable)")
         self.reject = QPushButton("Reject everywhere  (R)")
         self.reject.setObjectName("tags-reject-everywhere")
         self.open = QPushButton("Show its memories")
         self.open.setObjectName("tags-open")
-        for b in (self.reject, self.open):
+        for b in (self.accept, self.reject, self.open):
             row.addWidget(b)
         row.addStretch(1)
         layout.addLayout(row)
@@ -66,6 +71,7 @@ class TagsQueue(QWidget):
         self.rejected.linkActivated.connect(self._lift)
         layout.addWidget(self.rejected)
         self.reject.clicked.connect(self._reject)
+        self.accept.clicked.connect(self._accept)
         self.open.clicked.connect(self._open)
         self.list.itemActivated.connect(lambda _: self._open())
         self.list.installEventFilter(self)
@@ -74,9 +80,9 @@ class TagsQueue(QWidget):
 
     def eventFilter(self, obj, event):
         # R on the list (which would otherwise jump to a name starting with r)
-        if obj is self.list and event.type() == event.Type.KeyPress and event.key() == Qt.Key_R \
+        if obj is self.list and event.type() == event.Type.KeyPress and event.key() in (Qt.Key_R, Qt.Key_A) \
                 and not event.modifiers():
-            self._reject()
+            (self._reject if event.key() == Qt.Key_R else self._accept)()
             return True
         return super().eventFilter(obj, event)
 
@@ -114,6 +120,10 @@ class TagsQueue(QWidget):
     def _reject(self):
         for r in self._chosen():
             self.reject_requested.emit(r["name"], sorted(r["scopes"]))
+
+    def _accept(self):
+        for r in self._chosen():
+            self.accept_requested.emit(r["name"], sorted(r["scopes"]))
 
     def _open(self):
         chosen = self._chosen()

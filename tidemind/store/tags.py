@@ -170,6 +170,14 @@ def reject_everywhere(conn: apsw.Connection, name: str, scope: str, at: str, by:
     return touched
 
 
+def proposed_in_scope(conn: apsw.Connection, name: str, scope: str) -> list[int]:
+    """The live memories of the scope the name is proposed on (what accepting it everywhere confirms)."""
+    return [r[0] for r in conn.execute(
+        "SELECT nt.node_id FROM node_tags nt JOIN tags t ON t.id = nt.tag_id JOIN nodes n ON n.id = nt.node_id"
+        " WHERE t.name = ? AND n.scope = ? AND n.status = 'live' AND nt.status = 'proposed' ORDER BY nt.node_id",
+        (name, scope))]
+
+
 def unreject_everywhere(conn: apsw.Connection, name: str, scope: str) -> list[int] | None:
     """Lift the tombstone and put back exactly the proposals it rejected (None: there was none)."""
     found = conn.execute("SELECT t.tag_id FROM tag_tombstones t JOIN tags g ON g.id = t.tag_id WHERE t.scope=?"

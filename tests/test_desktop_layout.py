@@ -58,3 +58,26 @@ def test_the_layout_is_deterministic_and_keeps_known_positions_near():
     assert np.median(moved) < 1.0                                     # a newcomer does not reshuffle the graph
     x, y = again[friend]
     assert np.hypot(again[999][0] - x, again[999][1] - y) < 3         # and lands beside what it links to
+
+
+def test_sidebar_counts_are_never_cut_even_for_rows_not_on_screen(qtbot):
+    """Issue 25: "#page 22" for 228: the counts' column was sized to the rows on screen, and a
+    collapsed tag's longer count was cut once expanded."""
+    from PySide6.QtWidgets import QApplication
+
+    from tidemind_desktop.sidebar import Sidebar
+
+    bar = Sidebar()
+    qtbot.addWidget(bar)
+    bar.resize(260, 400)
+    bar.show()
+    # (a real store had 1,688 tag names: Qt sizes a column to its contents from the first thousand rows)
+    names = [(f"t{n:04d}", 1 + n % 9) for n in range(1_500)] + [("page", 22_800)]
+    bar.load({"live": 7, "flagged": 0, "archived": 0, "scopes": {"personal": 7}, "tags": names})
+    bar.tags_item.setExpanded(True)
+    bar.scrollToItem(bar.tags_item.child(bar.tags_item.childCount() - 1))
+    qtbot.waitUntil(lambda: bar.tags_item.isExpanded())
+    QApplication.processEvents()
+    metrics = bar.fontMetrics()
+    assert bar.columnWidth(1) >= metrics.horizontalAdvance("22,800")
+    assert bar.columnWidth(0) + bar.columnWidth(1) <= bar.viewport().width() + 1      # nothing pushed out of view

@@ -26,7 +26,9 @@ class Sidebar(QTreeWidget):
         self.setUniformRowHeights(True)
         self.header().setStretchLastSection(False)
         self.header().setSectionResizeMode(0, self.header().ResizeMode.Stretch)
-        self.header().setSectionResizeMode(1, self.header().ResizeMode.ResizeToContents)
+        # the counts' column is as wide as its widest count, hidden rows included: sized to its
+        # contents Qt measured only the rows on screen, and a tag's "228" showed as "22" once expanded
+        self.header().setSectionResizeMode(1, self.header().ResizeMode.Fixed)
         self.items: dict[str, QTreeWidgetItem] = {}
         for label, request in self.TOP:
             self.items[request["view"]] = self._add(self, label, request)
@@ -83,6 +85,16 @@ class Sidebar(QTreeWidget):
         self._sync_children(self.tags_item, [(f"#{t}", n, {"view": "tag", "tag": t}) for t, n in data["tags"]])
         self.scopes_item.setText(1, f"{len(data['scopes'])}")
         self.tags_item.setText(1, f"{len(data['tags'])}")
+        self._fit_counts()
+
+    def _fit_counts(self) -> None:
+        counts = [self.topLevelItem(i).text(1) for i in range(self.topLevelItemCount())]
+        counts += [parent.child(i).text(1) for parent in (self.scopes_item, self.tags_item)
+                   for i in range(parent.childCount())]
+        metrics = self.fontMetrics()
+        width = max((metrics.horizontalAdvance(c) for c in counts if c), default=0) + 2 * metrics.averageCharWidth() + 4
+        if self.header().sectionSize(1) != width:
+            self.header().resizeSection(1, width)
 
     def select_request(self, request: dict) -> None:
         """Show which list is open (a tag chip clicked elsewhere opens its tag view)."""

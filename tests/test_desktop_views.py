@@ -617,3 +617,35 @@ def test_the_quick_switcher_forgets_a_cancelled_enter_and_opens_the_row_clicked(
     window.switcher.list.itemActivated.emit(places[1])             # the second place, double-clicked
     settle(window, qtbot)
     assert not window.switcher.isVisible() and window.list_request == places[1].data(259)
+
+
+def test_a_theme_switched_while_the_window_is_open_applies_everywhere_at_once(window, mem, qtbot):
+    """Issue 25: dark mode switched while running left dark-blue link titles on dark, a white
+    Derived box and black graph labels: each view takes the palette in use again (the memory's
+    page is drawn again: rich text keeps the link colour of the palette it was set under)."""
+    from tidemind_desktop.app import dark_palette
+
+    app = QApplication.instance()
+    before = app.palette()
+    a = mem.digest("The staging database runs PostgreSQL 16 on port 5433, said yesterday.")["node_ids"][0]
+    b = mem.digest("Staging backups run nightly at two.")["node_ids"][0]
+    with immediate(mem.conn):
+        links.add(mem.conn, a, b, status="confirmed", proposed_by="test", at=mem.now())
+    opened(window, qtbot, a)
+    window.show_graph(a)
+    settle(window, qtbot)
+    labels = [i.label for i in window.graph_view.items.values() if i.label is not None]
+    assert labels
+    window.tabs.setCurrentWidget(window.node_view)
+    old_links = window.node_view.findChild(QLabel, "links")
+    try:
+        app.setPalette(dark_palette())
+        qtbot.waitUntil(lambda: window.node_view.findChild(QLabel, "links") not in (None, old_links), timeout=60000)
+        QApplication.processEvents()
+        text = app.palette().color(app.palette().ColorRole.Text)
+        assert all(label.brush().color() == text for label in labels)          # graph labels: the palette's text
+        derived = window.node_view.findChild(QLabel, "derived")
+        assert derived is not None and _text_contrast(derived) >= 4.5
+        assert window.node_view.node_id == a
+    finally:
+        app.setPalette(before)

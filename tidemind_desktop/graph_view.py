@@ -18,7 +18,7 @@ import html
 import math
 from collections import Counter
 
-from PySide6.QtCore import QLineF, QObject, QPoint, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QEvent, QLineF, QObject, QPoint, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsEllipseItem, QGraphicsItem, QGraphicsScene,
                                QGraphicsSimpleTextItem,
@@ -662,6 +662,18 @@ class GraphView(QWidget):
 
     def wait_layout(self, timeout_ms: int = 30000) -> None:
         self.layout_pool.waitForDone(timeout_ms)
+
+    def changeEvent(self, event):
+        # a label's colour is set when it is made: a theme switched while the graph is on screen
+        # left black labels on dark. Labels, outlines and lines take the palette in use again.
+        if event.type() == QEvent.PaletteChange:
+            text = self.palette().color(QPalette.Text)
+            for item in self.items.values():
+                if item.label is not None:
+                    item.label.setBrush(text)
+                item.restyle()
+            self.edge_layer.update()
+        super().changeEvent(event)
 
     def stop(self) -> None:
         """The window closes: a running layout stops at its next iteration."""

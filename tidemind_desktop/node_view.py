@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QEvent, Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea,
                                QSizePolicy, QTextBrowser, QToolButton, QVBoxLayout, QWidget)
@@ -125,6 +125,8 @@ class NodeView(QScrollArea):
         self.chips: dict[str, TagChip] = {}
         self.chip_grid: QGridLayout | None = None
         self.chips_per_row: int | None = None
+        self._shown: tuple | None = None          # what show_node was given (drawn again on a theme switch)
+        self._restyling = False
         self.show_message("Select a memory to see it here: search above, browse on the left, or press Ctrl+K.")
 
     def _chips_per_row(self, width: int | None = None) -> int:
@@ -160,6 +162,7 @@ class NodeView(QScrollArea):
 
     def show_message(self, text: str):
         self._clear()
+        self._shown = None
         self.node_id, self.node = None, None
         self.layout_.addWidget(_label(text, rich=False))
 
@@ -178,6 +181,7 @@ class NodeView(QScrollArea):
     def show_archived(self, row: dict):
         """An archived memory (hidden from every read): its words and the way back."""
         self._clear()
+        self._shown = None
         self.node_id, self.node = row["id"], {**row, "archived": True}
         self.layout_.addWidget(_label(f"<h3>{html.escape(row.get('title') or '')}</h3>"
                                       f"Memory {row['id']} · <b>archived</b> (hidden from search and agents)"
@@ -220,8 +224,25 @@ class NodeView(QScrollArea):
         return (f"<b>Links</b> ({len(out)})<br>" + ("<br>".join(out) or theme.muted("none"))
                 + f"<br><b>Backlinks</b> ({len(back)})<br>" + ("<br>".join(back) or theme.muted("none")))
 
+    def changeEvent(self, event):
+        # rich text takes its colours (links too) when it is set, and a style sheet its palette roles
+        # when it is applied: a theme switched while the page is open drew dark-blue links on dark
+        # and a white Derived box. The page is drawn again from what it shows, once the switch is done.
+        if event.type() == QEvent.PaletteChange and self._shown is not None and not self._restyling:
+            self._restyling = True
+            QTimer.singleShot(0, self._redraw)
+        super().changeEvent(event)
+
+    def _redraw(self) -> None:
+        self._restyling = False
+        if self._shown is not None:
+            at = self.verticalScrollBar().value()
+            self.show_node(*self._shown)
+            QTimer.singleShot(0, lambda: self.verticalScrollBar().setValue(at))
+
     def show_node(self, node: dict, all_tags: list[dict], titles: dict[int, str] | None = None):
         self._clear()
+        self._shown = (node, all_tags, titles)
         self.node_id, self.node = node["id"], node
         titles = titles or {}
         self.layout_.addWidget(_label(f"<h3>{html.escape(page_title(node))}</h3>Memory {node['id']} · {node['status']}"

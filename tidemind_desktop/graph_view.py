@@ -369,6 +369,13 @@ class GraphView(QWidget):
         self.mode.blockSignals(False)
         self.wanted.emit(self.current_request(center=node_id))
 
+    def show_overview(self) -> None:
+        """The whole graph with the filters as they are (the command palette's Whole graph)."""
+        self.mode.blockSignals(True)
+        self.mode.setCurrentIndex(0)
+        self.mode.blockSignals(False)
+        self.wanted.emit(self.current_request())
+
     def set_choices(self, scopes: list[str], tags: list[str]) -> None:
         """The scope and tag lists of the filters, updated without touching what is chosen."""
         known = [self.scope.itemText(i) for i in range(1, self.scope.count())]

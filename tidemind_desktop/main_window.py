@@ -28,6 +28,7 @@ from tidemind.metabolism import scheduler
 from tidemind.views import title_of
 
 from .digests_view import NEWEST, DigestsView
+from .commands import Command, CommandPalette, ShortcutsSheet, bind
 from .graph_view import GraphView
 from .history import History
 from .node_view import NodeView
@@ -193,9 +194,10 @@ class MainWindow(QMainWindow):
         self.switcher.lookup.connect(self._switcher_lookup)
         self.switcher.chosen.connect(self._switched)
         self.scope.currentIndexChanged.connect(lambda _: self._scope_changed())
-        for keys, slot in (("Ctrl+F", self.focus_search), ("Ctrl+K", self.open_switcher), ("Ctrl+Z", self.undo),
-                           ("Ctrl+L", self.focus_search), ("Alt+Left", self.go_back), ("Alt+Right", self.go_forward)):
-            QShortcut(QKeySequence(keys), self, activated=slot)
+        self.commands = self._commands()
+        bind(self, self.commands)
+        self.palette_dialog = CommandPalette(self.commands, self)
+        self.shortcuts_sheet = ShortcutsSheet(self.commands, self)
         for standard, slot in ((QKeySequence.Back, self.go_back), (QKeySequence.Forward, self.go_forward)):
             # the platform's own keys for it too (Cmd+[ on macOS), where they are not Alt+arrows already:
             # the same keys twice would be an ambiguous shortcut, and neither would fire
@@ -204,14 +206,48 @@ class MainWindow(QMainWindow):
                     if k.toString() not in ("Alt+Left", "Alt+Right") and "Backspace" not in k.toString()]
             for k in keys:
                 QShortcut(k, self, activated=slot)
-        for n in range(self.tabs.count()):
-            QShortcut(QKeySequence(f"Ctrl+{n + 1}"), self, activated=lambda n=n: self.tabs.setCurrentIndex(n))
 
         self.refresh_all()
         self.browse({"view": "recent"})
         self.timer = QTimer(self)
         self.timer.timeout.connect(self.poll)
         self.timer.start(poll_ms)
+
+    def _commands(self) -> list[Command]:
+        """Every action a person can take from the keyboard or the command palette."""
+        def local_graph():
+            if self.node_view.node_id is not None:
+                self.show_graph(self.node_view.node_id)
+            else:
+                self.message.setText("Open a memory first: its local graph is drawn around it.")
+
+        def tags_inbox():
+            self.tabs.setCurrentWidget(self.review_view)
+            self.review_view.select_kind("tags")
+
+        commands = [
+            Command("Search your memory", ("Ctrl+F", "Ctrl+L"), self.focus_search),
+            Command("Go to a memory, scope or tag", ("Ctrl+K",), self.open_switcher),
+            Command("Go back", ("Alt+Left",), self.go_back),
+            Command("Go forward", ("Alt+Right",), self.go_forward),
+            Command("Undo the last decision", ("Ctrl+Z",), self.undo),
+            Command("Run a command", ("Ctrl+Shift+P",), lambda: self.palette_dialog.open_fresh()),
+            Command("Keyboard shortcuts", ("F1", "Ctrl+/"), lambda: self.shortcuts_sheet.show()),
+        ]
+        commands += [Command(f"Show the {self.tabs.tabText(n)} tab", (f"Ctrl+{n + 1}",),
+                             lambda n=n: self.tabs.setCurrentIndex(n)) for n in range(self.tabs.count())]
+        commands += [
+            Command("Local graph of this memory", (), local_graph),
+            Command("Whole graph", (), self.graph_view.show_overview),
+            Command("Recent memories", (), lambda: self.browse({"view": "recent"})),
+            Command("All memories by title", (), lambda: self.browse({"view": "all"})),
+            Command("Archived memories", (), lambda: self.browse({"view": "archived"})),
+            Command("Flagged memories (open contradictions)", (), lambda: self.browse({"view": "flagged"})),
+            Command("Proposed tags", (), tags_inbox),
+            Command("Digests of days and weeks", (), self.show_digests),
+            Command("Refresh everything", (), self.refresh_all),
+        ]
+        return commands
 
     # -- the worker ---------------------------------------------------------------------------------
     @property

@@ -146,6 +146,28 @@ def test_a_tag_name_rejected_everywhere_is_never_proposed_in_that_scope_and_undo
     assert bad.returncode == 1 and b"not rejected everywhere" in bad.stderr
 
 
+def test_a_tag_name_accepted_everywhere_becomes_a_persons_tag_in_that_scope_only(home, cli):
+    from tidemind.memory import Memory
+    from tidemind.store import immediate, tags
+
+    with Memory.open(home) as m:
+        mine = [m.digest(f"Kiln log {n}: cone 6 in {9 + n} hours.", scope="studio")["node_ids"][0] for n in range(2)]
+        other = m.digest("Kiln log elsewhere: cone 5.", scope="studio:b")["node_ids"][0]
+        with immediate(m.conn):
+            for n in [*mine, other]:
+                tags.assign(m.conn, n, "kiln", status="proposed", source="annotate/offline", at=m.now())
+    done = cli("tags", "accept-everywhere", "kiln", "--scope", "studio")
+    assert sorted(done["node_ids"]) == mine
+    with Memory.open(home) as m:
+        status = lambda n: {t["name"]: t["status"] for t in m.tags_of(n, scopes=["studio"])}.get("kiln")
+        assert [status(n) for n in mine] == ["confirmed", "confirmed"]
+        assert {t["name"]: t["status"] for t in m.tags_of(other, scopes=["studio:b"])}["kiln"] == "proposed"
+        undone = m.tag_accept_everywhere_undo("kiln", done["previous"])
+        assert sorted(undone["node_ids"]) == mine and [status(n) for n in mine] == ["proposed", "proposed"]
+    bad = run_cli(home, "tags", "accept-everywhere", "kiln")
+    assert bad.returncode != 0 and b"--scope" in bad.stderr
+
+
 def test_tag_commands_confirm_reject_and_unreject_by_node(home, cli):
     nid = cli("digest", "The ferry to the island leaves at seven.")["node_ids"][0]
     assert "added" in cli("tags", "confirm", str(nid), "ferries")["done"]

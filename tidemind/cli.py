@@ -594,10 +594,11 @@ def cmd_tags(args):
                 raise InvalidInput("tidemind tags list takes no names (use --status, --scope)")
             _emit(args, m.tag_listing(args.status, args.scope), _fmt_tag_listing)
             return
-        if args.action in ("reject-everywhere", "unreject-everywhere"):
+        if args.action in ("reject-everywhere", "unreject-everywhere", "accept-everywhere"):
             if len(words) != 1 or not args.scope or len(args.scope) != 1:
                 raise InvalidInput(f"tidemind tags {args.action} NAME --scope S")
-            verb = m.tag_reject_everywhere if args.action == "reject-everywhere" else m.tag_unreject_everywhere
+            verb = {"reject-everywhere": m.tag_reject_everywhere, "unreject-everywhere": m.tag_unreject_everywhere,
+                    "accept-everywhere": m.tag_accept_everywhere}[args.action]
             _emit(args, verb(words[0], args.scope[0]), lambda r: r["done"])
             return
         if len(words) != 2:
@@ -953,10 +954,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("id", nargs="?", type=_id_type)
     s.add_argument("--all", action="store_true", help="list decided items too")
     s.add_argument("--stands", type=_id_type, help="approve a contradiction: the id of the memory that is right")
-    s = add("tags", cmd_tags, "tags: confirm|reject|unreject NODE NAME, reject-everywhere|unreject-everywhere NAME"
-                              " --scope S, list [--status S]")
-    s.add_argument("action", choices=["confirm", "reject", "unreject", "reject-everywhere", "unreject-everywhere",
-                                      "list"])
+    s = add("tags", cmd_tags, "tags: confirm|reject|unreject NODE NAME, accept-everywhere|reject-everywhere|"
+                              "unreject-everywhere NAME --scope S, list [--status S]")
+    s.add_argument("action", choices=["confirm", "reject", "unreject", "accept-everywhere", "reject-everywhere",
+                                      "unreject-everywhere", "list"])
     s.add_argument("args", nargs="*", help="NODE NAME, or NAME for the -everywhere actions")
     s.add_argument("--scope", action="append")
     s.add_argument("--status", choices=["proposed", "confirmed", "rejected_by_user"])

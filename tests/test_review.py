@@ -162,6 +162,9 @@ def test_a_tag_name_accepted_everywhere_becomes_a_persons_tag_in_that_scope_only
         status = lambda n: {t["name"]: t["status"] for t in m.tags_of(n, scopes=["studio"])}.get("kiln")
         assert [status(n) for n in mine] == ["confirmed", "confirmed"]
         assert {t["name"]: t["status"] for t in m.tags_of(other, scopes=["studio:b"])}["kiln"] == "proposed"
+        with Memory.open(home, readable_scopes=["studio:b"], writable_scopes=["studio:b"]) as limited:
+            with pytest.raises(NotFound):           # another scope's memories are not undone from here
+                limited.tag_accept_everywhere_undo("kiln", done["previous"])
         undone = m.tag_accept_everywhere_undo("kiln", done["previous"])
         assert sorted(undone["node_ids"]) == mine and [status(n) for n in mine] == ["proposed", "proposed"]
     bad = run_cli(home, "tags", "accept-everywhere", "kiln")

@@ -1001,10 +1001,15 @@ class Memory:
         restored = []
         with immediate(self.conn):
             for node_id, row in previous.items():
-                current = tags.assignment(self.conn, int(node_id), name)
-                if current and current["status"] == "confirmed" and row and row.get("status") == "proposed":
-                    tags.put_back(self.conn, int(node_id), name, row)
-                    restored.append(int(node_id))
+                if not isinstance(row, dict) or row.get("status") != "proposed":
+                    continue                    # (only proposals were accepted: nothing else to put back)
+                if isinstance(node_id, str) and node_id.isdigit():
+                    node_id = int(node_id)      # (JSON keys are text: the CLI's answer read back)
+                found = self._live_node(node_id, "untag")         # a scope writable here, or NotFound
+                current = tags.assignment(self.conn, found["id"], name)
+                if current and current["status"] == "confirmed":
+                    tags.put_back(self.conn, found["id"], name, row)
+                    restored.append(found["id"])
             audit.record(self.conn, at=now, actor=self.actor, action="tag_accept_everywhere_undo", tag=name,
                          nodes=restored)
         return {"tag": name, "node_ids": restored,

@@ -90,3 +90,24 @@ def test_page_titles_follow_the_note_and_its_headings():
     assert page_title({"note": {"note": "Runbook", "headings": ["Runbook", "Rollback"]}, "content": "x",
                        "derived": {}}) == "Runbook › Rollback"
     assert page_title({"content": "Caroline: hello there", "derived": {}}) == "Caroline: hello there"
+
+
+def test_an_imported_memory_shows_its_whole_note_as_one_page(window, mem, qtbot):
+    """Each section stays its own memory for recall and links; a person reads the note as one
+    page, the section on screen marked, the others a click away."""
+    window.import_folder("obsidian", str(VAULT))
+    settle(window, qtbot)
+    intro, rollback, missing = (_unit(mem, k) for k in ("Runbook.md#Runbook", "Runbook.md#Rollback", "Runbook.md#Missing"))
+    opened(window, qtbot, rollback)
+    rendered = window.node_view.findChild(QTextBrowser, "rendered")
+    text = rendered.toPlainText()
+    assert text.index("Steps for the on-call person") < text.index("Revert the tag") < text.index("stays dangling")
+    assert f"this memory · #{rollback}" in text
+    page_html = rendered.toHtml()
+    assert f"node:{intro}" in page_html and f"node:{missing}" in page_html and f"node:{rollback}" not in page_html
+    rendered.anchorClicked.emit(QUrl(f"node:{missing}"))
+    settle(window, qtbot)
+    assert window.node_view.node_id == missing
+    mem.archive(intro)                                  # an archived section leaves the page
+    opened(window, qtbot, rollback)
+    assert "Steps for the on-call person" not in window.node_view.findChild(QTextBrowser, "rendered").toPlainText()

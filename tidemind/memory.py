@@ -1144,6 +1144,20 @@ class Memory:
         self.show(node_id)                    # visible here, or NotFound
         return import_store.file_of(self.conn, node_id)
 
+    def note_page(self, node_id: int, scopes: Sequence[str] | None = None) -> list[dict] | None:
+        """The visible sections of the note an imported memory belongs to, in the note's order
+        ({"id", "content"} each; the memory itself among them), or None for a memory of no note.
+        Each section stays its own memory for recall and links; a person reads them as one page."""
+        from .importers import store as import_store
+
+        self.show(node_id, scopes=scopes)          # visible here, or NotFound
+        origin = import_store.origin(self.conn, node_id)
+        if origin is None:
+            return None
+        ids = import_store.note_units(self.conn, origin["source"], origin["folder"], origin["file"])
+        found = nodes.get_visible(self.conn, ids, self.read_scopes(scopes, all_scopes=True))
+        return [{"id": i, "content": found[i]["content"]} for i in ids if i in found]
+
     def note_link(self, node_id: int, name: str, scopes: Sequence[str] | None = None) -> int | None:
         """Where a [[link]] in an imported memory's text leads: a visible unit of the note it names
         in the same folder (the heading's unit for `Note#Heading`), or None."""

@@ -392,6 +392,7 @@ class MainWindow(QMainWindow):
         try:
             node = memory.show(node_id)
             node["import_file"] = memory.import_file_of(node_id)
+            node["page"] = memory.note_page(node_id) if node.get("note") else None
             titles = memory.titles([link["target"] for link in node["links"]])
             return {"node": node, "tags": memory.tags_of(node_id), "titles": titles}
         except TideMindError as exc:

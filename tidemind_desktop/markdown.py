@@ -92,6 +92,22 @@ def to_markdown(text: str) -> str:
     return "\n".join(out)
 
 
+HERE = "▸ this memory"
+
+
+def page_markdown(sections: list[dict], current: int) -> str:
+    """A note's sections as one page, in its order: the memory on screen marked, each other
+    section with a link to open it as its own memory."""
+    parts = []
+    for section in sections:
+        body = to_markdown(section["content"])
+        if section["id"] == current:
+            parts.append(f"**{HERE} · #{current}**\n\n{body}")
+        else:
+            parts.append(f"{body}\n\n[open this section · #{section['id']}](node:{section['id']})")
+    return "\n\n---\n\n".join(parts)
+
+
 def link_target(url: str) -> tuple[str, str]:
     """(kind, value) of a link in the rendered text: wikilink, tag, block, node or web."""
     scheme, _, rest = url.partition(":")

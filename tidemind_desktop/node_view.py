@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainT
 from tidemind.views import title_of
 
 from . import theme
-from .markdown import link_target, to_markdown
+from .markdown import HERE, link_target, page_markdown, to_markdown
 
 
 def version_diff(old: str, new: str) -> str:
@@ -194,11 +194,19 @@ class NodeView(QScrollArea):
         view.setObjectName("rendered")
         view.setOpenLinks(False)                 # every link is handled here: memories, notes, tags, the web
         view.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        view.setMarkdown(to_markdown(node["content"]))
+        page = node.get("page") or []
+        whole = len(page) > 1                    # a note of several sections reads as one page
+        view.setMarkdown(page_markdown(page, node["id"]) if whole else to_markdown(node["content"]))
         view.anchorClicked.connect(lambda url, node_id=node["id"]: self._link_clicked(node_id, url.toString()))
         view.document().setTextWidth(max(200, self.viewport().width() - 40))
-        view.setMinimumHeight(60)
-        view.setMaximumHeight(int(min(480, view.document().size().height() + 16)))
+        tall = int(min(560 if whole else 480, view.document().size().height() + 16))
+        view.setMaximumHeight(tall)
+        view.setMinimumHeight(min(tall, 360) if whole else 60)     # (a page gets room to be read in)
+        if whole:                                # the section on screen in view, not the note's top
+            view.find(HERE)
+            cursor = view.textCursor()
+            cursor.clearSelection()
+            view.setTextCursor(cursor)
         return view
 
     def _link_clicked(self, node_id: int, url: str) -> None:

@@ -509,6 +509,13 @@ def origin(conn, node_id: int) -> dict | None:
     return None
 
 
+def note_units(conn, source: str, root: str, path: str) -> list[int]:
+    """The node ids of a note's live units, in the note's order."""
+    return [n for (n,) in conn.execute(
+        "SELECT node_id FROM import_units WHERE source=? AND root=? AND status='live' AND unit_key >= ?"
+        " AND unit_key < ? ORDER BY position, unit_key", (source, root, path + "#", path + "$"))]
+
+
 def note_unit(conn, source: str, root: str, name: str) -> int | None:
     """The node a person's link names from a note of this folder (`Note`, `Note#Heading`,
     `folder/Note.md`): the first live unit of the note whose path, file name, title or alias it

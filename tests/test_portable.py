@@ -220,3 +220,24 @@ def test_front_matter_values_read_back_as_written_whatever_their_characters():
                   "line\u2028separator\u2029paragraph", "next\x85line", "c1 \x9b control", "bom\ufeff", "emoji 🧠",
                   ["[[n12 A note]]", "#tag"], {"name": "x", "status": "confirmed"}]:
         assert yaml.safe_load(f"key: {_yaml(value)}\n") == {"key": value}
+
+
+def test_an_import_never_reaches_a_scope_the_handle_may_not_write(home, store, tmp_path):
+    with Memory.open(home, clock=StepClock()) as m:
+        ids = _lived_in(m)
+        m.export("jsonl", str(tmp_path / "out"))
+        before = _picture(m)
+    # an export whose talk memories are all in this store, with a link between two of them that
+    # the store does not have (and no scope-wide rejection): matching them "already here" through a
+    # handle that may write only `work` would have written that link into talk
+    export = tmp_path / "out" / "tidemind-export.jsonl"
+    records = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()]
+    records = [r for r in records if r["type"] != "tag_rejection"]
+    records.append({"type": "link", "from": f"n{ids['group']}", "to": f"n{ids['odd']}", "relation": "related",
+                    "status": "confirmed", "strength": 0.9})
+    export.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    with Memory.open(home, readable_scopes=["work"], writable_scopes=["work"]) as limited:
+        with pytest.raises(ScopeDenied):
+            limited.import_export(str(export))
+    with Memory.open(home) as m:
+        assert _picture(m) == before

@@ -59,6 +59,7 @@ def _records(m: "Memory", scopes: Sequence[str]) -> tuple[list[dict], list[dict]
         found = nodes.get_visible_many(conn, chunk, scopes, columns=_MEMORY_COLUMNS)
         tagged = tags.for_nodes(conn, chunk)
         linked = links.for_nodes(conn, chunk, scopes)
+        clarified = clarifications.for_nodes(conn, chunk)
         for node_id in chunk:
             row = found.get(node_id)
             if row is None:            # (gone between the two reads)
@@ -73,7 +74,7 @@ def _records(m: "Memory", scopes: Sequence[str]) -> tuple[list[dict], list[dict]
                 "context": row["context_text"] or "",
                 "tags": [{"name": t["name"], "status": t["status"], "source": t["source"]} for t in tagged[node_id]],
                 "clarified": [{"term": c["term"], "answer": c["answer"], "by": c["actor"], "at": c["at"]}
-                              for c in clarifications.for_node(conn, node_id)],
+                              for c in clarified[node_id]],
             })
             for link in linked[node_id]:
                 if link["target"] in exported and link["id"] not in seen_links:
@@ -273,7 +274,9 @@ def import_jsonl(m: "Memory", path: str | Path, scope: str | None = None) -> dic
     warnings: list[str] = []
     with immediate(m.conn), m.stream_batch():
         for r in memories:
-            target = scope or r["scope"]
+            # (checked before the memory is looked for there: a handle that may not write a scope
+            # neither matches its memories nor links to them)
+            target = m.writable_scope(scope or r["scope"])
             recorded = parse_iso(r["recorded_at"])
             found = nodes.same_memory(m.conn, target, text.sha256(secrets.mask(r["content"])[0]), recorded)
             if found is not None and found[1] == "live":

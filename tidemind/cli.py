@@ -642,10 +642,15 @@ def _fmt_import(r: dict) -> str:
     return "\n".join(lines)
 
 
-def _embed_after_import(m, r: dict, no_embed: bool, bar) -> None:
-    """What an import stored is found by its words at once, by its meaning once embedded: embed
-    it now (with the bar), unless the daemon is running (it embeds them) or --no-embed."""
-    if not (r["created"] or r["updated"] or r["restored"]):
+def _stored_by_sync(r: dict) -> int:
+    return r["created"] + r["updated"] + r["restored"]
+
+
+def _embed_after_import(m, r: dict, no_embed: bool, bar, stored: int) -> None:
+    """What an import stored (`stored` units) is found by its words at once, by its meaning once
+    embedded: embed it now (with the bar), unless the daemon is running (it embeds them) or
+    --no-embed."""
+    if not stored:
         return
     if no_embed:
         r["embedding"] = "not now (--no-embed); `tidemind embed` or the daemon will"
@@ -683,8 +688,7 @@ def cmd_import(args):
             from .portable import summary_lines
 
             r = m.import_export(args.target, scope=args.scope)
-            r.update(created=r["stored"], updated=0, restored=0)      # (what `_embed_after_import` reads)
-            _embed_after_import(m, r, args.no_embed, None)
+            _embed_after_import(m, r, args.no_embed, None, r["stored"])
             _emit(args, r, lambda r: "\n".join([*summary_lines(r), *([r["embedding"]] if r.get("embedding") else [])]))
             return
         if args.source == "rollback":
@@ -703,7 +707,7 @@ def cmd_import(args):
                 print(f"\r  {what:<9} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} units",
                       end="" if done < total else "\n", file=sys.stderr, flush=True)
         r = sync(m, args.source, args.target, args.scope, options, progress=bar)
-        _embed_after_import(m, r, args.no_embed, bar)
+        _embed_after_import(m, r, args.no_embed, bar, _stored_by_sync(r))
         _emit(args, r, _fmt_import)
         if args.watch:
             from pathlib import Path
@@ -712,7 +716,7 @@ def cmd_import(args):
 
             def once(paths):
                 found = sync(m, args.source, args.target, r["scope"], options, only=paths)
-                _embed_after_import(m, found, args.no_embed, None)
+                _embed_after_import(m, found, args.no_embed, None, _stored_by_sync(found))
                 return found
 
             sys.stdout.flush()

@@ -256,6 +256,17 @@ def for_node(conn: apsw.Connection, node_id: int) -> list[dict]:
                 (node_id,))
 
 
+def for_nodes(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, list[dict]]:
+    """`for_node` of each of these nodes, in one read."""
+    out: dict[int, list[dict]] = {i: [] for i in node_ids}
+    if node_ids:
+        marks = ",".join("?" * len(node_ids))
+        for r in rows(conn, f"SELECT id, node_id, question_id, term, answer, actor, at FROM clarified"
+                            f" WHERE node_id IN ({marks}) ORDER BY id", list(node_ids)):
+            out[r.pop("node_id")].append(r)
+    return out
+
+
 def scrub_node(conn: apsw.Connection, node_id: int) -> None:
     """Forget: the questions quote the unit's words and the answers explain them; both go."""
     conn.execute("DELETE FROM clarified WHERE node_id = ?", (node_id,))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections import Counter
 import re
 import weakref
+from collections import Counter
 from typing import Sequence
 
 import apsw

@@ -171,11 +171,11 @@ def reject_everywhere(conn: apsw.Connection, name: str, scope: str, at: str, by:
 
 
 def proposed_in_scope(conn: apsw.Connection, name: str, scope: str) -> list[int]:
-    """The live memories of the scope the name is proposed on (what accepting it everywhere confirms)."""
+    """The visible memories of the scope the name is proposed on (what accepting it everywhere confirms)."""
+    pred, params = visible("n", [scope])
     return [r[0] for r in conn.execute(
         "SELECT nt.node_id FROM node_tags nt JOIN tags t ON t.id = nt.tag_id JOIN nodes n ON n.id = nt.node_id"
-        " WHERE t.name = ? AND n.scope = ? AND n.status = 'live' AND nt.status = 'proposed' ORDER BY nt.node_id",
-        (name, scope))]
+        f" WHERE t.name = ? AND nt.status = 'proposed' AND {pred} ORDER BY nt.node_id", (name, *params))]
 
 
 def unreject_everywhere(conn: apsw.Connection, name: str, scope: str) -> list[int] | None:

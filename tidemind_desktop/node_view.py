@@ -56,6 +56,15 @@ class NoteBrowser(QTextBrowser):
         return super().event(event)
 
 
+def _scroll_to_here(view: QTextBrowser) -> None:
+    if view.find(HERE):
+        cursor = view.textCursor()
+        cursor.clearSelection()
+        view.setTextCursor(cursor)
+        bar = view.verticalScrollBar()             # its line at the top, the section below it in view
+        bar.setValue(min(bar.maximum(), view.cursorRect().top() + bar.value() - 4))
+
+
 def page_title(node: dict) -> str:
     """An imported section is titled by its note and the headings it sits under ("Core plugins ›
     Graph view"), not by its first sentence; any other memory by its title."""
@@ -202,11 +211,8 @@ class NodeView(QScrollArea):
         tall = int(min(560 if whole else 480, view.document().size().height() + 16))
         view.setMaximumHeight(tall)
         view.setMinimumHeight(min(tall, 360) if whole else 60)     # (a page gets room to be read in)
-        if whole:                                # the section on screen in view, not the note's top
-            view.find(HERE)
-            cursor = view.textCursor()
-            cursor.clearSelection()
-            view.setTextCursor(cursor)
+        if whole:   # the section on screen in view, not the note's top: once the page has its size
+            QTimer.singleShot(0, view, lambda: _scroll_to_here(view))
         return view
 
     def _link_clicked(self, node_id: int, url: str) -> None:

@@ -12,7 +12,7 @@ from .desktop_helpers import opened, settle, window  # noqa: F401,E402
 
 def _active(window, qtbot):
     window.activateWindow()                           # (shortcuts reach the active window only)
-    qtbot.waitUntil(window.isActiveWindow)
+    qtbot.waitUntil(window.isActiveWindow, timeout=60000)
 
 
 def test_the_palette_runs_an_action_by_part_of_its_name(window, mem, qtbot):
@@ -21,7 +21,7 @@ def test_the_palette_runs_an_action_by_part_of_its_name(window, mem, qtbot):
     _active(window, qtbot)
     QTest.keyClick(window, Qt.Key_P, Qt.ControlModifier | Qt.ShiftModifier)
     palette = window.palette_dialog
-    qtbot.waitUntil(palette.isVisible)
+    qtbot.waitUntil(palette.isVisible, timeout=60000)
     assert palette.list.count() == len(window.commands)          # every action, before anything is typed
     QTest.keyClicks(palette.text, "loc grap")                    # the starts of its words
     assert palette.list.item(0).text().startswith("Local graph of this memory")
@@ -42,7 +42,7 @@ def test_the_shortcuts_sheet_lists_every_key_the_window_answers_to(window, qtbot
     _active(window, qtbot)
     QTest.keyClick(window, Qt.Key_F1)
     sheet = window.shortcuts_sheet
-    qtbot.waitUntil(sheet.isVisible)
+    qtbot.waitUntil(sheet.isVisible, timeout=60000)
     listed = {sheet.table.item(r, 1).text() for r in range(sheet.table.rowCount())}
     listed = {k.strip() for keys in listed for k in keys.split(",")}
     bound = {s.key().toString(QKeySequence.NativeText) for s in window.findChildren(QShortcut)

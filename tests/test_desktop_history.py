@@ -9,6 +9,8 @@ from PySide6.QtGui import QMouseEvent  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from tidemind.memory import Memory  # noqa: E402
+
 from .desktop_helpers import opened, settle, window  # noqa: F401,E402
 
 
@@ -28,7 +30,7 @@ def test_back_and_forward_through_memories_searches_and_graphs(window, mem, qtbo
     for node in (a, b, c):
         opened(window, qtbot, node)
     window.activateWindow()                           # (shortcuts reach the active window only)
-    qtbot.waitUntil(window.isActiveWindow)
+    qtbot.waitUntil(window.isActiveWindow, timeout=60000)
     QTest.keyClick(window, Qt.Key_Left, Qt.AltModifier)
     settle(window, qtbot)
     assert window.node_view.node_id == b
@@ -70,14 +72,15 @@ def test_back_and_forward_through_memories_searches_and_graphs(window, mem, qtbo
     assert window.tabs.currentWidget() is window.graph_view and window.graph_view.request.get("center") == a
 
 
-def test_refreshes_and_forgotten_memories_leave_no_place_behind(window, mem, qtbot):
+def test_refreshes_and_forgotten_memories_leave_no_place_behind(window, mem, home, qtbot):
     a = mem.digest("The lighthouse keeper logs the fog horn every night.")["node_ids"][0]
     b = mem.digest("Bread rises best overnight in a cool kitchen.")["node_ids"][0]
     opened(window, qtbot, a)
     opened(window, qtbot, b)
     places = list(window.history.places)
-    mem.tag_add(b, "baking")                         # another handle changes the memory on screen
-    qtbot.waitUntil(lambda: "baking" in window.node_view.chips, timeout=20000)
+    with Memory.open(home) as other:                 # another connection changes the memory on screen
+        other.tag_add(b, "baking")
+    qtbot.waitUntil(lambda: "baking" in window.node_view.chips, timeout=60000)
     settle(window, qtbot)
     assert window.history.places == places          # the refresh went nowhere new
     window.forget_node(a)

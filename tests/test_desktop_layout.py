@@ -76,7 +76,7 @@ def test_sidebar_counts_are_never_cut_even_for_rows_not_on_screen(qtbot):
     bar.load({"live": 7, "flagged": 0, "archived": 0, "scopes": {"personal": 7}, "tags": names})
     bar.tags_item.setExpanded(True)
     bar.scrollToItem(bar.tags_item.child(bar.tags_item.childCount() - 1))
-    qtbot.waitUntil(lambda: bar.tags_item.isExpanded())
+    qtbot.waitUntil(lambda: bar.tags_item.isExpanded(), timeout=60000)
     QApplication.processEvents()
     metrics = bar.fontMetrics()
     assert bar.columnWidth(1) >= metrics.horizontalAdvance("22,800")

@@ -30,7 +30,7 @@ def test_a_note_is_rendered_and_its_links_and_tags_open_what_they_name(window, m
     title = view.inner.findChildren(type(window.message))[0].text()
     assert "Runbook › Rollback" in title and "Runbook › Runbook" not in title
     rendered = view.findChild(QTextBrowser, "rendered")
-    qtbot.waitUntil(rendered.isVisible)            # (a widget added to a shown page shows at the next turn)
+    qtbot.waitUntil(rendered.isVisible, timeout=60000)   # (a widget added to a shown page shows at the next turn)
     shown = rendered.toPlainText()
     assert "[[" not in shown and "Webshop" in shown and "##" not in shown       # rendered, not raw
     assert "Webshop" in rendered.toHtml() and "wikilink:Webshop" in rendered.toHtml()
@@ -56,7 +56,7 @@ def test_a_note_is_rendered_and_its_links_and_tags_open_what_they_name(window, m
     exact = view.findChild(QToolButton, "as-written")
     exact.click()
     authored = view.findChild(QPlainTextEdit, "authored")
-    qtbot.waitUntil(authored.isVisible)
+    qtbot.waitUntil(authored.isVisible, timeout=60000)
     assert view.findChild(QTextBrowser, "rendered").isHidden()
     assert authored.toPlainText() == mem.show(shop)["content"]            # the bytes, as written
 
@@ -66,7 +66,7 @@ def test_a_conversation_turn_shows_its_text_as_written_first(window, mem, qtbot)
     opened(window, qtbot, turn)
     view = window.node_view
     assert view.findChild(QToolButton, "as-written").isChecked()
-    qtbot.waitUntil(view.findChild(QPlainTextEdit, "authored").isVisible)
+    qtbot.waitUntil(view.findChild(QPlainTextEdit, "authored").isVisible, timeout=60000)
     assert view.findChild(QTextBrowser, "rendered").isHidden()
 
 

@@ -201,3 +201,99 @@ def test_the_flagged_graph_is_the_memories_in_open_contradictions(mem):
     assert {n["id"] for n in g["nodes"]} == {row["node_id"], row["other_node_id"]} and g["edges"] == []
     mem.review_decide(item, "rejected")
     assert mem.graph_overview(flagged=True)["nodes"] == []
+
+
+def _pairs(mem, similarities, scope=None):
+    """A merge item per similarity, between two fresh memories each; returns (item, newer, older)."""
+    from tidemind.store import review
+
+    made = []
+    for n, sim in enumerate(similarities):
+        a, b = (mem.digest(f"pair {n} side {side} about the {w} cluster", scope=scope)["node_ids"][0]
+                for side, w in (("one", "blue"), ("two", "green")))
+        with immediate(mem.conn):
+            extra = {} if sim is None else {"similarity": sim}
+            item = review.file(mem.conn, "merge", node_id=b, other_node_id=a, at=mem.now(), scope=scope, **extra)
+        made.append((item, b, a))
+    return made
+
+
+def test_the_inbox_sorts_items_by_age_or_strength_and_links_by_strength(mem):
+    made = _pairs(mem, [0.71, None, 0.93, 0.80])
+    ids = [m[0] for m in made]
+    order = lambda sort: [r["id"] for r in mem.review_page(kind="merge", sort=sort)["items"]]
+    assert order("newest") == order(None) == ids[::-1]
+    assert order("oldest") == ids
+    assert order("strongest") == [ids[2], ids[3], ids[0], ids[1]]        # the one without a similarity last
+    assert order("weakest") == [ids[0], ids[3], ids[2], ids[1]]
+    a, b, c, d = (mem.digest(f"link end {w}")["node_ids"][0] for w in ("north", "south", "east", "west"))
+    with immediate(mem.conn):
+        weak = links.add(mem.conn, a, b, status="pending", proposed_by="t", at=mem.now(), strength=0.3)
+        strong = links.add(mem.conn, a, c, status="pending", proposed_by="t", at=mem.now(), strength=0.9)
+        middle = links.add(mem.conn, b, d, status="pending", proposed_by="t", at=mem.now(), strength=0.6)
+    link_order = lambda sort: [r["id"] for r in mem.review_page(kind="link", sort=sort)["items"]]
+    assert link_order(None) == link_order("oldest") == [weak, strong, middle]
+    assert link_order("newest") == [middle, strong, weak]
+    assert link_order("strongest") == [strong, middle, weak]
+    assert link_order("weakest") == [weak, middle, strong]
+    with pytest.raises(InvalidInput):
+        mem.review_page(sort="loudest")
+
+
+def test_the_inbox_narrowed_to_a_tag_or_a_memory_counts_what_it_lists(mem):
+    made = _pairs(mem, [0.9, 0.8, 0.7])
+    (first, newer, older), (second, *_), (third, n3, o3) = made
+    mem.tag_add(older, "billing")
+    mem.tag_add(n3, "billing")
+    c = mem.digest("a third memory near the blue cluster")["node_ids"][0]
+    with immediate(mem.conn):
+        at_older = links.add(mem.conn, older, c, status="pending", proposed_by="t", at=mem.now())
+        elsewhere = links.add(mem.conn, made[1][1], c, status="pending", proposed_by="t", at=mem.now())
+    page = mem.review_page(tag="billing")
+    assert sorted(r["id"] for r in page["items"]) == sorted([first, third]) and page["total"] == 2
+    assert page["counts"] == {"merge": 2, "link": 1}            # the counts are of the narrowed inbox
+    assert [r["id"] for r in mem.review_page(kind="link", tag="billing")["items"]] == [at_older]
+    at = mem.review_page(node=older)
+    assert [r["id"] for r in at["items"]] == [first] and at["counts"] == {"merge": 1, "link": 1}
+    assert [r["id"] for r in mem.review_page(kind="link", node=c)["items"]] == [at_older, elsewhere]
+    mem.tag_decide(older, "billing", reject=True)              # a rejected tag no longer narrows to it
+    assert [r["id"] for r in mem.review_page(tag="billing")["items"]] == [third]
+    assert mem.review_page(tag="no-such-tag")["total"] == 0
+
+
+def test_the_inbox_follows_the_scopes_it_is_given(mem):
+    _pairs(mem, [0.9], scope="work")
+    _pairs(mem, [0.8, 0.7], scope="home")
+    assert mem.review_page(scopes=["work"])["counts"] == {"merge": 1, "link": 0}
+    assert mem.review_page(scopes=["home"])["total"] == 2
+    assert mem.review_page()["total"] == 3
+
+
+def test_every_pending_link_of_a_memory_is_decided_in_one_step_and_undone_exactly(mem):
+    hub, *others = (mem.digest(f"memory {w} of the hub test")["node_ids"][0]
+                    for w in ("hub", "one", "two", "three", "four"))
+    hidden = mem.digest("memory in another scope", scope="elsewhere")["node_ids"][0]
+    with immediate(mem.conn):
+        mine = [links.add(mem.conn, hub, o, status="pending", proposed_by="t", at=mem.now()) for o in others[:3]]
+        decided = links.add(mem.conn, others[3], hub, status="rejected_by_model", proposed_by="t", at=mem.now())
+        not_mine = links.add(mem.conn, others[0], others[1], status="pending", proposed_by="t", at=mem.now())
+        across = links.add(mem.conn, hub, hidden, status="pending", proposed_by="t", at=mem.now())
+    limited = Memory.open(mem.settings.home, readable_scopes=["personal"])
+    try:
+        before = mem.conn.execute("SELECT max(id) FROM audit_log").fetchone()[0]
+        r = limited.link_decide_at(hub, "confirmed")
+    finally:
+        limited.close()
+    assert sorted(x["link"] for x in r["links"]) == sorted(mine) and {x["previous"] for x in r["links"]} == {"pending"}
+    status = lambda i: links.get(mem.conn, i)["status"]
+    assert [status(i) for i in mine] == ["confirmed"] * 3
+    assert (status(decided), status(not_mine), status(across)) == ("rejected_by_model", "pending", "pending")
+    audited = mem.conn.execute("SELECT action FROM audit_log WHERE id > ?", (before,)).fetchall()
+    assert [a for (a,) in audited] == ["link_confirmed"] * 3
+    for x in r["links"]:                                        # what undo does: each back to what it was
+        mem.link_decide(x["link"], x["previous"])
+    assert [status(i) for i in mine] == ["pending"] * 3
+    with pytest.raises(NotFound):
+        mem.link_decide_at(999_999, "confirmed")
+    with pytest.raises(InvalidInput):
+        mem.link_decide_at(hub, "maybe")

@@ -277,3 +277,20 @@ def test_docs_config_lists_every_key_and_variable_the_settings_read():
     keys += list(EXTRA_DEFAULTS) + list(TABLES) + [m for table in TABLES.values() for m in table]
     assert not [k for k in keys if f"`{k}`" not in page and f"`[{k}]`" not in page]
     assert not [v for v in ENVIRONMENT if f"`{v}`" not in page]
+
+
+def test_links_at_a_memory_are_decided_in_one_command(home, cli):
+    from tidemind.memory import Memory
+    from tidemind.store import immediate, links
+
+    ids = [cli("digest", f"the {w} memory of the links command")["node_ids"][0] for w in ("hub", "left", "right")]
+    m = Memory.open(home)
+    try:
+        with immediate(m.conn):
+            made = [links.add(m.conn, ids[0], o, status="pending", proposed_by="t", at=m.now()) for o in ids[1:]]
+    finally:
+        m.close()
+    r = cli("links", "reject", "--at", str(ids[0]))
+    assert sorted(x["link"] for x in r["links"]) == sorted(made) and r["status"] == "rejected_by_user"
+    both = run_cli(home, "links", "confirm", "7", "--at", str(ids[0]))
+    assert both.returncode != 0 and b"--at NODE" in both.stderr and b"Traceback" not in both.stderr

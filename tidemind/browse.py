@@ -85,29 +85,39 @@ def sidebar(conn: apsw.Connection, scopes: Sequence[str], tag_limit: int = 100) 
             "flagged": sum(flagged.values()), "tags": tags.counts(conn, pred, params, tag_limit)}
 
 
+SORTS = ("newest", "oldest", "strongest", "weakest")
+
+
 def review_page(conn: apsw.Connection, scopes: Sequence[str], status: str | None = "open", kind: str | None = None,
-                offset: int = 0, limit: int = 50) -> dict:
+                offset: int = 0, limit: int = 50, sort: str | None = None, tag: str | None = None,
+                node: int | None = None) -> dict:
     """A page of the inbox, the count of each kind, and the titles of the memories the page
-    names. Pending links are the kind `link` (they live in the links table, not as items)."""
+    names. Pending links are the kind `link` (they live in the links table, not as items).
+    `sort`: newest, oldest, strongest or weakest (a pair's similarity, a link's strength; by
+    default items newest first and links oldest first); `tag`, `node`: only what names a memory
+    carrying the tag, or that memory; the counts are of the same narrowed inbox."""
     if status not in (None, "open", "approved", "rejected"):
         raise InvalidInput("status must be open, approved, rejected or None (all)")
+    if sort is not None and sort not in SORTS:
+        raise InvalidInput(f"sort must be one of {', '.join(SORTS)}")
     offset, limit = _page_args(offset, limit)
-    counts = review.counts_by_kind(conn, scopes, status)
+    counts = review.counts_by_kind(conn, scopes, status, tag, node)
     if status in (None, "open"):
-        counts["link"] = links.count_pending(conn, scopes)
+        counts["link"] = links.count_pending(conn, scopes, tag, node)
     if kind == "link":
-        found = links.pending_page(conn, scopes, offset, limit)
+        found = links.pending_page(conn, scopes, offset, limit, sort or "oldest", tag, node)
         items = [{"id": r["id"], "kind": "link", "status": "open", "node_id": r["source_id"],
                   "other_node_id": r["target_id"],
                   "payload": {"relation": r["relation"], "strength": r["strength"], "proposed_by": r["proposed_by"],
                               "reason": r["reason"]}} for r in found]
         total = counts.get("link", 0)
     else:
-        items, total = review.page(conn, scopes, status, kind, offset, limit)
+        items, total = review.page(conn, scopes, status, kind, offset, limit, sort or "newest", tag, node)
     named = titles(conn, sorted({i for r in items for i in (r["node_id"], r["other_node_id"]) if i}), scopes)
     for r in items:
         r["titles"] = {i: named.get(i) for i in (r["node_id"], r["other_node_id"]) if i}
-    return {"items": items, "total": total, "counts": counts, "kind": kind, "status": status, "offset": offset}
+    return {"items": items, "total": total, "counts": counts, "kind": kind, "status": status, "offset": offset,
+            "sort": sort, "tag": tag, "node": node}
 
 
 def graph(conn: apsw.Connection, scopes: Sequence[str], tag: str | None = None,

@@ -620,6 +620,13 @@ def cmd_links(args):
     with _memory(args) as m:
         m.actor = "person:cli"
         status = {"confirm": "confirmed", "reject": "rejected_by_user", "reopen": "pending"}[args.action]
+        if (args.id is None) == (args.at is None):
+            raise InvalidInput(f"tidemind links {args.action} LINK, or --at NODE for every pending link of a memory")
+        if args.at is not None:
+            if args.action == "reopen":
+                raise InvalidInput("--at decides pending links: confirm or reject")
+            _emit(args, m.link_decide_at(args.at, status), lambda r: r["done"])
+            return
         _emit(args, m.link_decide(args.id, status), lambda r: r["done"])
 
 
@@ -965,9 +972,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("args", nargs="*", help="NODE NAME, or NAME for the -everywhere actions")
     s.add_argument("--scope", action="append")
     s.add_argument("--status", choices=["proposed", "confirmed", "rejected_by_user"])
-    s = add("links", cmd_links, "confirm, reject or reopen a link")
+    s = add("links", cmd_links, "confirm, reject or reopen a link (or every pending link of a memory: --at NODE)")
     s.add_argument("action", choices=["confirm", "reject", "reopen"])
-    s.add_argument("id", type=_id_type)
+    s.add_argument("id", nargs="?", type=_id_type)
+    s.add_argument("--at", type=_id_type, help="every pending link of this memory, in one step")
     s = add("export", cmd_export, "write every live memory with its tags and links to a folder: jsonl (to"
                                   " import back) or markdown (a file per memory, front matter Obsidian reads)")
     s.add_argument("folder")

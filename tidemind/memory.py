@@ -39,6 +39,11 @@ ORPHAN_AGE_MINUTES = 10  # a digest's stream entry older than this with no captu
 SERVING_SHARE = 0.9       # the configured embedder serves once it has this share of the best coverage
 
 
+def _check_link_status(status: str) -> None:
+    if status not in ("confirmed", "rejected_by_user", "pending"):
+        raise InvalidInput("a link can be confirmed, rejected or reopened")
+
+
 class Memory:
     """One open store. `writable_scopes`/`readable_scopes` of None mean any (the person's CLI)."""
 
@@ -1039,8 +1044,7 @@ class Memory:
         return limits.check_tag_name(name)
 
     def link_decide(self, link_id: int, status: str) -> dict:
-        if status not in ("confirmed", "rejected_by_user", "pending"):
-            raise InvalidInput("a link can be confirmed, rejected or reopened")
+        _check_link_status(status)
         now = self.now()
         with immediate(self.conn):
             link = links.get(self.conn, check_id(link_id, "link"))
@@ -1055,24 +1059,41 @@ class Memory:
 
     def link_decide_many(self, link_ids: Sequence[int], status: str) -> dict:
         """`link_decide` on many links in one transaction (all or none), each audited alone."""
-        if status not in ("confirmed", "rejected_by_user", "pending"):
-            raise InvalidInput("a link can be confirmed, rejected or reopened")
+        _check_link_status(status)
         ids = [check_id(i, "link") for i in link_ids]
         if not ids or len(ids) > 5000:
             raise InvalidInput("give between 1 and 5000 links")
+        with immediate(self.conn):
+            return self._decide_links(ids, status)
+
+    def link_decide_at(self, node_id: int, status: str) -> dict:
+        """Every pending link at one memory (both ends visible here) decided in one step: the
+        inbox's grouped decision. Each is audited alone and comes back with what it was."""
+        _check_link_status(status)
+        with immediate(self.conn):
+            read = self.read_scopes(None, all_scopes=True)
+            node = check_id(node_id)
+            if not nodes.get_visible(self.conn, [node], read):
+                raise NotFound(f"no node {node_id} visible here")
+            ids = links.pending_ids(self.conn, read, node, 5001)
+            if len(ids) > 5000:
+                raise InvalidInput(f"node {node} has over 5000 pending links; decide them a page at a time")
+            return self._decide_links(ids, status)
+
+    def _decide_links(self, ids: list[int], status: str) -> dict:
+        """Inside the caller's transaction: each link set to `status`, audited with what it was."""
         now = self.now()
         read = self.read_scopes(None, all_scopes=True)
         results = []
-        with immediate(self.conn):
-            for link_id in dict.fromkeys(ids):
-                link = links.get(self.conn, link_id)
-                ends = [link["source_id"], link["target_id"]] if link else []
-                if link is None or len(nodes.get_visible(self.conn, ends, read)) != 2:
-                    raise NotFound(f"no link {link_id} between memories visible here; nothing was decided")
-                links.set_status(self.conn, link["id"], status, now, f"set by {self.actor}")
-                audit.record(self.conn, at=now, actor=self.actor, action=f"link_{status}", node_id=link["source_id"],
-                             link=link["id"], previous=link["status"])
-                results.append({"link": link["id"], "status": status, "previous": link["status"]})
+        for link_id in dict.fromkeys(ids):
+            link = links.get(self.conn, link_id)
+            ends = [link["source_id"], link["target_id"]] if link else []
+            if link is None or len(nodes.get_visible(self.conn, ends, read)) != 2:
+                raise NotFound(f"no link {link_id} between memories visible here; nothing was decided")
+            links.set_status(self.conn, link["id"], status, now, f"set by {self.actor}")
+            audit.record(self.conn, at=now, actor=self.actor, action=f"link_{status}", node_id=link["source_id"],
+                         link=link["id"], previous=link["status"])
+            results.append({"link": link["id"], "status": status, "previous": link["status"]})
         return {"links": results, "status": status, "done": f"{len(results)} link(s) {status}"}
 
     def graph(self, node_id: int, *, depth: int = 2, limit: int = 500, include_rejected: bool = False,
@@ -1116,9 +1137,12 @@ class Memory:
         return browse.sidebar(self.conn, self.read_scopes(scopes, all_scopes=True))
 
     def review_page(self, status: str | None = "open", kind: str | None = None, *, offset: int = 0, limit: int = 50,
-                    scopes: Sequence[str] | None = None) -> dict:
-        """A page of the review inbox with counts per kind and titles (pending links: kind `link`)."""
-        return browse.review_page(self.conn, self.read_scopes(scopes, all_scopes=True), status, kind, offset, limit)
+                    scopes: Sequence[str] | None = None, sort: str | None = None, tag: str | None = None,
+                    node: int | None = None) -> dict:
+        """A page of the review inbox with counts per kind and titles (pending links: kind `link`),
+        sorted and narrowed to a tag or a memory (`browse.review_page`)."""
+        return browse.review_page(self.conn, self.read_scopes(scopes, all_scopes=True), status, kind, offset, limit,
+                                  sort, tag, None if node is None else check_id(node))
 
     def graph_overview(self, *, scopes: Sequence[str] | None = None, tag: str | None = None,
                        link_statuses: Sequence[str] = ("confirmed", "pending"), orphans: bool = True,

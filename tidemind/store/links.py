@@ -347,24 +347,43 @@ def linked_with(conn: apsw.Connection, node_ids: Sequence[int], proposed_by: str
     return out - set(ids)
 
 
-def count_pending(conn: apsw.Connection, scopes: Sequence[str]) -> int:
-    """How many pending links have both ends visible in the scopes (the inbox's count)."""
-    pred_a, pa = visible("a", scopes)
-    pred_b, pb = visible("b", scopes)
-    return conn.execute(f"SELECT count(*) FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON"
-                        f" b.id = l.target_id WHERE l.status = 'pending' AND {pred_a} AND {pred_b}",
-                        [*pa, *pb]).fetchone()[0]
+# the inbox's orders of pending links (strength: the proposer's confidence, none last)
+PENDING_ORDERS = {"newest": "l.id DESC", "oldest": "l.id ASC",
+                  "strongest": "l.strength IS NULL, l.strength DESC, l.id ASC",
+                  "weakest": "l.strength IS NULL, l.strength ASC, l.id ASC"}
 
 
-def pending_page(conn: apsw.Connection, scopes: Sequence[str], offset: int, limit: int) -> list[dict]:
-    """A page of the pending links with both ends visible, oldest first."""
+def _pending_sql(scopes: Sequence[str], tag: str | None, node: int | None) -> tuple[str, list]:
+    from .review import narrowed_sql
+
     pred_a, pa = visible("a", scopes)
     pred_b, pb = visible("b", scopes)
-    return rows(conn, f"""
-        SELECT l.id, l.source_id, l.target_id, l.relation, l.strength, l.created_at, l.proposed_by, l.reason
-        FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id
-        WHERE l.status = 'pending' AND {pred_a} AND {pred_b} ORDER BY l.id LIMIT ? OFFSET ?""",
-                [*pa, *pb, int(limit), int(offset)])
+    narrow, more = narrowed_sql("l.source_id", "l.target_id", tag, node)
+    return (f"FROM links l JOIN nodes a ON a.id = l.source_id JOIN nodes b ON b.id = l.target_id"
+            f" WHERE l.status = 'pending' AND {pred_a} AND {pred_b} AND {narrow}", [*pa, *pb, *more])
+
+
+def count_pending(conn: apsw.Connection, scopes: Sequence[str], tag: str | None = None,
+                  node: int | None = None) -> int:
+    """How many pending links have both ends visible in the scopes (the inbox's count); `tag`,
+    `node`: only those with an end carrying the tag, or at that memory."""
+    sql, params = _pending_sql(scopes, tag, node)
+    return conn.execute(f"SELECT count(*) {sql}", params).fetchone()[0]
+
+
+def pending_page(conn: apsw.Connection, scopes: Sequence[str], offset: int, limit: int, order: str = "oldest",
+                 tag: str | None = None, node: int | None = None) -> list[dict]:
+    """A page of the pending links with both ends visible (`order`: one of PENDING_ORDERS)."""
+    sql, params = _pending_sql(scopes, tag, node)
+    return rows(conn, f"SELECT l.id, l.source_id, l.target_id, l.relation, l.strength, l.created_at, l.proposed_by,"
+                      f" l.reason {sql} ORDER BY {PENDING_ORDERS[order]} LIMIT ? OFFSET ?",
+                [*params, int(limit), int(offset)])
+
+
+def pending_ids(conn: apsw.Connection, scopes: Sequence[str], node: int, limit: int) -> list[int]:
+    """Every pending link at memory `node` with both ends visible (a grouped decision), oldest first."""
+    sql, params = _pending_sql(scopes, None, node)
+    return [r[0] for r in conn.execute(f"SELECT l.id {sql} ORDER BY l.id LIMIT ?", [*params, int(limit)])]
 
 
 def between_visible(conn: apsw.Connection, scopes: Sequence[str], statuses: Sequence[str]) -> list[tuple]:

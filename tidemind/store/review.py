@@ -283,27 +283,58 @@ def open_for_synthesis(conn: apsw.Connection, synthesis_id: int) -> int | None:
     return None
 
 
+# The inbox's orders. An item's strength is its pair's similarity (merges and contradictions);
+# items without one (lessons, syntheses) come after those with one, newest first.
+_STRENGTH = "CAST(json_extract(r.payload, '$.similarity') AS REAL)"
+ORDERS = {"newest": "r.id DESC", "oldest": "r.id ASC",
+          "strongest": f"{_STRENGTH} IS NULL, {_STRENGTH} DESC, r.id DESC",
+          "weakest": f"{_STRENGTH} IS NULL, {_STRENGTH} ASC, r.id DESC"}
+
+
+def narrowed_sql(alias_one: str, alias_other: str, tag: str | None, node: int | None) -> tuple[str, list]:
+    """SQL: the item (or link) whose two node columns are `alias_one`, `alias_other` names a
+    memory carrying `tag` (served: proposed or confirmed), and names memory `node`. "1" when
+    neither is given."""
+    from . import tags
+
+    parts, params = [], []
+    if tag:
+        carries, with_tag = tags.filter_sql("n", [tag])
+        parts.append(f"({alias_one} IN (SELECT n.id FROM nodes n WHERE {carries})"
+                     f" OR {alias_other} IN (SELECT n.id FROM nodes n WHERE {carries}))")
+        params += [*with_tag, *with_tag]
+    if node is not None:
+        parts.append(f"({alias_one} = ? OR {alias_other} = ?)")
+        params += [node, node]
+    return " AND ".join(parts) or "1=1", params
+
+
 def page(conn: apsw.Connection, scopes: Sequence[str], status: str | None, kind: str | None, offset: int,
-         limit: int) -> tuple[list[dict], int]:
-    """One page of the items (newest first) and how many there are in all: the inbox never
-    stops silently at a fixed number."""
+         limit: int, order: str = "newest", tag: str | None = None, node: int | None = None) -> tuple[list[dict], int]:
+    """One page of the items (`order`: one of ORDERS) and how many there are in all: the inbox
+    never stops silently at a fixed number. `tag`, `node`: only items naming such a memory."""
     where, params = _in_scopes_sql(scopes)
     if status:
         where, params = where + " AND r.status = ?", [*params, status]
     if kind:
         where, params = where + " AND r.kind = ?", [*params, kind]
+    narrow, more = narrowed_sql("r.node_id", "r.other_node_id", tag, node)
+    where, params = f"{where} AND {narrow}", [*params, *more]
     total = conn.execute(f"SELECT count(*) FROM review_items r WHERE {where}", params).fetchone()[0]
-    found = rows(conn, f"SELECT r.* FROM review_items r WHERE {where} ORDER BY r.id DESC LIMIT ? OFFSET ?",
+    found = rows(conn, f"SELECT r.* FROM review_items r WHERE {where} ORDER BY {ORDERS[order]} LIMIT ? OFFSET ?",
                  [*params, int(limit), int(offset)])
     for r in found:
         r["payload"] = json.loads(r["payload"])
     return found, total
 
 
-def counts_by_kind(conn: apsw.Connection, scopes: Sequence[str], status: str | None = "open") -> dict[str, int]:
+def counts_by_kind(conn: apsw.Connection, scopes: Sequence[str], status: str | None = "open",
+                   tag: str | None = None, node: int | None = None) -> dict[str, int]:
     where, params = _in_scopes_sql(scopes)
     if status:
         where, params = where + " AND r.status = ?", [*params, status]
+    narrow, more = narrowed_sql("r.node_id", "r.other_node_id", tag, node)
+    where, params = f"{where} AND {narrow}", [*params, *more]
     return dict(conn.execute(f"SELECT r.kind, count(*) FROM review_items r WHERE {where} GROUP BY r.kind"
                              f" ORDER BY r.kind", params).fetchall())
 

@@ -15,7 +15,7 @@ from tidemind.memory import Memory  # noqa: E402
 from tidemind.store import audit, immediate, links, tags  # noqa: E402
 
 from .desktop_helpers import click, opened, settle, window  # noqa: E402,F401
-from .test_browse import _contradictions  # noqa: E402
+from .test_browse import _contradictions, _pairs  # noqa: E402
 
 
 def _link(mem, a, b, status="confirmed"):
@@ -143,6 +143,59 @@ def test_the_review_inbox_pages_counts_titles_advances_and_undoes(window, mem, q
     settle(window, qtbot)
     assert mem.review_show(first)["status"] == "open" and mem.review_show(first)["payload"].get("stands") is None
     assert sorted(r["id"] for r in mem.review_page(limit=100)["items"]) == sorted(items)       # all open again
+
+
+def test_the_inbox_sorts_narrows_and_decides_a_memorys_links_in_one_step(window, mem, qtbot):
+    made = _pairs(mem, [0.62, 0.95, 0.80], scope="project:port")
+    _pairs(mem, [0.99], scope="personal")
+    (_, _, tagged), (strong, _, _), _ = made
+    mem.tag_add(tagged, "cranes")
+    hub, *ends = (mem.digest(f"crane {w} of the hub", scope="project:port")["node_ids"][0]
+                  for w in ("hub", "one", "two", "three"))
+    spokes = [_link(mem, hub, e, status="pending") for e in ends]
+    elsewhere = _link(mem, ends[0], ends[1], status="pending")
+    window.refresh_all()
+    window.tabs.setCurrentWidget(window.review_view)
+    settle(window, qtbot)
+    view = window.review_view
+    view.select_kind("merge")
+    settle(window, qtbot)
+    shown = lambda: [view.items.item(i).data(256) for i in range(view.items.count())]
+    assert len(shown()) == 4
+    view.sort.setCurrentIndex(view.sort.findData("strongest"))
+    settle(window, qtbot)
+    scores = [mem.review_show(i)["payload"]["similarity"] for i in shown()]
+    assert scores == sorted(scores, reverse=True) == [0.99, 0.95, 0.80, 0.62]
+    window.scope.setCurrentText("project:port")              # the scope box narrows the inbox too
+    settle(window, qtbot)
+    assert shown()[0] == strong and len(shown()) == 3 and view.page_label.text() == "1–3 of 3"
+    view.tag.setCurrentText("cranes")
+    QTest.keyClick(view.tag.lineEdit(), Qt.Key_Return)
+    settle(window, qtbot)
+    assert shown() == [made[0][0]]
+    tabs = [view.kinds.tabText(i) for i in range(view.kinds.count())]
+    assert "Merges 1" in tabs and "Links 0" in tabs            # the counts are of what is listed
+    view.tag.setCurrentText("any tag")
+    QTest.keyClick(view.tag.lineEdit(), Qt.Key_Return)
+    view.select_kind("link")
+    settle(window, qtbot)
+    assert sorted(shown()) == sorted([*spokes, elsewhere])
+    view.items.setCurrentRow(shown().index(spokes[1]))
+    view.narrow_button.click()                                # only what names the hub
+    settle(window, qtbot)
+    assert sorted(shown()) == sorted(spokes) and view.at_node.isVisible()
+    assert view.accept_all.isVisible() and "3" in view.accept_all.text()
+    view.accept_all.click()
+    settle(window, qtbot)
+    assert [links.get(mem.conn, i)["status"] for i in spokes] == ["confirmed"] * 3
+    assert links.get(mem.conn, elsewhere)["status"] == "pending"
+    assert shown() == [] and not view.accept_all.isVisible()
+    window.undo()                                             # one undo for the group
+    settle(window, qtbot)
+    assert [links.get(mem.conn, i)["status"] for i in spokes] == ["pending"] * 3
+    view.at_node.click()                                      # everything again
+    settle(window, qtbot)
+    assert sorted(shown()) == sorted([*spokes, elsewhere]) and not view.at_node.isVisible()
 
 
 def test_a_contradiction_is_approved_by_saying_which_memory_stands(window, mem, qtbot):

@@ -169,6 +169,7 @@ class MainWindow(QMainWindow):
                                                                      else ("review",)))
         self.review_view.detail_wanted.connect(self._load_detail)
         self.review_view.undo_requested.connect(self.undo)
+        self.review_view.links_at_decided.connect(self._links_at_decided)
         self.review_view.node_opened.connect(self.open_node)
         self.review_view.questions.answered.connect(self.answer_question)
         self.review_view.questions.skipped.connect(self.skip_question)
@@ -367,6 +368,8 @@ class MainWindow(QMainWindow):
             self.browse(self.results.source, offset=self.results.count())
 
     def _scope_changed(self):
+        self.review_view.offset = 0
+        self.refresh(("review",))              # the inbox follows the scope box too
         if self.list_request.get("search"):
             self.search()
         elif self.list_request:
@@ -772,6 +775,17 @@ class MainWindow(QMainWindow):
         self._act(lambda m: m.review_decide_many(ids, decision),
                   undo=lambda r: (f"{len(r['items'])} item(s) {decision}", self._undo_items(r["items"])))
 
+    def _links_at_decided(self, node: int, decision: str):
+        """Every pending link of one memory in one step; undo puts each back as it was."""
+        status = {"approved": "confirmed", "rejected": "rejected_by_user"}[decision]
+
+        def undo(r):
+            ids = [x["link"] for x in r["links"]]        # (all were pending: that is what was decided)
+            return (f"{len(ids)} link(s) of #{node} {status}",
+                    lambda m: m.link_decide_many(ids, "pending")) if ids else None
+
+        self._act(lambda m: m.link_decide_at(node, status), undo=undo)
+
     @staticmethod
     def _undo_items(results: list[dict]):
         """Each item back to what it was: reopened together, or approved again with the memory
@@ -925,7 +939,7 @@ class MainWindow(QMainWindow):
     # -- refresh --------------------------------------------------------------------------------------
     def _want(self, parts, node: int | None = None, since: int | None = None) -> dict:
         """What to read, decided on the UI thread (the worker never reads a widget)."""
-        review = self.review_view.request()
+        review = {**self.review_view.request(), "scopes": self.scopes()}
         parts = set(parts) | ({"tags"} if review["view"] == "tags" else set())
         return {"parts": parts, "review": review, "node": node, "since": since,
                 "shown_node": self.node_view.node_id if not (self.node_view.node or {}).get("archived") else None,
@@ -953,7 +967,8 @@ class MainWindow(QMainWindow):
                 r = {**r, "status": None if with_decided else "open"}
             listed = r["kind"] not in ("questions", "tags")
             out["review"] = {**memory.review_page(r["status"], r["kind"] if listed else None, offset=r["offset"],
-                                                  limit=PAGE if listed else 1), "view": r["view"]}
+                                                  limit=PAGE if listed else 1, sort=r.get("sort"), tag=r.get("tag"),
+                                                  node=r.get("node"), scopes=r.get("scopes")), "view": r["view"]}
         if "questions" in parts:
             out["questions"] = memory.clarify_questions(limit=200)
         if "tags" in parts:                      # the proposed-tags queue: names grouped, per scope counted
@@ -1048,6 +1063,7 @@ class MainWindow(QMainWindow):
             self._sidebar = data["sidebar"]
             self.sidebar.load(data["sidebar"])
             self.graph_view.set_choices(list(data["sidebar"]["scopes"]), [t for t, _ in data["sidebar"]["tags"]])
+            self.review_view.set_tag_names([t for t, _ in data["sidebar"]["tags"]])
         if "review" in data:
             self.review_view.load(data["review"])
         if "tags" in data:

@@ -3,20 +3,25 @@ each kind and the titles of the memories each item names. Select an item and its
 (both texts side by side, the words that differ marked); approve, reject or pass with the
 buttons or A / R / J (next) / K (previous); the next item comes up by itself, and Undo (U,
 Ctrl+Z) puts back exactly what was there before. A contradiction is approved by saying which
-memory stands. Beside the items: the questions memories wait on, and the proposed tags."""
+memory stands. The inbox sorts by age or strength and narrows to a tag or to one memory (the
+window's scope box narrows it to a scope); narrowed to a memory, its pending links are accepted
+or rejected in one step. Beside the items: the questions memories wait on, and the proposed tags."""
 from __future__ import annotations
 
 import difflib
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
                                QListWidget, QListWidgetItem, QPushButton, QSplitter, QStackedWidget,
                                QTabBar, QTextBrowser, QVBoxLayout, QWidget)
 
 from . import theme
 
 MAX_SUGGESTIONS = 4
+SORTS = (("Newest first", "newest"), ("Oldest first", "oldest"), ("Strongest first", "strongest"),
+         ("Weakest first", "weakest"))
+ANY_TAG = "any tag"
 
 
 class QuestionsPanel(QGroupBox):
@@ -141,10 +146,18 @@ def row_text(r: dict) -> str:
     """Two lines: what and its standing, then the titles it is about."""
     kind = "pending link" if r["kind"] == "link" else r["kind"].replace("_", " ")
     label = f"link {r['id']}" if r["kind"] == "link" else f"#{r['id']}"
-    names = [f"{(r.get('titles') or {}).get(i) or '(not visible)'} #{i}" for i in (r["node_id"], r["other_node_id"]) if i]
-    about = " ⟷ ".join(n[:70] for n in names) or str((r.get("payload") or {}).get("name")
-                                                     or (r.get("payload") or {}).get("said") or "")[:140]
-    return f"{label} {kind} · {r['status']}\n{about}"
+    payload = r.get("payload") or {}
+    names = [f"{_clip((r.get('titles') or {}).get(i) or '(not visible)', 64)} #{i}"
+             for i in (r["node_id"], r["other_node_id"]) if i]
+    about = " ⟷ ".join(names) or str(payload.get("name") or payload.get("said") or "")[:140]
+    strength = payload.get("strength") if r["kind"] == "link" else payload.get("similarity")
+    measure = f" · {'strength' if r['kind'] == 'link' else 'similarity'} {strength:.2f}" \
+        if isinstance(strength, (int, float)) else ""
+    return f"{label} {kind} · {r['status']}{measure}\n{about}"
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
 class InboxList(QListWidget):
@@ -165,6 +178,7 @@ class ReviewView(QWidget):
     undo_requested = Signal()
     node_opened = Signal(int)
     filter_changed = Signal()
+    links_at_decided = Signal(int, str)     # memory, "approved" | "rejected": every pending link of it
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -182,7 +196,39 @@ class ReviewView(QWidget):
         nav = QHBoxLayout()
         self.show_decided = QCheckBox("show decided (history)")
         nav.addWidget(self.show_decided)
+        self.sort = QComboBox()
+        self.sort.setObjectName("inbox-sort")
+        self.sort.setToolTip("Order: by age, or by strength (a pair's similarity, a link's strength)")
+        for label, key in SORTS:
+            self.sort.addItem(label, key)
+        nav.addWidget(self.sort)
+        self.tag = QComboBox()
+        self.tag.setObjectName("inbox-tag")
+        self.tag.setToolTip("Only what names a memory carrying this tag")
+        self.tag.setEditable(True)
+        self.tag.setInsertPolicy(QComboBox.NoInsert)
+        self.tag.setMinimumContentsLength(12)
+        self.tag.addItem(ANY_TAG)
+        nav.addWidget(self.tag)
         nav.addStretch(1)
+        group = QHBoxLayout()                    # narrowed to one memory, and what is decided for all of it
+        self.narrow_button = QPushButton("Only this memory")
+        self.narrow_button.setObjectName("inbox-narrow")
+        self.narrow_button.setToolTip("Show only what names the selected item's first memory (its links together)")
+        group.addWidget(self.narrow_button)
+        self.at_node = QPushButton()
+        self.at_node.setObjectName("inbox-at-node")
+        self.at_node.setToolTip("Shown: only what names this memory. Click to show everything again")
+        self.at_node.hide()
+        group.addWidget(self.at_node)
+        self.accept_all = QPushButton("Accept all links")
+        self.reject_all = QPushButton("Reject all links")
+        for b, decision in ((self.accept_all, "approved"), (self.reject_all, "rejected")):
+            b.setObjectName(f"inbox-links-{decision}")
+            b.hide()
+            b.clicked.connect(lambda _=False, d=decision: self._links_at(d))
+            group.addWidget(b)
+        group.addStretch(1)
         self.page_label = QLabel("")
         nav.addWidget(self.page_label)
         self.prev_page = QPushButton("‹")
@@ -192,6 +238,7 @@ class ReviewView(QWidget):
             b.setToolTip(tip)
             nav.addWidget(b)
         layout.addLayout(nav)
+        layout.addLayout(group)
         self.stack = QStackedWidget()
         layout.addWidget(self.stack, 1)
 
@@ -249,11 +296,18 @@ class ReviewView(QWidget):
         self.items.key_action.connect(self._key)
         self.kinds.currentChanged.connect(lambda _: self._kind_changed())
         self.show_decided.toggled.connect(lambda _: self._ask(0))
+        self.sort.currentIndexChanged.connect(lambda _: self._ask(0))
+        self.tag.activated.connect(lambda _: self._tag_chosen())
+        self.tag.lineEdit().returnPressed.connect(self._tag_chosen)
+        self.at_node.clicked.connect(lambda: self.narrow_to(None))
+        self.narrow_button.clicked.connect(self._narrow_to_current)
         self.prev_page.clicked.connect(lambda: self._ask(max(0, self.offset - PAGE)))
         self.next_page.clicked.connect(lambda: self._ask(self.offset + PAGE))
         self.offset = 0
         self.total = 0
         self.kind = "all"
+        self.node: int | None = None       # narrowed to what names this memory
+        self.tag_filter: str | None = None
         self._data: dict[int, dict] = {}
         self._details: dict[int, dict] = {}
         self.shown_detail: int | None = None
@@ -297,13 +351,62 @@ class ReviewView(QWidget):
         self.kind = self.kind_keys[self.kinds.currentIndex()] if self.kind_keys else "all"
         page = {"questions": 1, "tags": 2}.get(self.kind, 0)
         self.stack.setCurrentIndex(page)
-        for w in (self.show_decided, self.page_label, self.prev_page, self.next_page):
+        for w in (self.show_decided, self.page_label, self.prev_page, self.next_page, self.sort, self.tag,
+                  self.narrow_button):
             w.setVisible(page == 0)
+        self.at_node.setVisible(page == 0 and self.node is not None)
         self._ask(0)
 
     def request(self, offset: int | None = None) -> dict:
         return {"kind": None if self.kind == "all" else self.kind, "status": None if self.show_decided.isChecked()
-                else "open", "offset": self.offset if offset is None else offset, "view": self.kind}
+                else "open", "offset": self.offset if offset is None else offset, "view": self.kind,
+                "sort": self.sort.currentData(), "tag": self.tag_filter, "node": self.node}
+
+    # -- narrowing ------------------------------------------------------------------------------------
+    def set_tag_names(self, names: list[str]) -> None:
+        """The tags to narrow by (the sidebar's), the one chosen kept."""
+        current = self.tag.currentText()
+        wanted = [ANY_TAG, *names]
+        if [self.tag.itemText(i) for i in range(self.tag.count())] != wanted:
+            self.tag.blockSignals(True)
+            self.tag.clear()
+            self.tag.addItems(wanted)
+            self.tag.setCurrentText(current)
+            self.tag.blockSignals(False)
+
+    def _tag_chosen(self) -> None:
+        text = self.tag.currentText().strip().lstrip("#")
+        chosen = None if text in ("", ANY_TAG) else text
+        if chosen != self.tag_filter:
+            self.tag_filter = chosen
+            self._ask(0)
+
+    def narrow_to(self, node: int | None) -> None:
+        """Only what names memory `node` (None: everything again)."""
+        self.node = node
+        self.at_node.setText(f"only #{node}  ✕" if node is not None else "")
+        self.at_node.setVisible(node is not None)
+        self._group_buttons()
+        self._ask(0)
+
+    def _narrow_to_current(self) -> None:
+        r = self.current_row_data()
+        if r is not None and r.get("node_id"):
+            self.narrow_to(r["node_id"])
+
+    def _group_buttons(self) -> None:
+        """Accept / reject all links: on the links of one memory, with their count."""
+        n = self.counts.get("link", 0) if self.node is not None and self.kind == "link" else 0
+        for b, verb in ((self.accept_all, "Accept"), (self.reject_all, "Reject")):
+            b.setText(f"{verb} all {n:,} links of #{self.node}" if n else "")
+            b.setVisible(bool(n) and not self.show_decided.isChecked())
+
+    def _links_at(self, decision: str) -> None:
+        if self.node is not None:
+            self.items.clear()
+            self.detail.setHtml("Decided. Loading the next items…")
+            self._stands_for(None)
+            self.links_at_decided.emit(self.node, decision)
 
     def _ask(self, offset: int):
         self.offset = max(0, offset)
@@ -320,6 +423,7 @@ class ReviewView(QWidget):
         counts["questions"] = self.counts.get("questions", 0)
         counts["tags"] = self.counts.get("tags")
         self._set_kinds(counts)
+        self._group_buttons()
         if self.kind in ("questions", "tags") or page.get("view", self.kind) != self.kind:
             return
         current = self.items.currentItem().data(256) if self.items.currentItem() else None

@@ -294,3 +294,14 @@ def test_links_at_a_memory_are_decided_in_one_command(home, cli):
     assert sorted(x["link"] for x in r["links"]) == sorted(made) and r["status"] == "rejected_by_user"
     both = run_cli(home, "links", "confirm", "7", "--at", str(ids[0]))
     assert both.returncode != 0 and b"--at NODE" in both.stderr and b"Traceback" not in both.stderr
+
+
+def test_undo_puts_back_the_last_decision_even_one_made_in_the_desktop(home, cli):
+    node = cli("digest", "an old note about the lighthouse keeper")["node_ids"][0]
+    cli("archive", str(node))
+    assert cli("undo", "--show")["last"]["label"] == f"archive #{node}"
+    assert "archive" in cli("undo")["undone"]
+    assert cli("undo", "--show")["last"] is None
+    nothing = run_cli(home, "undo")
+    assert nothing.returncode != 0 and b"no decision of person:cli" in nothing.stderr
+    assert cli("undo", "--show", "--actor", "person:desktop")["last"] is None

@@ -206,6 +206,7 @@ def cmd_correct(args):
 def _simple(verb):
     def run(args):
         with _memory(args) as m:
+            m.actor = "person:cli"              # a person's act, like the other decisions (and undone as one)
             _emit(args, getattr(m, verb)(args.id),
                   lambda r: "\n".join([r["done"], *[f"warning: {w}" for w in r.get("warnings", [])]]))
     return run
@@ -630,6 +631,17 @@ def cmd_links(args):
         _emit(args, m.link_decide(args.id, status), lambda r: r["done"])
 
 
+def cmd_undo(args):
+    with _memory(args) as m:
+        m.actor = args.actor
+        if args.show:
+            last = m.last_decision()
+            _emit(args, {"last": last}, lambda r: f"next undo: {r['last']['label']}" if r["last"]
+                  else f"nothing of {args.actor} to undo")
+            return
+        _emit(args, m.undo_last(), lambda r: r["done"] + "".join(f"\n  left as it is: {k}" for k in r["kept"]))
+
+
 def _fmt_import(r: dict) -> str:
     if r["batch"] is None:
         lines = [f"nothing changed in {r['scope']} ({r['read']:,} notes read, {r['unchanged']:,} units unchanged);"
@@ -976,6 +988,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", choices=["confirm", "reject", "reopen"])
     s.add_argument("id", nargs="?", type=_id_type)
     s.add_argument("--at", type=_id_type, help="every pending link of this memory, in one step")
+    s = add("undo", cmd_undo, "put back a person's latest decision (review, link, tag, archive), read from the"
+                              " audit log; again to go one further back")
+    s.add_argument("--show", action="store_true", help="say what the next undo would put back, change nothing")
+    s.add_argument("--actor", default="person:cli", help="whose decisions (person:desktop for the window's;"
+                                                         " default person:cli)")
     s = add("export", cmd_export, "write every live memory with its tags and links to a folder: jsonl (to"
                                   " import back) or markdown (a file per memory, front matter Obsidian reads)")
     s.add_argument("folder")

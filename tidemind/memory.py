@@ -408,15 +408,19 @@ class Memory:
             row = self._live_node(node_id, "archive")
             if row["status"] == "archived":
                 raise Conflict(f"node {node_id} is already archived")
-            found = lifecycle.carriers(self.conn, row["id"])
-            nodes.set_status(self.conn, row["id"], "archived")
-            clarifications.close_for_node(self.conn, row["id"], now)
-            vectors.drop(self.conn, row["id"])
-            self._withdraw_syntheses(row["id"], f"node {row['id']} was archived", now)
-            lifecycle.withdraw_copies(self, found, now)      # anchors it taught other memories
-            _import_schema.keep_out(self.conn, row["id"], row["content"], "archived", now)   # a re-sync keeps it out
-            audit.record(self.conn, at=now, actor=self.actor, action="archive", node_id=row["id"])
+            self._archive_in(row, now)
         return {"node_ids": [row["id"]], "done": f"node {row['id']} archived (hidden from every read; unarchive restores)"}
+
+    def _archive_in(self, row: dict, now: str) -> None:
+        """Archive live node `row` inside the caller's transaction (archive, and undo of an unarchive)."""
+        found = lifecycle.carriers(self.conn, row["id"])
+        nodes.set_status(self.conn, row["id"], "archived")
+        clarifications.close_for_node(self.conn, row["id"], now)
+        vectors.drop(self.conn, row["id"])
+        self._withdraw_syntheses(row["id"], f"node {row['id']} was archived", now)
+        lifecycle.withdraw_copies(self, found, now)      # anchors it taught other memories
+        _import_schema.keep_out(self.conn, row["id"], row["content"], "archived", now)   # a re-sync keeps it out
+        audit.record(self.conn, at=now, actor=self.actor, action="archive", node_id=row["id"])
 
     def unarchive(self, node_id: int) -> dict:
         now = self.now()
@@ -424,12 +428,16 @@ class Memory:
             row = self._live_node(node_id, "unarchive")
             if row["status"] != "archived":
                 raise Conflict(f"node {node_id} is not archived")
-            nodes.set_status(self.conn, row["id"], "live")
-            vectors.enqueue(self.conn, row["id"], now)
-            lifecycle.withdraw_copies(self, lifecycle.carriers(self.conn, row["id"]), now)   # (read again: back)
-            _import_schema.let_in(self.conn, row["id"])
-            audit.record(self.conn, at=now, actor=self.actor, action="unarchive", node_id=row["id"])
+            self._unarchive_in(row, now)
         return {"node_ids": [row["id"]], "done": f"node {row['id']} restored"}
+
+    def _unarchive_in(self, row: dict, now: str) -> None:
+        """Bring archived node `row` back inside the caller's transaction (unarchive, undo of an archive)."""
+        nodes.set_status(self.conn, row["id"], "live")
+        vectors.enqueue(self.conn, row["id"], now)
+        lifecycle.withdraw_copies(self, lifecycle.carriers(self.conn, row["id"]), now)   # (read again: back)
+        _import_schema.let_in(self.conn, row["id"])
+        audit.record(self.conn, at=now, actor=self.actor, action="unarchive", node_id=row["id"])
 
     def forget(self, node_id: int) -> dict:
         """Erase the text of the node and every version of it, everywhere; keep hash tombstones."""
@@ -866,7 +874,8 @@ class Memory:
         review.decide(self.conn, item["id"], decision, now, self.actor)
         audit.record(self.conn, at=now, actor=self.actor, action=f"review_{decision}", node_id=item["node_id"],
                      review_item=item["id"], kind=item["kind"], previous=item["status"],
-                     **({"stands": stands} if stands else {}))
+                     **({"stands": stands} if stands else {}),
+                     **({"previous_stands": previous_stands} if previous_stands else {}))
         if item["kind"] == "merge":
             self._apply_merge(item, decision, now)
         if item["kind"] == "workstream":
@@ -924,6 +933,20 @@ class Memory:
             vectors.enqueue(self.conn, older, now)
             audit.record(self.conn, at=now, actor=self.actor, action="unmerged", node_id=older, from_node=newer)
 
+    def undo_last(self) -> dict:
+        """Put back what this actor's latest decision changed, read from the audit log (so it
+        works after the window or command that decided is gone): `tidemind.undo`."""
+        from . import undo
+
+        return undo.undo_last(self)
+
+    def last_decision(self) -> dict | None:
+        """This actor's latest decision an `undo_last` would put back: {"label", "rows"} or None."""
+        from . import undo
+
+        group = undo.latest(self)
+        return {"label": undo.describe(group), "rows": [r["id"] for r in group]} if group else None
+
     def tag_decide(self, node_id: int, name: str, reject: bool) -> dict:
         """A person's no on a tag is a tombstone every later pass consults; unreject lifts it."""
         name = limits.check_tag_name(name, strip_hash=False)
@@ -948,7 +971,9 @@ class Memory:
             previous = tags.assignment(self.conn, row["id"], name)
             tags.unreject(self.conn, row["id"], name)          # adding it yourself lifts your own earlier no
             tags.assign(self.conn, row["id"], name, status="confirmed", source=f"person:{self.actor}", at=now)
-            audit.record(self.conn, at=now, actor=self.actor, action="tag_add", node_id=row["id"], tag=name)
+            # (what it replaced, for an undo after the window that added it is gone: `undo`)
+            audit.record(self.conn, at=now, actor=self.actor, action="tag_add", node_id=row["id"], tag=name,
+                         previous=previous)
         return {"node_ids": [row["id"]], "tag": name, "previous": previous,
                 "done": f"tag {name!r} added to node {row['id']}"}
 
@@ -992,7 +1017,7 @@ class Memory:
             for node_id in touched:
                 tags.assign(self.conn, node_id, name, status="confirmed", source=f"person:{self.actor}", at=now)
             audit.record(self.conn, at=now, actor=self.actor, action="tag_accept_everywhere", scope=scope, tag=name,
-                         nodes=touched)
+                         nodes=touched, previous={str(k): v for k, v in previous.items()})
         return {"tag": name, "scope": scope, "node_ids": touched, "previous": previous,
                 "done": f"tag {name!r} accepted on {len(touched)} memor{'y' if len(touched) == 1 else 'ies'} in {scope}"}
 

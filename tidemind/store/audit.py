@@ -99,3 +99,16 @@ def after(conn: apsw.Connection, after_id: int, limit: int = 5000) -> list[tuple
     """(action, node id) of the mutations since `after_id`, oldest first: what a window refreshes."""
     return [tuple(r) for r in conn.execute("SELECT action, node_id FROM audit_log WHERE id > ? ORDER BY id LIMIT ?",
                                            (after_id, limit))]
+
+
+def recent_by_actor(conn: apsw.Connection, actor: str, limit: int) -> list[dict]:
+    """The actor's newest audit rows first, details read (what `undo` looks back through)."""
+    found = rows(conn, "SELECT id, at, actor, action, node_id, details FROM audit_log WHERE actor = ?"
+                       " ORDER BY id DESC LIMIT ?", (actor, int(limit)))
+    for r in found:
+        r["details"] = json.loads(r["details"])
+    return found
+
+
+def ids_after(conn: apsw.Connection, after_id: int) -> list[int]:
+    return [r[0] for r in conn.execute("SELECT id FROM audit_log WHERE id > ? ORDER BY id", (after_id,))]

@@ -128,12 +128,17 @@ def test_new_digests_appear_in_place_without_moving_the_person(window, mem, qtbo
     row = next(i for i in range(view.list.count()) if "2026-02-24" in view.list.item(i).text())
     view.list.setCurrentRow(row)
     chosen = view.digests[view.list.currentItem().data(256)]
-    # the daemon (another connection) summarises a new past day, and that day again with a late memory
-    mem.digest("The mobile app's minimum iOS version is now 16.", scope="project:mobile",
-               valid_at="2026-02-26T09:00:00Z")
-    late = mem.digest("The search index rebuild now skips unchanged catalog rows.", scope="project:shop",
-                      valid_at="2026-02-24T16:00:00Z")["node_ids"][0]
-    run_due(mem, only=["temporal"], force=True, clock=mem.clock)
+    # the daemon (another connection: the window's change signal ignores its own connection's
+    # writes) summarises a new past day, and that day again with a late memory
+    daemon = Memory.open(mem.settings.home, clock=mem.clock)
+    try:
+        daemon.digest("The mobile app's minimum iOS version is now 16.", scope="project:mobile",
+                      valid_at="2026-02-26T09:00:00Z")
+        late = daemon.digest("The search index rebuild now skips unchanged catalog rows.", scope="project:shop",
+                             valid_at="2026-02-24T16:00:00Z")["node_ids"][0]
+        run_due(daemon, only=["temporal"], force=True, clock=mem.clock)
+    finally:
+        daemon.close()
     qtbot.waitUntil(lambda: view.list.count() > before, timeout=60000)
     settle(window, qtbot)
     now = view.digests[view.list.currentItem().data(256)]

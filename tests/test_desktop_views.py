@@ -198,6 +198,41 @@ def test_the_inbox_sorts_narrows_and_decides_a_memorys_links_in_one_step(window,
     assert sorted(shown()) == sorted([*spokes, elsewhere]) and not view.at_node.isVisible()
 
 
+def test_a_decision_stays_undoable_after_the_window_is_closed_and_opened_again(window, mem, qtbot):
+    from tidemind_desktop.main_window import MainWindow
+
+    items = _contradictions(mem, 2)
+    window.refresh_all()
+    window.tabs.setCurrentWidget(window.review_view)
+    settle(window, qtbot)
+    view = window.review_view
+    view.items.setCurrentRow(0)
+    view.items.setFocus()
+    first = view.items.currentItem().data(256)
+    QTest.keyClick(view.items, Qt.Key_R)
+    settle(window, qtbot)
+    assert mem.review_show(first)["status"] == "rejected"
+    window.close()                                            # the window, its undo list with it
+    again = Memory.open(mem.settings.home, clock=mem.clock, actor=mem.actor)
+    second = MainWindow(again, poll_ms=200)
+    qtbot.addWidget(second)
+    second.show()
+    try:
+        second.refresh_all()
+        settle(second, qtbot)
+        assert second.undo_button.isVisible() and "1 review item(s) set rejected (earlier)" in second.undo_button.text()
+        second.undo_button.click()
+        settle(second, qtbot)
+        assert mem.review_show(first)["status"] == "open"
+        second.refresh_all()
+        settle(second, qtbot)
+        assert not second.undo_button.isVisible()            # nothing of this person's left to undo
+        assert {mem.review_show(i)["status"] for i in items} == {"open"}
+    finally:
+        second.close()
+        again.close()
+
+
 def test_a_contradiction_is_approved_by_saying_which_memory_stands(window, mem, qtbot):
     item = _contradictions(mem, 1)[0]
     row = mem.review_show(item)

@@ -115,3 +115,45 @@ def test_an_unarchive_is_undone_and_the_memory_hidden_again(mem):
     assert mem.recall("bakery oven")["items"] == []
     mem.undo_last()                              # the archive: live again
     assert [i["id"] for i in mem.recall("bakery oven")["items"]] == [node]
+
+
+def test_an_undo_meant_for_one_decision_undoes_that_one_even_after_a_later_one_and_only_once(mem):
+    from tidemind.errors import Conflict
+
+    mem.actor = "person:desktop"
+    a, b = (mem.digest(f"note {w} for the second window")["node_ids"][0] for w in ("left", "right"))
+    mark = mem.change_mark()[0]
+    mem.archive(a)
+    mine = mem.decisions_after(mark)
+    assert len(mine) == 1
+    second_window = _reopened(mem)
+    try:
+        second_window.archive(b)                      # the same person, another window
+    finally:
+        second_window.close()
+    mem.undo_last(expect=mine[0])                     # this window's own decision, not the other's
+    status = lambda i: mem.conn.execute("SELECT status FROM nodes WHERE id=?", (i,)).fetchone()[0]
+    assert (status(a), status(b)) == ("live", "archived")
+    with pytest.raises(Conflict):
+        mem.undo_last(expect=mine[0])                 # never twice
+    assert mem.last_decision()["label"] == f"archive #{b}"
+    mem.undo_last()
+    assert status(b) == "live" and mem.last_decision() is None
+    with pytest.raises(NotFound):
+        mem.undo_last(expect=[999_999])
+
+
+def test_a_scope_wide_tag_decision_and_its_lifting_are_each_undone(mem):
+    mem.actor = "person:desktop"
+    node = mem.digest("the crane cables are worn")["node_ids"][0]
+    with immediate(mem.conn):
+        tags.assign(mem.conn, node, "cables", status="proposed", source="model:test", at=mem.now())
+    mem.tag_reject_everywhere("cables", "personal")
+    mem.tag_unreject_everywhere("cables", "personal")
+    assert tags.assignment(mem.conn, node, "cables")["status"] == "proposed"
+    mem.undo_last()                                   # the lifting undone: never here again
+    assert tags.assignment(mem.conn, node, "cables")["status"] == "rejected_by_user"
+    assert mem.tag_listing(scopes=["personal"])["rejected_everywhere"]
+    mem.undo_last()                                   # the rejection undone: proposed again
+    assert tags.assignment(mem.conn, node, "cables")["status"] == "proposed"
+    assert not mem.tag_listing(scopes=["personal"])["rejected_everywhere"]

@@ -933,12 +933,19 @@ class Memory:
             vectors.enqueue(self.conn, older, now)
             audit.record(self.conn, at=now, actor=self.actor, action="unmerged", node_id=older, from_node=newer)
 
-    def undo_last(self) -> dict:
+    def undo_last(self, expect: Sequence[int] | None = None) -> dict:
         """Put back what this actor's latest decision changed, read from the audit log (so it
-        works after the window or command that decided is gone): `tidemind.undo`."""
+        works after the window or command that decided is gone): `tidemind.undo`. `expect`: the
+        decision's audit rows (`decisions_after`): refused when the latest is another."""
         from . import undo
 
-        return undo.undo_last(self)
+        return undo.undo_last(self, expect)
+
+    def decisions_after(self, audit_id: int) -> list[list[int]]:
+        """This actor's decisions since audit row `audit_id` (`change_mark()[0]`), newest first."""
+        from . import undo
+
+        return undo.made_after(self, int(audit_id))
 
     def last_decision(self) -> dict | None:
         """This actor's latest decision an `undo_last` would put back: {"label", "rows"} or None."""

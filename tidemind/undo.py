@@ -13,7 +13,7 @@ this kind: a correction is undone by correcting back, a forget by nothing.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from .errors import Conflict, NotFound
 from .store import audit, immediate, links, nodes, review, tags
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 UNDOABLE = frozenset({"link_confirmed", "link_rejected_by_user", "link_pending", "review_approved", "review_rejected",
                       "review_open", "tag_reject", "tag_unreject", "tag_add", "tag_reject_everywhere",
-                      "tag_accept_everywhere", "archive", "unarchive"})
+                      "tag_accept_everywhere", "tag_unreject_everywhere", "archive", "unarchive"})
 LOOK_BACK = 2000          # audit rows of the actor read to find its latest decision
 
 
@@ -44,6 +44,39 @@ def latest(memory: "Memory") -> list[dict]:
     return group
 
 
+def _the_decision(memory: "Memory", ids: Sequence[int]) -> list[dict]:
+    """The rows `ids` of one decision of the actor's, newest first: refused when one is not such
+    a row, or was undone already."""
+    wanted, undone, found = set(ids), set(), []
+    for row in audit.recent_by_actor(memory.conn, memory.actor, LOOK_BACK):
+        if row["action"] == "undo":
+            undone |= set(row["details"].get("undid", [])) | set(row["details"].get("made", []))
+        elif row["id"] in wanted:
+            found.append(row)
+    if not wanted or len(found) != len(wanted) or any(r["action"] not in UNDOABLE for r in found) \
+            or len({r["at"] for r in found}) != 1:
+        raise NotFound(f"audit rows {sorted(wanted)} are not one recent decision of {memory.actor}")
+    if wanted & undone:
+        raise Conflict(f"that decision ({describe(found)}) was undone already")
+    return found
+
+
+def made_after(memory: "Memory", audit_id: int) -> list[list[int]]:
+    """The actor's decisions written after audit row `audit_id`, newest first, each as its rows'
+    ids: what a window just decided, to undo exactly that later (`undo_last(expect=...)`)."""
+    groups: list[list[dict]] = []
+    for row in audit.recent_by_actor(memory.conn, memory.actor, LOOK_BACK):
+        if row["id"] <= audit_id:
+            break
+        if row["action"] not in UNDOABLE:
+            continue
+        if groups and groups[-1][0]["at"] == row["at"]:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return [[r["id"] for r in g] for g in groups]
+
+
 def describe(group: list[dict]) -> str:
     """What the decision was, in a few words ("3 links confirmed", "archive #12")."""
     if not group:
@@ -54,8 +87,9 @@ def describe(group: list[dict]) -> str:
         return f"{len(group)} link(s) set {action[5:].replace('_', ' ')}"
     if action.startswith("review_"):
         return f"{len(group)} review item(s) set {action[7:]}"
-    if action in ("tag_reject_everywhere", "tag_accept_everywhere"):
-        verb = "rejected" if action == "tag_reject_everywhere" else "accepted"
+    if action in ("tag_reject_everywhere", "tag_accept_everywhere", "tag_unreject_everywhere"):
+        verb = {"tag_reject_everywhere": "rejected", "tag_accept_everywhere": "accepted",
+                "tag_unreject_everywhere": "allowed again"}[action]
         return f"tag {d.get('tag', '(forgotten)')!r} {verb} everywhere in {d.get('scope')}"
     if action.startswith("tag_"):
         verb = {"tag_reject": "rejected on", "tag_unreject": "no longer rejected on", "tag_add": "added to"}[action]
@@ -63,13 +97,18 @@ def describe(group: list[dict]) -> str:
     return f"{action} #{group[0]['node_id']}"
 
 
-def undo_last(memory: "Memory") -> dict:
-    """Put back what the actor's latest decision changed (see the module's docstring)."""
+def undo_last(memory: "Memory", expect: Sequence[int] | None = None) -> dict:
+    """Put back what the actor's latest decision changed (see the module's docstring). `expect`:
+    the audit rows of one decision of the actor's (from `made_after`): that one, even when a
+    later one came since (a window's own last decision while a second window decided too); its
+    parts decided again since stay as they are, like any undo's."""
     conn = memory.conn
     with immediate(conn):
-        group = latest(memory)
+        group = latest(memory) if expect is None else _the_decision(memory, expect)
         if not group:
             raise NotFound(f"no decision of {memory.actor} left to undo")
+        if expect is not None:
+            group = _the_decision(memory, expect)
         now = memory.now()
         before = audit.last_id(conn)
         kept = []
@@ -120,9 +159,14 @@ def _put_back(memory: "Memory", row: dict, now: str) -> str | None:
     name = d.get("tag")
     if name is None:                   # (a forget scrubbed the name: nothing left to put back)
         return f"the tag of audit row {row['id']} was forgotten"
-    if action in ("tag_reject_everywhere", "tag_accept_everywhere"):
+    if action in ("tag_reject_everywhere", "tag_accept_everywhere", "tag_unreject_everywhere"):
         if memory.writable is not None and d["scope"] not in memory.writable:
             return f"scope {d['scope']} is not writable here"
+        if action == "tag_unreject_everywhere":      # "never here" said again, its proposals withdrawn again
+            touched = tags.reject_everywhere(conn, name, d["scope"], now, memory.actor)
+            audit.record(conn, at=now, actor=memory.actor, action="tag_reject_everywhere", scope=d["scope"],
+                         tag=name, nodes=touched)
+            return None
         if action == "tag_reject_everywhere":
             restored = tags.unreject_everywhere(conn, name, d["scope"])
             if restored is None:

@@ -145,6 +145,7 @@ class MainWindow(QMainWindow):
         self.last_import: dict | None = None
         self._import_cancel: threading.Event | None = None
         self.undo_stack: list[tuple[str, object]] = []
+        self._stored_decision: dict | None = None     # the store's latest decision of this person (after a restart)
         self.history = History()               # memories, graphs and searches a person went to
         self.list_request: dict = {}
         self._sidebar: dict = {"scopes": {}, "tags": []}
@@ -580,19 +581,51 @@ class MainWindow(QMainWindow):
             self.refresh(parts, node=node)
         self._submit(do, done)
 
+    def _decide(self, do, label, *, after=None, parts=LIGHT, node: int | None = None):
+        """A person's decision on the worker, undone later from the audit log: exactly the
+        decisions `do` wrote (`Memory.undo_last(expect=...)`, newest first), refused if a second
+        window of the same person decided since. After a restart the store still knows them
+        (`_stored_decision`)."""
+        def run(m):
+            mark = m.change_mark()[0]
+            r = do(m)
+            return {**r, "decisions": m.decisions_after(mark)}
+
+        def undo(r):
+            groups = r.get("decisions") or []
+            if not groups:
+                return None
+
+            def put_back(m):
+                return {"done": "; ".join(m.undo_last(expect=g)["done"] for g in groups)}
+            return (label(r) if callable(label) else label, put_back)
+
+        self._act(run, undo=undo, after=after, parts=parts, node=node)
+
     def _show_undo(self):
         if self.undo_stack:
             self.undo_button.setText(f"Undo: {self.undo_stack[-1][0]}")
+            self.undo_button.show()
+        elif self._stored_decision:
+            self.undo_button.setText(f"Undo: {self._stored_decision['label']} (earlier)")
             self.undo_button.show()
         else:
             self.undo_button.hide()
 
     def undo(self):
-        """Put back the state before the last decision (each undo goes one further back)."""
+        """Put back the state before the last decision (each undo goes one further back): this
+        window's, then the ones before it, read from the store's audit log."""
         if not self.undo_stack:
-            self.message.setText("Nothing to undo.")
+            stored = self._stored_decision
+            if not stored:
+                self.message.setText("Nothing to undo.")
+                return
+            self._stored_decision = None
+            self._show_undo()
+            self._act(lambda m: m.undo_last(expect=stored["rows"]), parts=LIGHT, node=self.node_view.node_id)
             return
         label, fn = self.undo_stack.pop()
+        self._stored_decision = None            # (read again after this undo: it may be the same decision)
         self._show_undo()
 
         def after(r):
@@ -658,8 +691,7 @@ class MainWindow(QMainWindow):
 
     def archive_node(self, node_id: int):
         self._drop_rows([node_id])
-        self._act(lambda m: m.archive(node_id),
-                  undo=lambda r: (f"archive #{node_id}", lambda m: m.unarchive(node_id)))
+        self._decide(lambda m: m.archive(node_id), f"archive #{node_id}")
 
     def restore_node(self, node_id: int):
         def after(_r):
@@ -667,8 +699,7 @@ class MainWindow(QMainWindow):
                 self.results.drop([node_id])              # it is no longer archived
             self.open_node(node_id)
 
-        self._act(lambda m: m.unarchive(node_id), undo=lambda r: (f"restore #{node_id}", lambda m: m.archive(node_id)),
-                  after=after)
+        self._decide(lambda m: m.unarchive(node_id), f"restore #{node_id}", after=after)
 
     def edit_node(self, node_id: int, text: str):
         """An edit is a correction: a new version supersedes the old one (no similarity merge);
@@ -692,14 +723,12 @@ class MainWindow(QMainWindow):
 
     def toggle_tag(self, node_id: int, name: str, reject: bool):
         verb = "reject" if reject else "undo the rejection of"
-        self._act(lambda m: m.tag_decide(node_id, name, reject=reject), node=node_id, parts=("sidebar", "status"),
-                  undo=lambda r: (f"{verb} #{name} on #{node_id}",
-                                  lambda m: m.tag_decide(node_id, name, reject=not reject)))
+        self._decide(lambda m: m.tag_decide(node_id, name, reject=reject), f"{verb} #{name} on #{node_id}",
+                     node=node_id, parts=("sidebar", "status"))
 
     def confirm_tag(self, node_id: int, name: str):
-        self._act(lambda m: m.tag_add(node_id, name), node=node_id, parts=("sidebar", "status"),
-                  undo=lambda r: (f"tag #{name} on #{node_id}",
-                                  lambda m, prev=r["previous"]: m.tag_restore(node_id, name, prev)))
+        self._decide(lambda m: m.tag_add(node_id, name), f"tag #{name} on #{node_id}", node=node_id,
+                     parts=("sidebar", "status"))
 
     def reject_tag_everywhere(self, name: str, scopes: list[str]):
         """"Never this tag here" in each scope where it is proposed: one decision for a name that
@@ -709,8 +738,7 @@ class MainWindow(QMainWindow):
             return {"done": f"#{name} rejected everywhere in {', '.join(scopes)}: {len(touched)} proposal(s)"
                             " withdrawn; no pass proposes it there again", "node_ids": touched}
 
-        self._act(do, parts=(*LIGHT, "tags"), node=self.node_view.node_id,
-                  undo=lambda r: (f"#{name} rejected everywhere", lambda m: self._lift(m, name, scopes)))
+        self._decide(do, f"#{name} rejected everywhere", parts=(*LIGHT, "tags"), node=self.node_view.node_id)
 
     def accept_tag_everywhere(self, name: str, scopes: list[str]):
         """Every proposal of the name in those scopes confirmed in one step; undo proposes them again."""
@@ -721,14 +749,11 @@ class MainWindow(QMainWindow):
             return {"done": f"#{name} accepted on {len(previous)} memories in {', '.join(scopes)}",
                     "node_ids": list(previous), "previous": previous}
 
-        self._act(do, parts=(*LIGHT, "tags"), node=self.node_view.node_id,
-                  undo=lambda r: (f"#{name} accepted everywhere",
-                                  lambda m: m.tag_accept_everywhere_undo(name, r["previous"])))
+        self._decide(do, f"#{name} accepted everywhere", parts=(*LIGHT, "tags"), node=self.node_view.node_id)
 
     def lift_tag_everywhere(self, name: str, scopes: list[str]):
-        self._act(lambda m: self._lift(m, name, scopes), parts=(*LIGHT, "tags"), node=self.node_view.node_id,
-                  undo=lambda r: (f"#{name} allowed again", lambda m: {
-                      "done": "; ".join(m.tag_reject_everywhere(name, s)["done"] for s in scopes)}))
+        self._decide(lambda m: self._lift(m, name, scopes), f"#{name} allowed again", parts=(*LIGHT, "tags"),
+                     node=self.node_view.node_id)
 
     @staticmethod
     def _lift(m: Memory, name: str, scopes: list[str]) -> dict:
@@ -753,55 +778,18 @@ class MainWindow(QMainWindow):
         """Decisions from the inbox: all of them in one transaction, one refresh, one undo."""
         if extra.get("kind") == "link":
             status = {"approved": "confirmed", "rejected": "rejected_by_user", "open": "pending"}[decision]
-
-            def undo_links(r):
-                by_prev: dict[str, list[int]] = {}
-                for x in r["links"]:
-                    by_prev.setdefault(x["previous"], []).append(x["link"])
-
-                def put_back(m):
-                    for previous, links in by_prev.items():
-                        m.link_decide_many(links, previous)
-                    return {"done": f"{len(r['links'])} link(s) as they were"}
-                return (f"{len(r['links'])} link(s) {status}", put_back)
-
-            self._act(lambda m: m.link_decide_many(ids, status), undo=undo_links)
+            self._decide(lambda m: m.link_decide_many(ids, status), f"{len(ids)} link(s) {status}")
             return
         if extra.get("stands"):
             stands = extra["stands"]
-            self._act(lambda m: {**m.review_decide(ids[0], "approved", stands=stands)},
-                      undo=lambda r: (f"#{ids[0]}: #{stands} stands", self._undo_items([r])))
+            self._decide(lambda m: m.review_decide(ids[0], "approved", stands=stands), f"#{ids[0]}: #{stands} stands")
             return
-        self._act(lambda m: m.review_decide_many(ids, decision),
-                  undo=lambda r: (f"{len(r['items'])} item(s) {decision}", self._undo_items(r["items"])))
+        self._decide(lambda m: m.review_decide_many(ids, decision), f"{len(ids)} item(s) {decision}")
 
     def _links_at_decided(self, node: int, decision: str):
-        """Every pending link of one memory in one step; undo puts each back as it was."""
+        """Every pending link of one memory in one step, one undo."""
         status = {"approved": "confirmed", "rejected": "rejected_by_user"}[decision]
-
-        def undo(r):
-            ids = [x["link"] for x in r["links"]]        # (all were pending: that is what was decided)
-            return (f"{len(ids)} link(s) of #{node} {status}",
-                    lambda m: m.link_decide_many(ids, "pending")) if ids else None
-
-        self._act(lambda m: m.link_decide_at(node, status), undo=undo)
-
-    @staticmethod
-    def _undo_items(results: list[dict]):
-        """Each item back to what it was: reopened together, or approved again with the memory
-        that stood."""
-        def fn(m):
-            again = [r for r in results if r["previous"] == "approved" and r.get("previous_stands")]
-            plain: dict[str, list[int]] = {}
-            for r in results:
-                if r not in again:
-                    plain.setdefault(r["previous"], []).append(r["review_item"])
-            for previous, ids in plain.items():
-                m.review_decide_many(ids, previous)
-            for r in again:
-                m.review_decide(r["review_item"], "approved", stands=r["previous_stands"])
-            return {"done": f"{len(results)} review item(s) as they were"}
-        return fn
+        self._decide(lambda m: m.link_decide_at(node, status), lambda r: f"{len(r['links'])} link(s) of #{node} {status}")
 
     def _load_detail(self, row: dict):
         """Review details load on selection only (one item, not the whole page)."""
@@ -959,6 +947,7 @@ class MainWindow(QMainWindow):
                 node = shown
         if "status" in parts:
             out["stats"] = memory.stats()
+            out["last_decision"] = memory.last_decision()
         if "sidebar" in parts:
             out["sidebar"] = memory.sidebar()
         if "review" in parts:
@@ -1043,6 +1032,9 @@ class MainWindow(QMainWindow):
             self.message.setText(data["error"])
             return
         self.refreshes += 1
+        if "last_decision" in data:
+            self._stored_decision = data["last_decision"]
+            self._show_undo()
         if "stats" in data:
             st = data["stats"]
             nodes = st["nodes"]

@@ -8,6 +8,7 @@ import pytest
 
 from tidemind.importers.engine import rollback, sync
 from tidemind.memory import Memory
+from tidemind.store import immediate, links
 
 from .conftest import run_cli
 
@@ -655,3 +656,60 @@ def test_code_fenced_inside_a_callout_or_quote_holds_no_tag_and_no_heading(mem, 
     names = {n for (n,) in mem.conn.execute("SELECT name FROM tags")}
     assert {"css-snippets", "styling", "outside", "keepme", "tag2"} <= names and not {"ff0000", "inside", "quoted"} & names
     assert not [c for (c,) in mem.conn.execute("SELECT content FROM nodes") if c.startswith("> # not a heading")]
+
+
+def _whole_store(m: Memory) -> dict:
+    """Every table a rolled-back import must leave as it was (the history tables, audit_log,
+    import_batches and import_changes, task_runs, keep their rows by design), and the stream."""
+    tables = {"nodes": "id, status, content, derived_text, context_text, superseded_by", "captures": "id, content",
+              "node_versions": "node_id, lineage_id, version", "node_tags": "node_id, tag_id, status",
+              "tags": "id, name", "links": "source_id, target_id, status", "review_items": "id, status",
+              "derived": "node_id, field", "node_vectors": "node_id", "embed_queue": "node_id",
+              "fts_terms": "scope, term_id, df", "import_units": "unit_key, node_id, status",
+              "import_kept_out": "node_id, reason", "questions": "node_id, term", "referents": "node_id, word",
+              "ws_assignments": "node_id"}
+    out = {t: sorted(tuple(r) for r in m.conn.execute(f"SELECT {cols} FROM {t}")) for t, cols in tables.items()}
+    out["stream"] = {p.name: p.read_bytes() for p in sorted(m.settings.stream_dir.glob("*.md"))}
+    return out
+
+
+def test_undoing_an_import_removes_what_it_added_and_the_same_notes_import_again(mem, vault):
+    """Issue 25: undoing an import archived what it had added (the memories stayed, hidden, and
+    their words were kept out of the next sync). Now the store is as it was: no row, no index
+    entry, no stream entry, whatever the metabolism and a person did with the memories since."""
+    from tidemind.metabolism.scheduler import run_due
+
+    own = mem.digest("The lighthouse keeper's logbook is kept in the harbour office.", scope=SCOPE)["node_ids"][0]
+    sync(mem, "obsidian", vault, SCOPE, {"exclude": ["templates"]})
+    run_due(mem, force=True, clock=mem.clock)
+    before = _whole_store(mem)
+    (vault / "Lighthouse.md").write_text("# Lighthouse\nThe lighthouse keeper rewound the clockwork lamp on Tuesday."
+                                         " #lighthouse\n\n## Logbook\nThe logbook of the lighthouse keeper: [[Shop]].\n")
+    shop = vault / "Projects" / "Shop.md"
+    shop.write_text(shop.read_text() + "\nThe lighthouse keeper buys oil from the shop.\n")
+    r = sync(mem, "obsidian", vault, SCOPE, {"exclude": ["templates"]})
+    assert r["created"] >= 2 and r["updated"] >= 1
+    added = [n for (n,) in mem.conn.execute("SELECT new_node_id FROM import_changes WHERE batch_id=? AND action IN"
+                                            " ('created', 'updated')", (r["batch"],))]
+    run_due(mem, force=True, clock=mem.clock)                 # tags, links, review items made from them
+    assert mem.recall("who rewound the clockwork lamp", scopes=[SCOPE])["items"]      # (recorded as hits)
+    with immediate(mem.conn):                                 # a person links their own memory to one
+        made = next(i for i in (links.add(mem.conn, own, n, status="pending", proposed_by="t", at=mem.now())
+                                for n in added) if i is not None)
+    mem.link_decide(made, "confirmed")
+    assert _whole_store(mem) != before
+    rollback(mem, r["batch"])
+    assert _whole_store(mem) == before                        # every table and the stream as they were
+    assert not mem.conn.execute(f"SELECT 1 FROM recall_hits WHERE node_id IN ({','.join('?' * len(added))})",
+                                added).fetchall()
+    from tidemind.store import syntheses
+    made_from = syntheses.citing(mem.conn, added)
+    assert made_from                                          # (the crystallize pass made one from them)
+    assert all(syntheses.get(mem.conn, s)["status"] == "withdrawn" and "clockwork" not in syntheses.get(mem.conn, s)
+               ["text"] for s in made_from)
+    assert not mem.conn.execute(f"SELECT 1 FROM nodes WHERE id IN ({','.join('?' * len(added))})", added).fetchall()
+    assert mem.recall("who rewound the clockwork lamp", scopes=[SCOPE])["abstained"]
+    assert mem.doctor()["ok"]
+    again = sync(mem, "obsidian", vault, SCOPE, {"exclude": ["templates"]})    # nothing keeps the words out
+    assert again["created"] == r["created"] and again["updated"] == r["updated"]
+    assert mem.recall("who rewound the clockwork lamp", scopes=[SCOPE])["items"]

@@ -855,7 +855,7 @@ class MainWindow(QMainWindow):
 
     def ask_undo_import(self, batch: int):
         box = QMessageBox(QMessageBox.Warning, f"Undo import batch {batch}?",
-                          f"Roll back import batch {batch}? The memories it created are archived, the ones it changed"
+                          f"Roll back import batch {batch}? The memories it created are removed, the ones it changed"
                           " go back to their earlier text, and the store is as it was before the import.",
                           QMessageBox.Yes | QMessageBox.Cancel, self)
         box.button(QMessageBox.Yes).setText("Undo the import")

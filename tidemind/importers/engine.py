@@ -31,6 +31,7 @@ import unicodedata
 from pathlib import Path
 
 from ..errors import Conflict, InvalidInput, NotFound, StoreBusy
+from .. import removal
 from ..memory import Memory
 from ..store import audit, immediate, links, nodes, tags
 from ..store.connection import yield_to_waiting_writers
@@ -702,11 +703,10 @@ def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
 def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> None:
     conn = memory.conn
     action = c["action"]
-    if action == "created":
-        memory.set_hidden(c["new_node_id"], True, now)
+    if action == "created":                 # the memory goes as if never stored (not archived)
         store.drop_unit(conn, b["source"], b["root"], c["unit_key"])
+        removal.remove(memory, c["new_node_id"], now)
     elif action == "updated":
-        memory.set_hidden(c["new_node_id"], True, now)
         nodes.restore(conn, c["old_node_id"])
         was = c["detail"].get("old_node_status") or c["detail"].get("old_status")
         if was == "archived":
@@ -716,6 +716,7 @@ def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> None:
         store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
                        c["detail"].get("old_status", "live"), b["id"], context=c["detail"].get("old_context"),
                        hidden=c["detail"].get("old_hidden", c["detail"].get("old_status") == "archived"))
+        removal.remove(memory, c["new_node_id"], now)          # the new version goes; the old one is back
     elif action in ("refreshed", "context"):
         old_context = c["detail"].get("old_context")          # (a forget leaves no context)
         if action == "refreshed":

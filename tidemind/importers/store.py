@@ -354,6 +354,13 @@ def forgotten_key(key: str) -> str:
     return FORGOTTEN + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
+def drop_node(conn, node_id: int) -> None:
+    """Removal of a memory (its import rolled back): no unit points at it and nothing keeps its
+    words out of a later sync (the change rows of the batch keep its id, as its history)."""
+    conn.execute("DELETE FROM import_units WHERE node_id=?", (node_id,))
+    conn.execute("DELETE FROM import_kept_out WHERE node_id=?", (node_id,))
+
+
 def forget_node(conn, node_id: int, text: str = "", at: str = "") -> None:
     """Forget: the unit's key becomes a hash (also in every change row that named it, through
     its moves), its dangling link targets go, and change details keep only ids; the words are

@@ -69,6 +69,12 @@ def redact(conn: apsw.Connection, capture_id: int, at: str) -> None:
     conn.execute("UPDATE captures SET content=NULL, forgotten_at=? WHERE id=?", (at, capture_id))
 
 
+def delete(conn: apsw.Connection, capture_id: int) -> None:
+    """Removal (an import rolled back): the capture, once no node comes from it."""
+    conn.execute("DELETE FROM captures WHERE id=? AND NOT EXISTS (SELECT 1 FROM nodes WHERE capture_id=?)",
+                 (capture_id, capture_id))
+
+
 def for_stream(conn: apsw.Connection) -> list[dict]:
     """Everything a stream entry is made of, for every capture that has one."""
     return rows(conn, "SELECT id, content, content_hash, scope, source_tool, session, recorded_at, stream_file,"

@@ -298,6 +298,11 @@ def of_node(conn: apsw.Connection, node_id: int) -> list[dict]:
     return rows(conn, "SELECT * FROM links WHERE source_id=? OR target_id=?", (node_id, node_id))
 
 
+def delete_touching(conn: apsw.Connection, node_id: int) -> None:
+    """Removal of a memory (an import rolled back): every link at it goes, whatever its status."""
+    conn.execute("DELETE FROM links WHERE source_id=? OR target_id=?", (node_id, node_id))
+
+
 def scrub_node(conn: apsw.Connection, node_id: int) -> None:
     """Forget: a judge's reason may quote the node's words; the link's status stays."""
     conn.execute("UPDATE links SET reason=NULL WHERE (source_id=? OR target_id=?) AND reason IS NOT NULL",

@@ -240,6 +240,20 @@ def erase(conn: apsw.Connection, node_id: int) -> None:
                  " status='forgotten' WHERE id=?", (node_id,))
 
 
+def delete(conn: apsw.Connection, node_id: int) -> None:
+    """Remove the node's row as if it had never been stored (an import rolled back): its terms
+    leave the scope's frequencies and the full-text index (a trigger), its version row goes.
+    Every row of another table that names it must be gone first (foreign keys)."""
+    for scope, *texts in conn.execute("SELECT scope, content, derived_text, clarified_text, context_text FROM nodes"
+                                      " WHERE id=?", (node_id,)).fetchall():
+        fts.count_document(conn, scope, texts[0], -1)
+        for text in texts:
+            if text:
+                forget_cached(text)
+    conn.execute("DELETE FROM node_versions WHERE node_id=?", (node_id,))
+    conn.execute("DELETE FROM nodes WHERE id=?", (node_id,))
+
+
 def set_derived_text(conn: apsw.Connection, node_id: int, text: str) -> None:
     # the FTS trigger re-indexes the whole node on any write of the column, equal or not
     conn.execute("UPDATE nodes SET derived_text=? WHERE id=? AND derived_text IS DISTINCT FROM ?", (text, node_id, text))

@@ -73,3 +73,8 @@ def hot_since(conn: apsw.Connection, min_hits: int, limit: int) -> list[dict]:
                 counts[other] = counts.get(other, 0) + 1
         r["company"] = counts
     return found
+
+
+def delete_node(conn: apsw.Connection, node_id: int) -> None:
+    """Removal of a memory (an import rolled back): its hits go (others' `company` lists keep the id)."""
+    conn.execute("DELETE FROM recall_hits WHERE node_id=?", (node_id,))

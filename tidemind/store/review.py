@@ -162,6 +162,19 @@ def naming(conn: apsw.Connection, node_ids: Sequence[int]) -> list[int]:
                                        f" OR other_node_id IN ({marks}) ORDER BY id", [*node_ids, *node_ids])]
 
 
+def delete_naming(conn: apsw.Connection, node_id: int) -> int:
+    """Removal of a memory (an import rolled back): the items about it go with it."""
+    return len(conn.execute("DELETE FROM review_items WHERE node_id=? OR other_node_id=? RETURNING id",
+                            (node_id, node_id)).fetchall())
+
+
+def delete_open_about(conn: apsw.Connection, synthesis_ids: Sequence[int]) -> None:
+    """Removal of a memory: open items asking about a synthesis made from it ask about nothing."""
+    for synthesis_id in synthesis_ids:
+        conn.execute("DELETE FROM review_items WHERE status = 'open' AND CAST(json_extract(payload, '$.synthesis')"
+                     " AS BIGINT) = ?", (synthesis_id,))
+
+
 def scrub_node(conn: apsw.Connection, node_id: int) -> None:
     """Forget: payloads may quote text; drop it for items that name the node."""
     conn.execute("UPDATE review_items SET payload='{\"forgotten\": true}' WHERE node_id=? OR other_node_id=?",

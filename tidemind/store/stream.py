@@ -144,6 +144,38 @@ def redact(stream_dir: Path, name: str, capture_id: int, key: str, tombstone: st
         return True
 
 
+def remove(stream_dir: Path, name: str, capture_id: int, key: str) -> bool:
+    """Take the capture's entry out of its file (an import rolled back: as if never written);
+    atomic like `redact`. False when the file or the entry is not there."""
+    path = stream_dir / name
+    with _locked(stream_dir):
+        if not path.exists():
+            return False
+        data = path.read_bytes()
+        found = [e for e in parse(data) if e.capture_id == capture_id and e.key == key]
+        if not found:
+            return False
+        out, pos = bytearray(), 0
+        for e in found:
+            out += data[pos:e.head_start]
+            pos = e.body_start + e.body_length + len(_TAIL)
+        out += data[pos:]
+        if out.strip():
+            _rewrite(stream_dir, path, bytes(out))
+        else:                       # its only entry: the file goes too, as if never written
+            path.unlink()
+            _sync_dir(stream_dir)
+        return True
+
+
+def _sync_dir(stream_dir: Path) -> None:
+    dfd = os.open(stream_dir, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
 def _rewrite(stream_dir: Path, path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -659,6 +659,40 @@ def test_the_quick_switcher_opens_what_is_typed_not_the_rows_of_the_last_query(w
     assert window.node_view.node_id == canvas != graph and not window.switcher.isVisible()
 
 
+def test_the_quick_switcher_finds_memories_by_their_titles_as_names_are_typed(window, mem, qtbot, tmp_path):
+    """Issue 25: the switcher found memories by whole words only ("loc grap" found nothing); their
+    titles are now matched as names are: word starts, initials, letters in order, a letter off,
+    and an imported section by its note and heading."""
+    from tidemind.importers.engine import sync
+
+    graph = mem.digest("Local Graph: the local graph shows the links around one note.")["node_ids"][0]
+    mem.digest("Canvas: a canvas lays notes out on an infinite board.")
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "Shop.md").write_text("# Shop\nThe shop sells oil.\n\n## Payments\nCards are taken through the till.\n")
+    sync(mem, "obsidian", vault, "vault:v")
+    payments = mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key = 'Shop.md#Payments'").fetchone()[0]
+    window.refresh_all()
+    settle(window, qtbot)
+
+    def first_for(typed: str) -> int | None:
+        window.open_switcher()
+        QTest.keyClicks(window.switcher.text, typed)
+        qtbot.waitUntil(lambda: window.switcher._answered == typed, timeout=60000)
+        item = window.switcher.list.item(0)
+        found = item.data(259).get("node") if item is not None else None
+        QTest.keyClick(window.switcher.text, Qt.Key_Escape)
+        return found
+
+    assert first_for("loc grap") == graph                        # the starts of its words
+    assert first_for("lclgrph") == graph                         # its letters in order
+    assert first_for("Locl") == graph                            # a letter missed
+    assert first_for("shop pay") == payments                     # a section by its note and heading
+    assert first_for("till") == payments                         # and the words inside still find it
+    mem.forget(graph)
+    assert first_for("loc grap") != graph                        # a forgotten title is no name
+
+
 def test_the_quick_switcher_ranks_places_by_how_well_they_match(window, mem, qtbot):
     """Issue 25: "graph" + Enter opened the #photography tag (a match inside a word came first);
     a name whose word starts with what is typed comes first, then initials and letters in order,

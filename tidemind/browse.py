@@ -45,6 +45,27 @@ def titles(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str]
     return {i: _title(r, named.get(i)) for i, r in found.items()}
 
 
+def title_index(conn: apsw.Connection, scopes: Sequence[str]) -> list[dict]:
+    """Every visible memory's id, scope and title, to match names against (the quick switcher):
+    an imported section by its note and heading ("Shop › Payments"), anything else by its title."""
+    from .importers import store as import_store
+
+    ids = nodes.visible_ids(conn, scopes)
+    found = nodes.get_visible_many(conn, ids, scopes, ("id", "scope", "content"))
+    named = derived.titles(conn, list(found))
+    keys = import_store.unit_keys_of(conn, list(found))
+    out = []
+    for i, row in found.items():
+        title = _title(row, named.get(i))
+        if i in keys:
+            path, _, heading = keys[i].partition("#")
+            note = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            heading = heading.rsplit("/", 1)[-1]
+            title = f"{note} › {heading}" if heading and heading.casefold() != note.casefold() else note
+        out.append({"id": i, "scope": row["scope"], "title": title})
+    return out
+
+
 def listing(conn: apsw.Connection, scopes: Sequence[str], view: str = "recent", tag: str | None = None,
             offset: int = 0, limit: int = 50) -> dict:
     """One page of a list and its total: `recent` (newest first), `all` (by title), `tag` (the

@@ -1165,6 +1165,10 @@ class Memory:
         """A page of memories without a query: recent, all (by title), tag, archived, flagged."""
         return browse.listing(self.conn, self.read_scopes(scopes, all_scopes=True), view, tag, offset, limit)
 
+    def title_index(self, scopes: Sequence[str] | None = None) -> list[dict]:
+        """Every visible memory's id, scope and title (`browse.title_index`): names to match."""
+        return browse.title_index(self.conn, self.read_scopes(scopes, all_scopes=True))
+
     def sidebar(self, scopes: Sequence[str] | None = None) -> dict:
         return browse.sidebar(self.conn, self.read_scopes(scopes, all_scopes=True))
 

@@ -36,7 +36,7 @@ from .panels import ImportPanel, MetabolismPanel
 from .results import ID, ROW, ResultList
 from .review_view import PAGE, ReviewView
 from .sidebar import Sidebar
-from .switcher import QuickSwitcher
+from .switcher import QuickSwitcher, TitleIndex, merged
 from .tags_queue import TagsQueue, group
 from .worker import Background, Worker
 
@@ -145,7 +145,8 @@ class MainWindow(QMainWindow):
         self.last_import: dict | None = None
         self._import_cancel: threading.Event | None = None
         self.undo_stack: list[tuple[str, object]] = []
-        self._stored_decision: dict | None = None     # the store's latest decision of this person (after a restart)
+        self._stored_decision: dict | None = None
+        self._titles: tuple | None = None        # the switcher's title index (the worker's: see _switcher_lookup)     # the store's latest decision of this person (after a restart)
         self.history = History()               # memories, graphs and searches a person went to
         self.list_request: dict = {}
         self._sidebar: dict = {"scopes": {}, "tags": []}
@@ -912,8 +913,14 @@ class MainWindow(QMainWindow):
             return
 
         def job(reader):
+            # every title, made ready for matching once per change of the store (the worker's
+            # own: only ever read and written on the worker thread)
+            mark = reader.change_mark()
+            if self._titles is None or self._titles[0] != mark:
+                self._titles = (mark, TitleIndex(reader.title_index()))
             r = reader.recall(text, all_scopes=True, limit=20, use_vectors=False, record=False)
-            return [{"id": i["id"], "title": title_of(i), "scope": i["scope"]} for i in r.get("items", [])]
+            hits = [{"id": i["id"], "title": title_of(i), "scope": i["scope"]} for i in r.get("items", [])]
+            return merged(text, self._titles[1], hits)
 
         self._submit(job, lambda items: self.switcher.show_memories(text, items if isinstance(items, list) else []),
                      key="switcher")

@@ -1,8 +1,9 @@
 """The quick switcher (Ctrl+K): type a few words, arrow to a memory, a scope or a tag, Enter.
 
-Memories are found by the same full-text search the agents use (words only: it answers as
-you type, in milliseconds), on the window's worker thread; scopes and tags come from the
-sidebar's counts. Nothing is recorded as a search hit.
+Memories are found two ways on the window's worker thread: their titles matched as names are
+(the start, the starts of words, initials, letters in order, a letter off: "loc grap" and "lg"
+find "Local Graph"), and the same full-text search the agents use (words only). Scopes and tags
+come from the sidebar's counts and are matched the same way. Nothing is recorded as a search hit.
 """
 from __future__ import annotations
 
@@ -24,29 +25,89 @@ def match_rank(query: str, label: str) -> int | None:
     its start (1), the start of one of its words (2), the starts of its words in order ("loc
     grap" for "Local Graph", 3), its initials ("lg", 4), inside a word (5: "graph" in
     "photography" comes after "graph-view"), its letters in order (6), a word one letter off (7)."""
-    typed = " ".join(query.casefold().lstrip("#").split())
-    name = label.casefold().lstrip("#")
-    if not typed:
+    return Typed(query).rank(Name(label))
+
+
+class Name:
+    """A name made ready to be matched many times (the switcher's thousands of titles)."""
+    __slots__ = ("folded", "words", "initials", "letters")
+
+    def __init__(self, label: str):
+        self.folded = label.casefold().lstrip("#")
+        self.words = _WORD.findall(self.folded)
+        self.initials = "".join(w[0] for w in self.words)
+        self.letters = frozenset(self.folded)
+
+
+class Typed:
+    """What is typed, made ready once for matching against many names."""
+
+    def __init__(self, query: str):
+        self.text = " ".join(query.casefold().lstrip("#").split())
+        self.parts = _WORD.findall(self.text)
+        self.letters = self.text.replace(" ", "")
+        self.letter_set = frozenset(self.letters)
+        self.near: frozenset[str] | None = None      # the words one letter off, when a vocabulary is known
+
+    def knowing(self, vocabulary) -> "Typed":
+        """Work out once which words of `vocabulary` are one letter off what is typed."""
+        if len(self.parts) == 1 and len(self.parts[0]) >= 4:
+            part = self.parts[0]
+            self.near = frozenset(w for w in vocabulary if abs(len(w) - len(part)) <= 1 and _one_off(part, w))
+        else:
+            self.near = frozenset()
+        return self
+
+    def rank(self, name: Name) -> int | None:
+        typed, words, parts = self.text, name.words, self.parts
+        if not typed:
+            return None
+        folded = name.folded
+        if folded == typed:
+            return 0
+        if folded.startswith(typed):
+            return 1
+        if len(parts) == 1 and any(w.startswith(parts[0]) for w in words):
+            return 2
+        if parts and _starts_in_order(parts, words):
+            return 3
+        if len(parts) == 1 and len(parts[0]) >= 2 and name.initials.startswith(parts[0]):
+            return 4
+        if typed in folded:
+            return 5
+        if len(self.letters) >= 3 and self.letter_set <= name.letters and _in_order(self.letters, folded):
+            return 6
+        if self.near is not None:
+            return 7 if self.near and not self.near.isdisjoint(words) else None
+        if len(parts) == 1 and len(parts[0]) >= 4 and any(_one_off(parts[0], w) for w in words):
+            return 7
         return None
-    words, parts = _WORD.findall(name), _WORD.findall(typed)
-    if name == typed:
-        return 0
-    if name.startswith(typed):
-        return 1
-    if len(parts) == 1 and any(w.startswith(parts[0]) for w in words):
-        return 2
-    if parts and _starts_in_order(parts, words):
-        return 3
-    if len(parts) == 1 and len(parts[0]) >= 2 and "".join(w[0] for w in words).startswith(parts[0]):
-        return 4
-    if typed in name:
-        return 5
-    letters = typed.replace(" ", "")
-    if len(letters) >= 3 and _in_order(letters, name):
-        return 6
-    if len(parts) == 1 and len(parts[0]) >= 4 and any(_one_off(parts[0], w) for w in words):
-        return 7
-    return None
+
+
+STRONG = 4          # a name matched this well (its start, its words' starts, its initials) outranks the text search
+
+
+class TitleIndex:
+    """Every memory's title made ready for matching, and the words they use."""
+
+    def __init__(self, entries: list[dict]):
+        self.titles = [(Name(e["title"]), e) for e in entries]
+        self.vocabulary = frozenset(w for name, _ in self.titles for w in name.words)
+
+
+def merged(query: str, index: TitleIndex, hits: list[dict], limit: int = 20) -> list[dict]:
+    """The memories to show for `query`: titles matched as names (their start, word starts,
+    initials) first, then the full-text search's hits, then titles matched more loosely (inside
+    a word, letters in order, one letter off). Each memory once."""
+    typed = Typed(query).knowing(index.vocabulary)
+    ranked = sorted(((rank, len(entry["title"]), entry["id"], entry) for name, entry in index.titles
+                     if (rank := typed.rank(name)) is not None), key=lambda t: t[:3])
+    out, seen = [], set()
+    for entry in [*(e for r, *_, e in ranked if r <= STRONG), *hits, *(e for r, *_, e in ranked if r > STRONG)]:
+        if entry["id"] not in seen:
+            seen.add(entry["id"])
+            out.append(entry)
+    return out[:limit]
 
 
 def _starts_in_order(parts: list[str], words: list[str]) -> bool:

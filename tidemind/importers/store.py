@@ -674,6 +674,17 @@ def paths_of(conn, node_ids) -> dict[int, str]:
     return out
 
 
+def unit_keys_of(conn, node_ids) -> dict[int, str]:
+    """node id -> its unit key ("Projects/Shop.md#Payments"), for imported nodes."""
+    ids = list(node_ids)
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT node_id, unit_key FROM import_units WHERE node_id IN ({marks})", chunk))
+    return out
+
+
 def paths_in_scope(conn, scope: str) -> list[tuple[int, str, str]]:
     """(node id, note path relative to its vault, day of its valid_from) for the scope's visible
     imported memories (the folders they sit in say which work they belong to)."""

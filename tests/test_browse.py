@@ -297,3 +297,41 @@ def test_every_pending_link_of_a_memory_is_decided_in_one_step_and_undone_exactl
         mem.link_decide_at(999_999, "confirmed")
     with pytest.raises(InvalidInput):
         mem.link_decide_at(hub, "maybe")
+
+
+def test_a_conversation_turn_is_read_with_the_turns_around_it_in_order(mem):
+    said = ["Caroline: I went to the adoption meeting today.", "Melanie: How did it go?",
+            "Caroline: They said the home study is next month.", "Melanie: That is quick!",
+            "Caroline: I am nervous but happy."]
+    ids = [mem.digest(t, session="chat-1")["node_ids"][0] for t in said]
+    other = mem.digest("Caroline: a turn of another chat", session="chat-2")["node_ids"][0]
+    mem.archive(ids[3])
+    turns = mem.conversation(ids[2])
+    assert [t["id"] for t in turns] == [ids[0], ids[1], ids[2], ids[4]]      # as said, the archived one not
+    assert [t["here"] for t in turns] == [False, False, True, False] and other not in [t["id"] for t in turns]
+    assert mem.conversation(other) is None                                   # alone in its session
+    assert mem.conversation(mem.digest("a note of no session")["node_ids"][0]) is None
+    elsewhere = Memory.open(mem.settings.home, readable_scopes=["elsewhere"])
+    try:
+        assert elsewhere.conversation(ids[2]) is None                        # another scope reads nothing of it
+    finally:
+        elsewhere.close()
+
+
+def test_unlinked_mentions_of_a_note_are_the_memories_naming_it_without_a_link(mem, tmp_path):
+    from tidemind.importers.engine import sync
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "Core plugins.md").write_text("# Core plugins\nThe core plugins ship with the app.\n")
+    (vault / "Linked.md").write_text("See [[Core plugins]] for what ships with the app.\n")
+    (vault / "Mentions.md").write_text("The core plugins can be switched off one by one.\n")
+    (vault / "Other.md").write_text("Community plugins are made by other people.\n")
+    sync(mem, "obsidian", vault, "vault:v")
+    unit = lambda key: mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key = ?", (key,)).fetchone()[0]
+    core = unit("Core plugins.md#Core plugins")
+    found = mem.unlinked_mentions(core, scopes=["vault:v"])
+    assert [f["id"] for f in found] == [unit("Mentions.md#")]                 # not the linked one, not itself
+    assert mem.unlinked_mentions(mem.digest("not a note")["node_ids"][0]) == []
+    spoken = mem.digest("I read about the core plugins today", scope="personal")["node_ids"][0]
+    assert spoken not in [f["id"] for f in mem.unlinked_mentions(core, scopes=["vault:v"])]   # another scope

@@ -111,3 +111,35 @@ def test_an_imported_memory_shows_its_whole_note_as_one_page(window, mem, qtbot)
     mem.archive(intro)                                  # an archived section leaves the page
     opened(window, qtbot, rollback)
     assert "Steps for the on-call person" not in window.node_view.findChild(QTextBrowser, "rendered").toPlainText()
+
+
+def test_a_conversation_turn_shows_the_turns_around_it_and_a_note_its_unlinked_mentions(window, mem, qtbot, tmp_path):
+    """Issue 25: a turn read alone loses its conversation; a note's page listed no unlinked mentions."""
+    from PySide6.QtWidgets import QLabel
+
+    said = ["Caroline: I went to the adoption meeting today.", "Melanie: How did it go?",
+            "Caroline: They said the home study is next month."]
+    ids = [mem.digest(t, session="chat-1")["node_ids"][0] for t in said]
+    opened(window, qtbot, ids[1])
+    view = window.node_view
+    talk = view.findChild(QLabel, "conversation")
+    assert talk is not None and "3 turns of its session" in talk.text()
+    assert f"node:{ids[0]}" in talk.text() and f"node:{ids[2]}" in talk.text() and f"node:{ids[1]}" not in talk.text()
+    assert "<b>Melanie: How did it go?</b>" in talk.text()                 # the turn read, marked
+    talk.linkActivated.emit(f"node:{ids[2]}")
+    settle(window, qtbot)
+    assert view.node_id == ids[2]
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "Core plugins.md").write_text("# Core plugins\nThe core plugins ship with the app.\n")
+    (vault / "Mentions.md").write_text("The core plugins can be switched off one by one.\n")
+    window.import_folder("obsidian", str(vault))
+    settle(window, qtbot)
+    opened(window, qtbot, _unit(mem, "Core plugins.md#Core plugins"))
+    mentions = view.findChild(QLabel, "mentions")
+    assert mentions is not None and "Unlinked mentions</b> (1)" in mentions.text()
+    mentions.linkActivated.emit(f"node:{_unit(mem, 'Mentions.md#')}")
+    settle(window, qtbot)
+    assert view.node_id == _unit(mem, "Mentions.md#")
+    assert view.findChild(QLabel, "conversation") is None                 # a note has no conversation

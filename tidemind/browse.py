@@ -14,7 +14,7 @@ from typing import Sequence
 import apsw
 
 from .errors import InvalidInput
-from .store import derived, links, nodes, review, tags
+from .store import derived, fts, links, nodes, review, tags
 from .store.visibility import archived, visible
 from .views import title_of
 
@@ -64,6 +64,42 @@ def title_index(conn: apsw.Connection, scopes: Sequence[str]) -> list[dict]:
             title = f"{note} › {heading}" if heading and heading.casefold() != note.casefold() else note
         out.append({"id": i, "scope": row["scope"], "title": title})
     return out
+
+
+CONVERSATION_REACH = 6       # turns shown before and after the one read
+
+
+def conversation(conn: apsw.Connection, node_id: int, scopes: Sequence[str],
+                 reach: int = CONVERSATION_REACH) -> list[dict] | None:
+    """The turns around a memory of a conversation, in the order they were said: its capture's
+    other units and its session's other memories, `reach` on each side of each kind, visible
+    ones only; the memory itself marked `here`. None for a memory of no session, or alone in it."""
+    row = nodes.get_visible(conn, [node_id], scopes).get(node_id)
+    if row is None or not row.get("session"):
+        return None
+    near = nodes.neighbours(conn, [node_id], scopes, reach=reach)
+    # (ids grow with time, and a capture's units with their order: one sort puts them as said)
+    ids = sorted({node_id, *(other for _, other, _, _ in near)})
+    if len(ids) < 2:
+        return None
+    found = nodes.get_visible(conn, ids, scopes)
+    return [{"id": i, "content": found[i]["content"], "valid_from": found[i]["valid_from"],
+             "source_tool": found[i]["source_tool"], "here": i == node_id} for i in ids if i in found]
+
+
+def unlinked_mentions(conn: apsw.Connection, name: str, own: Sequence[int], linked: Sequence[int],
+                      scopes: Sequence[str], limit: int = 20) -> list[dict]:
+    """Memories that name `name` (a note's title, as a phrase) without a link: not the note's own
+    sections (`own`), not those already linked either way (`linked`). Titles, best match first."""
+    expression = fts.match_expression([" ".join(fts.tokens(name))])
+    if expression is None:
+        return []
+    pred, params = visible("n", scopes)
+    skip = set(own) | set(linked)
+    hits = [i for i, _ in fts.search(conn, expression, pred, params, limit + len(skip), scopes=scopes)
+            if i not in skip][:limit]
+    named = titles(conn, hits, scopes)
+    return [{"id": i, "title": named[i]} for i in hits if i in named]
 
 
 def listing(conn: apsw.Connection, scopes: Sequence[str], view: str = "recent", tag: str | None = None,

@@ -1218,6 +1218,24 @@ class Memory:
         found = nodes.get_visible(self.conn, ids, self.read_scopes(scopes, all_scopes=True))
         return [{"id": i, "content": found[i]["content"]} for i in ids if i in found]
 
+    def conversation(self, node_id: int, scopes: Sequence[str] | None = None) -> list[dict] | None:
+        """The turns around a conversation's memory, as said (`browse.conversation`)."""
+        return browse.conversation(self.conn, check_id(node_id), self.read_scopes(scopes, all_scopes=True))
+
+    def unlinked_mentions(self, node_id: int, scopes: Sequence[str] | None = None, limit: int = 20) -> list[dict]:
+        """Memories that name the note an imported memory belongs to without linking to it, as
+        Obsidian lists them under a note ([] for a memory of no note)."""
+        from .importers import store as import_store
+
+        node = self.show(node_id, scopes=scopes)       # visible here, or NotFound
+        origin = import_store.origin(self.conn, node["id"])
+        if origin is None:
+            return []
+        read = self.read_scopes(scopes, all_scopes=True)
+        own = import_store.note_units(self.conn, origin["source"], origin["folder"], origin["file"])
+        linked = {o for _, o, _ in links.confirmed_neighbours(self.conn, own, read)}     # (either way)
+        return browse.unlinked_mentions(self.conn, origin["note"], own, sorted(linked), read, limit)
+
     def note_link(self, node_id: int, name: str, scopes: Sequence[str] | None = None) -> int | None:
         """Where a [[link]] in an imported memory's text leads: a visible unit of the note it names
         in the same folder (the heading's unit for `Note#Heading`), or None."""

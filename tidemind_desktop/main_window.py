@@ -398,6 +398,8 @@ class MainWindow(QMainWindow):
             node = memory.show(node_id)
             node["import_file"] = memory.import_file_of(node_id)
             node["page"] = memory.note_page(node_id) if node.get("note") else None
+            node["mentions"] = memory.unlinked_mentions(node_id) if node.get("note") else []
+            node["conversation"] = memory.conversation(node_id) if node["source"].get("session") else None
             titles = memory.titles([link["target"] for link in node["links"]])
             return {"node": node, "tags": memory.tags_of(node_id), "titles": titles}
         except TideMindError as exc:

@@ -226,6 +226,32 @@ class NodeView(QScrollArea):
         elif kind == "web" and url.startswith(("http://", "https://")):
             QDesktopServices.openUrl(QUrl(url))
 
+    def _linked_label(self, text: str, name: str) -> QLabel:
+        label = _label(text)
+        label.setObjectName(name)
+        label.setTextInteractionFlags(Qt.LinksAccessibleByMouse | Qt.LinksAccessibleByKeyboard)
+        label.linkActivated.connect(lambda href: self.node_opened.emit(int(href.split(":", 1)[1])))
+        return label
+
+    @staticmethod
+    def _conversation(turns: list[dict]) -> str:
+        """The session around a turn, as said; the turn read marked, the others a click away."""
+        lines, last = [], None
+        for t in turns:
+            minute = t["valid_from"][:16].replace("T", " ")
+            if minute != last:              # the time once for turns said in the same minute
+                lines.append(theme.muted(minute))
+                last = minute
+            text = html.escape(t["content"][:400]).replace("\n", "<br>")
+            lines.append(f"<b>{text}</b>" if t["here"] else f"<a href='node:{t['id']}'>{text}</a>")
+        return f"<b>Conversation</b> ({len(turns)} turns of its session; this one in bold)<br>" + "<br>".join(lines)
+
+    @staticmethod
+    def _mentions(found: list[dict]) -> str:
+        rows = [f"<a href='node:{m['id']}'>{html.escape(m['title'][:90])}</a> " + theme.muted(f"#{m['id']}")
+                for m in found]
+        return f"<b>Unlinked mentions</b> ({len(found)})<br>" + ("<br>".join(rows) or theme.muted("none"))
+
     def _links(self, node: dict, titles: dict[int, str]) -> str:
         def line(link: dict) -> str:
             target = link["target"]
@@ -325,6 +351,10 @@ class NodeView(QScrollArea):
         links.setTextInteractionFlags(Qt.LinksAccessibleByMouse | Qt.LinksAccessibleByKeyboard)
         links.linkActivated.connect(lambda href: self.node_opened.emit(int(href.split(":", 1)[1])))
         self.layout_.addWidget(links)
+        if node.get("conversation"):
+            self.layout_.addWidget(self._linked_label(self._conversation(node["conversation"]), "conversation"))
+        if node.get("note"):
+            self.layout_.addWidget(self._linked_label(self._mentions(node.get("mentions") or []), "mentions"))
         src = node["source"]
         self.layout_.addWidget(_label(
             f"<b>Provenance</b> tool {html.escape(str(src['tool'] or '—'))} · session {html.escape(str(src['session'] or '—'))}"

@@ -143,3 +143,35 @@ def test_a_conversation_turn_shows_the_turns_around_it_and_a_note_its_unlinked_m
     settle(window, qtbot)
     assert view.node_id == _unit(mem, "Mentions.md#")
     assert view.findChild(QLabel, "conversation") is None                 # a note has no conversation
+
+
+def test_a_notes_images_come_from_its_vault_and_nothing_outside_it_is_read(window, mem, qtbot, tmp_path):
+    """Issue 25: an embedded image was a line naming the file. It is shown, read from the vault
+    (by the note's folder, the vault's root or its name anywhere in the vault); a name that
+    climbs out of the vault, a link pointing outside, a missing file or a web address shows
+    the name only."""
+    from PySide6.QtGui import QColor, QImage
+
+    vault = tmp_path / "v"
+    (vault / "assets").mkdir(parents=True)
+    picture = QImage(1200, 300, QImage.Format_RGB32)
+    picture.fill(QColor("#c03030"))
+    assert picture.save(str(vault / "assets" / "Harbour map.png"))
+    secret = tmp_path / "secret.png"
+    assert picture.save(str(secret))
+    (vault / "assets" / "outside.png").symlink_to(secret)
+    (vault / "Harbour.md").write_text("# Harbour\nThe map: ![[Harbour map.png|300]]\n\n"
+                                      "Also ![a map](assets/Harbour%20map.png) and ![[outside.png]],"
+                                      " ![up](../secret.png), ![[Missing.png]], ![web](https://example.org/x.png).\n")
+    window.import_folder("obsidian", str(vault))
+    settle(window, qtbot)
+    note = _unit(mem, "Harbour.md#Harbour")
+    opened(window, qtbot, note)
+    rendered = window.node_view.findChild(QTextBrowser, "rendered")
+    assert sorted(rendered.images) == ["Harbour map.png", "assets/Harbour map.png"]      # nothing else read
+    assert all(i.width() == 720 for i in rendered.images.values())                       # scaled on the worker
+    html_ = rendered.toHtml()
+    assert html_.count("<img") == 2 and "vault-image:" in html_
+    text = rendered.toPlainText()
+    assert "outside.png" in text and "Missing.png" in text and "https://example.org/x.png" in text
+    assert mem.note_image(note, "../secret.png") is None and mem.note_image(note, "outside.png") is None

@@ -1218,6 +1218,18 @@ class Memory:
         found = nodes.get_visible(self.conn, ids, self.read_scopes(scopes, all_scopes=True))
         return [{"id": i, "content": found[i]["content"]} for i in ids if i in found]
 
+    def note_image(self, node_id: int, name: str, scopes: Sequence[str] | None = None) -> str | None:
+        """The image file an imported memory's note embeds as `name`, inside its vault (None:
+        no such image there, or a memory of no note): `importers.attachments`."""
+        from .importers import attachments, store as import_store
+
+        node = self.show(node_id, scopes=scopes)       # visible here, or NotFound
+        origin = import_store.origin(self.conn, node["id"])
+        if origin is None:
+            return None
+        found = attachments.image_path(origin["folder"], origin["file"], str(name))
+        return str(found) if found is not None else None
+
     def conversation(self, node_id: int, scopes: Sequence[str] | None = None) -> list[dict] | None:
         """The turns around a conversation's memory, as said (`browse.conversation`)."""
         return browse.conversation(self.conn, check_id(node_id), self.read_scopes(scopes, all_scopes=True))

@@ -31,6 +31,7 @@ from .digests_view import NEWEST, DigestsView
 from .commands import Command, CommandPalette, ShortcutsSheet, bind
 from .graph_view import GraphView
 from .history import History
+from .markdown import embedded_images
 from .node_view import NodeView
 from .panels import ImportPanel, MetabolismPanel
 from .results import ID, ROW, ResultList
@@ -47,6 +48,30 @@ UNDO_DEPTH = 50
 # replaced, a new title for a memory it cites
 DIGEST_FOLLOWS = ("archive", "unarchive", "forget", "correct", "superseded", "merge", "annotat", "title")
 GRAPH_LIMIT = 2000          # memories in a whole graph: the best linked beyond that (it says so; a scope or tag narrows)
+
+
+IMAGE_WIDTH = 720            # a note's image is shown at most this wide (scaled on the worker)
+IMAGES_PER_PAGE = 40
+
+
+def _note_images(memory: Memory, node_id: int, sections: list[dict]) -> dict:
+    """The images a note's page embeds, read from its vault and scaled, on the worker thread
+    (QImage, unlike QPixmap, may be made off the UI thread): {name as written: QImage}."""
+    from PySide6.QtGui import QImage
+
+    from tidemind.importers.attachments import read_image
+
+    out = {}
+    names = [n for s in sections for n in embedded_images(s["content"])]
+    for name in list(dict.fromkeys(names))[:IMAGES_PER_PAGE]:
+        path = memory.note_image(node_id, name)
+        data = read_image(Path(path)) if path else None
+        image = QImage.fromData(data) if data else QImage()
+        if not image.isNull():
+            if image.width() > IMAGE_WIDTH:
+                image = image.scaledToWidth(IMAGE_WIDTH, Qt.SmoothTransformation)
+            out[name] = image
+    return out
 
 
 class MainWindow(QMainWindow):
@@ -399,6 +424,7 @@ class MainWindow(QMainWindow):
             node["import_file"] = memory.import_file_of(node_id)
             node["page"] = memory.note_page(node_id) if node.get("note") else None
             node["mentions"] = memory.unlinked_mentions(node_id) if node.get("note") else []
+            node["images"] = _note_images(memory, node_id, node["page"] or [node]) if node.get("note") else {}
             node["conversation"] = memory.conversation(node_id) if node["source"].get("session") else None
             titles = memory.titles([link["target"] for link in node["links"]])
             return {"node": node, "tags": memory.tags_of(node_id), "titles": titles}

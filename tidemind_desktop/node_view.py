@@ -4,6 +4,7 @@ and backlinks by title (click to open), provenance, both clocks, and the version
 from __future__ import annotations
 
 import html
+from urllib.parse import unquote
 
 from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -13,7 +14,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QPlainT
 from tidemind.views import title_of
 
 from . import theme
-from .markdown import HERE, link_target, page_markdown, to_markdown
+from .markdown import HERE, IMAGE_SCHEME, link_target, page_markdown, to_markdown
 
 
 def version_diff(old: str, new: str) -> str:
@@ -47,6 +48,20 @@ class NoteBrowser(QTextBrowser):
     """The rendered text. QTextBrowser keeps a history of its own and claims Alt+Left/Right for
     it, which took the window's back and forward away whenever the text had the focus: left to
     the window (it never navigates itself: every link is handled by the node view)."""
+
+    images: dict = {}         # name as the note wrote it -> QImage read from the vault (on the worker)
+
+    def loadResource(self, kind, url):
+        # the vault's images come read and scaled already: nothing is read from disk here
+        if url.scheme() == IMAGE_SCHEME:
+            image = self.images.get(unquote(url.toString(QUrl.FullyEncoded).split(":", 1)[1]))
+            room = max(120, self.viewport().width() - 24)
+            if image is not None and image.width() > room:       # (the page narrower than the image)
+                image = image.scaledToWidth(room, Qt.SmoothTransformation)
+            return image
+        if url.scheme() in ("http", "https", "file"):
+            return None                               # (a note's remote image is named, never fetched)
+        return super().loadResource(kind, url)
 
     def event(self, event):
         if (event.type() == QEvent.ShortcutOverride and event.modifiers() & Qt.AltModifier
@@ -200,12 +215,14 @@ class NodeView(QScrollArea):
 
     def _rendered(self, node: dict) -> "NoteBrowser":
         view = NoteBrowser()
+        view.images = node.get("images") or {}
         view.setObjectName("rendered")
         view.setOpenLinks(False)                 # every link is handled here: memories, notes, tags, the web
         view.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         page = node.get("page") or []
         whole = len(page) > 1                    # a note of several sections reads as one page
-        view.setMarkdown(page_markdown(page, node["id"]) if whole else to_markdown(node["content"]))
+        shown = frozenset(view.images)
+        view.setMarkdown(page_markdown(page, node["id"], shown) if whole else to_markdown(node["content"], shown))
         view.anchorClicked.connect(lambda url, node_id=node["id"]: self._link_clicked(node_id, url.toString()))
         view.document().setTextWidth(max(200, self.viewport().width() - 40))
         tall = int(min(560 if whole else 480, view.document().size().height() + 16))

@@ -335,3 +335,33 @@ def test_unlinked_mentions_of_a_note_are_the_memories_naming_it_without_a_link(m
     assert mem.unlinked_mentions(mem.digest("not a note")["node_ids"][0]) == []
     spoken = mem.digest("I read about the core plugins today", scope="personal")["node_ids"][0]
     assert spoken not in [f["id"] for f in mem.unlinked_mentions(core, scopes=["vault:v"])]   # another scope
+
+
+def test_a_local_graph_honours_its_depth_says_when_it_is_capped_and_walks_only_the_kinds_shown(mem):
+    """Issue 25: the local graph stopped silently at 500 (depth 2 and 3 the same), and a memory
+    reached only through a pending link stayed as a loose dot when pending links were hidden."""
+    center = mem.digest("the hub of the test graph")["node_ids"][0]
+    ring1 = [mem.digest(f"first ring memory {i}")["node_ids"][0] for i in range(4)]
+    ring2 = [mem.digest(f"second ring memory {i}")["node_ids"][0] for i in range(8)]
+    ring3 = [mem.digest(f"third ring memory {i}")["node_ids"][0] for i in range(16)]
+    pending_only = mem.digest("reached through a pending link only")["node_ids"][0]
+    with immediate(mem.conn):
+        add = lambda a, b, status="confirmed": links.add(mem.conn, a, b, status=status, proposed_by="t", at=mem.now())
+        for i, r in enumerate(ring1):
+            add(center, r)
+        for i, r in enumerate(ring2):
+            add(ring1[i // 2], r)
+        for i, r in enumerate(ring3):
+            add(ring2[i // 2], r)
+        add(center, pending_only, "pending")
+    ids = lambda g: {n["id"] for n in g["nodes"]}
+    two, three = mem.graph(center, depth=2), mem.graph(center, depth=3)
+    assert ids(two) == {center, *ring1, *ring2, pending_only} and ids(three) == ids(two) | set(ring3)
+    assert not three["capped"] and three["complete_depth"] == 3
+    capped = mem.graph(center, depth=3, limit=20)
+    assert capped["capped"] and len(capped["nodes"]) == 20 and capped["reachable"] == 30
+    assert capped["complete_depth"] == 2 and ids(two) <= ids(capped)            # the nearest are kept
+    confirmed = mem.graph(center, depth=3, link_statuses=["confirmed"])
+    assert pending_only not in ids(confirmed) and {e["status"] for e in confirmed["edges"]} == {"confirmed"}
+    with pytest.raises(InvalidInput):
+        mem.graph(center, link_statuses=["maybe"])

@@ -372,6 +372,81 @@ def test_the_local_graph_follows_its_depth(window, mem, qtbot):
     assert set(panel.items) == {a, b, c, d} and panel.center == a
 
 
+def test_the_local_graph_hides_what_only_hidden_links_reach_says_its_cap_and_draws_arrows(window, mem, qtbot,
+                                                                                            tmp_path):
+    """Issue 25: turning pending links off left memories reached only through them as loose dots;
+    the cap was silent; a note's link to another had no direction."""
+    from tidemind.importers.engine import sync
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "Harbour.md").write_text("The harbour links to [[Crane]].\n")
+    (vault / "Crane.md").write_text("The crane is on the east quay.\n")
+    sync(mem, "obsidian", vault, "vault:v")
+    unit = lambda key: mem.conn.execute("SELECT node_id FROM import_units WHERE unit_key = ?", (key,)).fetchone()[0]
+    harbour, crane = unit("Harbour.md#"), unit("Crane.md#")
+    loose = mem.digest("a memory a pass proposed to link", scope="vault:v")["node_ids"][0]
+    _link(mem, harbour, loose, status="pending")
+    window.show_graph(harbour)
+    settle(window, qtbot)
+    panel = window.graph_view
+    assert set(panel.items) == {harbour, crane, loose}
+    panel.wait_layout()
+    assert (harbour, crane) in panel.edge_layer.directed and (harbour, loose) not in panel.edge_layer.directed
+    assert len(panel.edge_layer._lines["confirmed"]) == 3                   # the link and its arrowhead's two strokes
+    panel.status_actions["pending"].setChecked(False)
+    settle(window, qtbot)
+    assert set(panel.items) == {harbour, crane}                             # not a loose dot: gone with its link
+    panel.status_actions["pending"].setChecked(True)
+    settle(window, qtbot)
+    many = [mem.digest(f"spoke {i} of the harbour", scope="vault:v")["node_ids"][0] for i in range(520)]
+    with immediate(mem.conn):
+        for i in many:
+            links.add(mem.conn, harbour, i, status="confirmed", proposed_by="t", at=mem.now())
+    window.show_graph(harbour)
+    settle(window, qtbot)
+    assert len(panel.items) == 500 and "capped at 500 of at least 523 within depth 2" in panel.info.text()
+
+
+def test_the_graph_opens_a_memory_on_a_click_when_the_person_set_it_so(qtbot, tmp_path):
+    """Issue 25: a single click selects; opening follows the person's setting ([desktop] graph_open)."""
+    from PySide6.QtCore import QPointF
+
+    from tidemind_desktop.main_window import MainWindow
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text('[desktop]\ngraph_open = "click"\n')
+    m = Memory.open(home)
+    a, b = (m.digest(f"graph click memory {w}")["node_ids"][0] for w in ("one", "two"))
+    _link(m, a, b)
+    w = MainWindow(m, poll_ms=200)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        settle(w, qtbot)
+        assert w.graph_view.open_on_click
+        w.show_graph(a)
+        settle(w, qtbot)
+        w.graph_view.wait_layout()
+        assert w.graph_view.info.text().endswith("· click opens")
+        item = w.graph_view.items[b]
+        view = w.graph_view.view
+        at = view.mapFromScene(item.pos())
+        QTest.mouseClick(view.viewport(), Qt.LeftButton, Qt.NoModifier, at)
+        settle(w, qtbot)
+        qtbot.waitUntil(lambda: w.node_view.node_id == b, timeout=60000)
+    finally:
+        w.close()
+        m.close()
+    (home / "config.toml").write_text('[desktop]\ngraph_open = "hover"\n')
+    from tidemind.config import load_settings
+    from tidemind.errors import InvalidInput
+    from tidemind_desktop.main_window import graph_opening
+    with pytest.raises(InvalidInput, match="graph_open"):
+        graph_opening(load_settings(home))
+
+
 def test_import_runs_in_the_background_with_progress_cancel_and_undo(window, mem, qtbot, tmp_path):
     from tidemind_desktop.probe import LatencyProbe
 

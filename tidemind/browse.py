@@ -45,25 +45,30 @@ def titles(conn: apsw.Connection, node_ids: Sequence[int], scopes: Sequence[str]
     return {i: _title(r, named.get(i)) for i, r in found.items()}
 
 
+def note_titles(conn: apsw.Connection, node_ids: Sequence[int]) -> dict[int, str]:
+    """The titles of imported sections by their note and heading ("Shop › Payments"; a note's
+    first section, or one whose heading is the note's name, by the note alone), for those of
+    `node_ids` that were imported."""
+    from .importers import store as import_store
+
+    out = {}
+    for i, key in import_store.unit_keys_of(conn, node_ids).items():
+        path, _, heading = key.partition("#")
+        note = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        heading = heading.rsplit("/", 1)[-1]
+        out[i] = f"{note} › {heading}" if heading and heading.casefold() != note.casefold() else note
+    return out
+
+
 def title_index(conn: apsw.Connection, scopes: Sequence[str]) -> list[dict]:
     """Every visible memory's id, scope and title, to match names against (the quick switcher):
     an imported section by its note and heading ("Shop › Payments"), anything else by its title."""
-    from .importers import store as import_store
-
     ids = nodes.visible_ids(conn, scopes)
     found = nodes.get_visible_many(conn, ids, scopes, ("id", "scope", "content"))
     named = derived.titles(conn, list(found))
-    keys = import_store.unit_keys_of(conn, list(found))
-    out = []
-    for i, row in found.items():
-        title = _title(row, named.get(i))
-        if i in keys:
-            path, _, heading = keys[i].partition("#")
-            note = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-            heading = heading.rsplit("/", 1)[-1]
-            title = f"{note} › {heading}" if heading and heading.casefold() != note.casefold() else note
-        out.append({"id": i, "scope": row["scope"], "title": title})
-    return out
+    noted = note_titles(conn, list(found))
+    return [{"id": i, "scope": row["scope"], "title": noted.get(i) or _title(row, named.get(i))}
+            for i, row in found.items()]
 
 
 CONVERSATION_REACH = 6       # turns shown before and after the one read
@@ -200,10 +205,11 @@ def graph(conn: apsw.Connection, scopes: Sequence[str], tag: str | None = None,
     kept = set(chosen)
     rows = nodes.get_visible_many(conn, chosen, scopes, ("id", "scope", "heat", "content"))
     named = derived.titles(conn, chosen)
+    noted = note_titles(conn, chosen)
     served = tags.served_names(conn, chosen)
-    return {"nodes": [{"id": i, "title": _title(rows[i], named.get(i)), "scope": rows[i]["scope"],
+    return {"nodes": [{"id": i, "title": noted.get(i) or _title(rows[i], named.get(i)), "scope": rows[i]["scope"],
                        "heat": rows[i]["heat"], "tags": served.get(i, []), "degree": degree[i]}
                       for i in chosen if i in rows],
-            "edges": [{"id": e[0], "source_id": e[1], "target_id": e[2], "status": e[3]} for e in edges
+            "edges": [{"id": e[0], "source_id": e[1], "target_id": e[2], "status": e[3], "relation": e[4]} for e in edges
                       if e[1] in kept and e[2] in kept],
             "total": len(ids), "center": None}

@@ -78,7 +78,9 @@ TABLES = {"clarify": {"ask": "text", "hold_hours": "number", "kinds": "texts", "
           # tidemind proxy (proxy/driver.py MemoryConfig, proxy/__init__.py)
           "memory": {"short_term": "flag", "window": "number", "long_term": "flag", "limit": "number",
                      "budget": "number", "scopes": "texts"},
-          "proxy": {"anthropic_upstream": "text", "openai_upstream": "text"}}
+          "proxy": {"anthropic_upstream": "text", "openai_upstream": "text"},
+          # the desktop (tidemind_desktop/main_window.py graph_opening)
+          "desktop": {"graph_open": "text"}}
 MAX_TEXT_CHARS = 2_000
 
 

@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import errno
 import re
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -1129,31 +1130,55 @@ class Memory:
         return {"links": results, "status": status, "done": f"{len(results)} link(s) {status}"}
 
     def graph(self, node_id: int, *, depth: int = 2, limit: int = 500, include_rejected: bool = False,
-              scopes: Sequence[str] | None = None) -> dict:
+              scopes: Sequence[str] | None = None, link_statuses: Sequence[str] | None = None) -> dict:
         """The neighbourhood of a node for drawing: every node passes the visibility predicate;
-        confirmed and pending links are walked for display, rejected ones only when asked."""
+        confirmed and pending links are walked for display, rejected ones only when asked
+        (`link_statuses`: exactly these kinds, so a memory reached only through a hidden kind is
+        not drawn). Walked a level at a time: when a level would pass `limit`, its memories with
+        the most links into what is drawn are kept and the answer says so (`capped`, `reachable`:
+        at least that many within `depth`, `complete_depth`: the levels drawn whole)."""
         start = self.show(node_id, scopes=scopes)
         read = self.read_scopes(scopes, all_scopes=True)
-        statuses = ["confirmed", "pending"] + (["rejected_by_model", "rejected_by_user"] if include_rejected else [])
+        statuses = list(link_statuses) if link_statuses is not None else \
+            ["confirmed", "pending"] + (["rejected_by_model", "rejected_by_user"] if include_rejected else [])
+        bad = set(statuses) - set(browse.LINK_STATUSES)
+        if bad:
+            raise InvalidInput(f"unknown link status {sorted(bad)[0]!r}")
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10:
+            raise InvalidInput("depth must be between 1 and 10")
         seen, frontier = {start["id"]}, [start["id"]]
-        for _ in range(depth):
-            nxt = []
+        capped, reachable, complete = False, 1, 0
+        for level in range(1, depth + 1):
+            ties: Counter = Counter()
             for a, b in links.touching(self.conn, frontier, statuses):
-                for other in (a, b):
-                    if other not in seen and len(seen) < limit:
-                        seen.add(other)
-                        nxt.append(other)
-            found = nodes.get_visible(self.conn, nxt, read)
-            seen -= set(nxt) - set(found)
+                for other, here in ((a, b), (b, a)):
+                    if other not in seen and here in seen:
+                        ties[other] += 1
+            found = nodes.get_visible(self.conn, list(ties), read)
+            if not found:
+                complete = level
+                break
+            reachable += len(found)
+            room = limit - len(seen)
+            if len(found) > room:          # the cap: the best tied into what is drawn, said so
+                chosen = sorted(found, key=lambda i: (-ties[i], i))[:max(0, room)]
+                seen.update(chosen)
+                capped = True
+                break
+            seen.update(found)
             frontier = list(found)
+            complete = level
         found = nodes.get_visible(self.conn, sorted(seen), read)
         described = views.describe(self.conn, found, sorted(found), read)
+        noted = browse.note_titles(self.conn, sorted(found))
         return {"center": start["id"],
-                "nodes": [{"id": n["id"], "title": views.title_of(n), "heat": found[n["id"]]["heat"],
+                "nodes": [{"id": n["id"], "title": noted.get(n["id"]) or views.title_of(n), "heat": found[n["id"]]["heat"],
                            "scope": n["scope"], "kind": n["derived"].get("kind", {}).get("value", "memory"),
                            "tags": [t["name"] for t in n["tags"]]}
                           for n in described],
-                "edges": links.among(self.conn, sorted(found), statuses)}
+                "edges": links.among(self.conn, sorted(found), statuses),
+                "depth": depth, "limit": limit, "capped": capped, "reachable": reachable,
+                "complete_depth": complete if capped else depth}
 
     # -- browsing without a query (the desktop's sidebar, inbox and graph): tidemind.browse ----
     def titles(self, node_ids: Sequence[int], scopes: Sequence[str] | None = None) -> dict[int, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
+from tidemind.config import load_settings
 from tidemind.memory import Memory
 
 VIEWS = ("search", "node", "graph", "local-graph", "review", "contradiction", "questions", "tags", "browse",
@@ -44,8 +45,9 @@ def run(home: str | None, screenshot: str | None = None, view: str = "search", n
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from .main_window import MainWindow
+    from .main_window import MainWindow, graph_opening
 
+    graph_opening(load_settings(home))          # a wrong [desktop] setting: one line, before any window
     app = QApplication.instance() or QApplication(sys.argv[:1])
     if view == "dark":
         app.setStyle("Fusion")

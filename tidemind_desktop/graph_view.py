@@ -4,7 +4,8 @@ memory to a chosen depth.
 Confirmed links solid, pending dashed, rejected ones (dotted) only when asked for. Node colour
 by scope or by tag, with a legend; size by how connected a memory is. Labels appear as you zoom
 in (the best connected first) and for the memory under the pointer and its neighbours, which
-are highlighted while the rest fades. Click selects, double-click opens, drag moves (and pins);
+are highlighted while the rest fades. Click selects, double-click opens (or a click, as the
+person set `[desktop] graph_open`), drag moves (and pins);
 the wheel zooms, dragging the background pans, Fit shows everything.
 
 The layout runs on a thread of its own and is drawn as it settles; positions are kept per graph
@@ -19,7 +20,7 @@ import math
 from collections import Counter
 
 from PySide6.QtCore import QEvent, QLineF, QObject, QPoint, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
-from PySide6.QtGui import QAction, QBrush, QColor, QPainter, QPalette, QPen
+from PySide6.QtGui import QAction, QBrush, QColor, QFontMetricsF, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsEllipseItem, QGraphicsItem, QGraphicsScene,
                                QGraphicsSimpleTextItem,
                                QGraphicsView, QLabel, QSpinBox, QToolBar, QVBoxLayout, QWidget)
@@ -31,15 +32,37 @@ UNIT = 46.0                 # pixels per ideal link length
 STYLE = {"confirmed": Qt.SolidLine, "pending": Qt.DashLine, "rejected_by_model": Qt.DotLine,
          "rejected_by_user": Qt.DotLine}
 LEGEND_SIZE = 9             # categories with a colour of their own; the rest are "other"
+LABEL_CHARS = 40
+LABEL_POINTS = 9.0          # a label's size at zoom 1; it grows with the zoom up to LABEL_GROWTH times
+LABEL_GROWTH = 1.6
 
 
-def lines_of(positions: dict, edges: list[tuple[int, int, str]]) -> dict[str, list[QLineF]]:
-    """The lines to draw, by link status (made on the layout thread while a layout runs)."""
+# relations that go one way (a note links to or embeds another, a memory updates or explains one):
+# drawn with an arrowhead at the memory they point to; "related" and "contradicts" go both ways
+DIRECTED = frozenset({"links-to", "embeds", "updates", "explains", "example-of"})
+ARROW_BACK, ARROW_LENGTH, ARROW_SPREAD = 9.0, 8.0, math.radians(24)
+
+
+def lines_of(positions: dict, edges: list[tuple[int, int, str]],
+             directed: frozenset = frozenset()) -> dict[str, list[QLineF]]:
+    """The lines to draw, by link status, with two short strokes at the head of each link in
+    `directed` (source, target) (made on the layout thread while a layout runs)."""
     lines: dict[str, list[QLineF]] = {}
     for a, b, status in edges:
         pa, pb = positions.get(a), positions.get(b)
         if pa is not None and pb is not None:
-            lines.setdefault(status, []).append(QLineF(pa[0], pa[1], pb[0], pb[1]))
+            drawn = lines.setdefault(status, [])
+            drawn.append(QLineF(pa[0], pa[1], pb[0], pb[1]))
+            if (a, b) in directed:
+                dx, dy = pa[0] - pb[0], pa[1] - pb[1]
+                length = math.hypot(dx, dy)
+                if length > 2 * ARROW_BACK:
+                    ux, uy = dx / length, dy / length
+                    tip = (pb[0] + ux * ARROW_BACK, pb[1] + uy * ARROW_BACK)     # at the dot's edge, not its middle
+                    for turn in (ARROW_SPREAD, -ARROW_SPREAD):
+                        wx = ux * math.cos(turn) - uy * math.sin(turn)
+                        wy = ux * math.sin(turn) + uy * math.cos(turn)
+                        drawn.append(QLineF(tip[0], tip[1], tip[0] + wx * ARROW_LENGTH, tip[1] + wy * ARROW_LENGTH))
     return lines
 
 
@@ -66,12 +89,17 @@ class NodeItem(QGraphicsEllipseItem):
         self.setToolTip(f"#{node['id']} {node['title']}")
         self.setCursor(Qt.PointingHandCursor)
 
-    def show_label(self, show: bool) -> None:
+    def show_label(self, show: bool, points: float | None = None) -> None:
         if show and self.label is None:
-            self.label = QGraphicsSimpleTextItem(self.title[:40], self)      # constant size on screen
+            self.label = QGraphicsSimpleTextItem(self.title[:LABEL_CHARS], self)      # its size set on screen
             self.label.setFlag(QGraphicsItem.ItemIgnoresTransformations)
             self.label.setBrush(self.panel.palette().color(QPalette.Text))
             self.label.setPos(self.radius + 2, -7)
+        if self.label is not None and show and points is not None and self.label.font().pointSizeF() != points:
+            font = self.label.font()
+            font.setPointSizeF(points)
+            self.label.setFont(font)
+            self.label.setPos(self.radius + 2, -QFontMetricsF(font).height() / 2)
         if self.label is not None and self.label.isVisible() != show:
             self.label.setVisible(show)
 
@@ -97,14 +125,23 @@ class NodeItem(QGraphicsEllipseItem):
 
     def mousePressEvent(self, event):
         self.panel.select(self.node_id)
+        self._pressed_at = event.screenPos()
         super().mousePressEvent(event)
 
     def mouseMoveEvent(self, event):
         super().mouseMoveEvent(event)
         self.panel.node_moved(self.node_id)        # dragged by the person: pinned where dropped
 
+    def mouseReleaseEvent(self, event):
+        super().mouseReleaseEvent(event)
+        pressed = getattr(self, "_pressed_at", None)
+        moved = pressed is not None and (event.screenPos() - pressed).manhattanLength() > 4
+        if self.panel.open_on_click and event.button() == Qt.LeftButton and not moved:
+            self.panel.node_opened.emit(self.node_id)      # (a drag moves it; a click opens it)
+
     def mouseDoubleClickEvent(self, event):
-        self.panel.node_opened.emit(self.node_id)
+        if not self.panel.open_on_click:
+            self.panel.node_opened.emit(self.node_id)
         super().mouseDoubleClickEvent(event)
 
 
@@ -115,6 +152,7 @@ class EdgeLayer(QGraphicsItem):
         super().__init__()
         self.panel = panel
         self.edges: list[tuple[int, int, str]] = []
+        self.directed: frozenset = frozenset()      # (source, target) of the links drawn with an arrowhead
         self._lines: dict[str, list[QLineF]] = {}
         self._rect = QRectF()
         self.visible_lines = True          # off while a fresh layout is still a scatter (long lines are slow)
@@ -140,7 +178,7 @@ class EdgeLayer(QGraphicsItem):
         """Lines from a layout frame (built on the layout thread), else from where the items are."""
         if frame is None:
             positions = {i: (it.pos().x(), it.pos().y()) for i, it in self.panel.items.items()}
-            frame = {"lines": lines_of(positions, self.edges), "rect": rect_of(positions)}
+            frame = {"lines": lines_of(positions, self.edges, self.directed), "rect": rect_of(positions)}
         self.prepareGeometryChange()
         self._lines, self._rect = frame["lines"], frame["rect"]
         self.update()
@@ -185,10 +223,12 @@ class _LayoutJob(QRunnable):
         super().__init__()
         self.signals, self.generation = panel.layout_signals, generation
         self.ids, self.edges, self.start, self.panel_generation = ids, edges, start, panel.generation_ref
+        self.directed = panel.edge_layer.directed
 
     def _frame(self, unit_positions: dict) -> dict:
         positions = {i: (x * UNIT, y * UNIT) for i, (x, y) in unit_positions.items()}
-        return {"positions": positions, "lines": lines_of(positions, self.edges), "rect": rect_of(positions)}
+        return {"positions": positions, "lines": lines_of(positions, self.edges, self.directed),
+                "rect": rect_of(positions)}
 
     def run(self):
         stale = lambda: self.panel_generation[0] != self.generation      # noqa: E731 - a newer graph was asked for
@@ -240,6 +280,7 @@ class GraphView(QWidget):
         self.edge_layer = EdgeLayer(self)
         self.graph_scene.addItem(self.edge_layer)
         self.center: int | None = None
+        self.open_on_click = False          # the person's setting ([desktop] graph_open): else a double-click
         self.selected: int | None = None
         self.focus: set[int] | None = None
         self.focus_id: int | None = None
@@ -277,7 +318,8 @@ class GraphView(QWidget):
         self.depth.setRange(1, 5)
         self.depth.setValue(2)
         self.depth.setPrefix("depth ")
-        self.depth.setToolTip("How many links away from the open memory")
+        self.depth.setToolTip("How many links away from the open memory (at most 500 memories are drawn: the"
+                              " nearest levels whole, and it says so when it stops)")
         self.scope = QComboBox()
         self.scope.addItem("all scopes")
         self.tag = QComboBox()
@@ -316,7 +358,7 @@ class GraphView(QWidget):
         self._labels_later = QTimer(self)
         self._labels_later.setSingleShot(True)
         self._labels_later.setInterval(60)
-        self._labels_later.timeout.connect(self.update_labels)
+        self._labels_later.timeout.connect(lambda: self.update_labels(force=True))
         for bar in (self.view.horizontalScrollBar(), self.view.verticalScrollBar()):
             bar.valueChanged.connect(lambda _: self._labels_later.start())
         self.legend = QLabel(self)                  # over the view, not in its viewport (which scrolls its children)
@@ -471,6 +513,8 @@ class GraphView(QWidget):
         self.focus = None
         self.selected = self.selected if self.selected in self.node_ids else None
         self.edge_layer.edges = edges
+        self.edge_layer.directed = frozenset((e["source_id"], e["target_id"]) for e in graph["edges"]
+                                             if e["status"] in keep and e.get("relation") in DIRECTED)
         self.edge_layer.visible_lines = known >= 0.8 or len(ids) < 300   # a scatter's long lines: after it settles a bit
         self.progress = 0.0 if pos is None else 1.0
         self._first = {**first, **{i: (it.pos().x(), it.pos().y()) for i, it in self.items.items() if i in self.pinned}}
@@ -503,7 +547,8 @@ class GraphView(QWidget):
         # lines from the positions the items were given (cheaper than asking 2,000 items), and
         # none while a fresh layout is still a scatter: its first frames bring them
         first = self._first
-        self.edge_layer.rebuild({"lines": lines_of(first, self.edge_layer.edges) if self.edge_layer.visible_lines
+        self.edge_layer.rebuild({"lines": lines_of(first, self.edge_layer.edges, self.edge_layer.directed)
+                                 if self.edge_layer.visible_lines
                                  else {}, "rect": rect_of(first)})
         if not self.zoomed_by_person:
             self.fit(rect_of(first))
@@ -525,6 +570,7 @@ class GraphView(QWidget):
         self.edge_layer.rebuild(frame if not self.pinned else None)
         if progress >= 1.0 and not self._pending_nodes:
             self.cache[self.key] = {i: (it.pos().x(), it.pos().y()) for i, it in self.items.items()}
+            self._labels_later.start()                  # placed again where the memories came to rest
         if not self.zoomed_by_person:              # the view follows the graph as it spreads out
             self.fit(frame["rect"])
         self._say()
@@ -537,11 +583,15 @@ class GraphView(QWidget):
                  else "in " + (self.request.get("scope") or "all scopes")
                  + (f", tagged #{self.request['tag']}" if self.request.get("tag") else ""))
         more = f" (the {shown:,} best linked of {total:,}; choose a scope or a tag)" if total and total > shown else ""
+        if g.get("capped"):                       # a local graph stopped at its cap: said, with where
+            more = (f" — capped at {g['limit']:,} of at least {g['reachable']:,} within depth {g['depth']}:"
+                    f" depth {g['complete_depth']} whole, the best linked of the next level")
         settling = "" if self.progress >= 1.0 else f" · laying out {int(self.progress * 100)}%"
         picked = (f" · selected #{self.selected} {self.items[self.selected].title[:60]}"
                   if self.selected in self.items else "")
+        opens = "click opens" if self.open_on_click else "double-click opens"
         self.info.setText(f"{shown:,} memories, {len(self.edge_layer.edges):,} links {where}{more}{settling}{picked}"
-                          " · double-click opens")
+                          f" · {opens}")
 
     def scene_rect(self) -> QRectF:
         return rect_of({i: (it.pos().x(), it.pos().y()) for i, it in self.items.items()})
@@ -568,29 +618,44 @@ class GraphView(QWidget):
                 or node_id == self.center or (self.focus is not None and node_id in self.focus))
 
     def update_labels(self, force: bool = False) -> None:
-        """Labels of the memories in view only, and only when the zoom crossed a threshold or the
-        view moved: making 2,000 labels at once froze the window."""
+        """Labels of the memories in view only, and only when the zoom crossed a step or the view
+        moved: making 2,000 labels at once froze the window. They grow with the zoom, and avoid
+        each other: the highlighted ones first, then the best linked; one that would cover a
+        label already placed waits for a closer zoom."""
         zoom = self.view.transform().m11()
         level = (zoom >= 0.35) + (zoom >= 0.75)
         seen = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
-        state = (level, len(self.items), round(seen.x() / 200), round(seen.y() / 200))
+        state = (level, round(zoom, 1), len(self.items), round(seen.x() / 200), round(seen.y() / 200))
         if state == self._label_level and not force:
             return
         self._label_level = state
+        points = LABEL_POINTS * min(LABEL_GROWTH, max(1.0, zoom))
+        font = self.font()
+        font.setPointSizeF(points)
+        metrics = QFontMetricsF(font)
         near = seen.adjusted(-200, -100, 200, 100)
-        shown = set()
-        if level:
-            for item in self.graph_scene.items(near):
-                if isinstance(item, NodeItem) and self.labelled(item.node_id):
-                    item.show_label(True)
-                    shown.add(item.node_id)
         always = {i for i in (self.selected, self.center) if i in self.items} | (self.focus or set())
-        for i in always - shown:
-            self.items[i].show_label(True)
-        for i in self._labelled - shown - always:
+        wanted = [item for item in (self.graph_scene.items(near) if level else [])
+                  if isinstance(item, NodeItem) and self.labelled(item.node_id) and item.node_id not in always]
+        wanted.sort(key=lambda it: (-len(self.neighbours.get(it.node_id, ())), it.node_id))
+        taken: dict[tuple[int, int], list[QRectF]] = {}       # placed labels, by 120-pixel cell of the view
+        shown = set()
+        for item in [self.items[i] for i in sorted(always)] + wanted:
+            at = self.view.mapFromScene(item.pos())
+            box = QRectF(at.x() + item.radius * zoom + 2, at.y() - metrics.height() / 2,
+                         metrics.horizontalAdvance(item.title[:LABEL_CHARS]), metrics.height())
+            cells = [(cx, cy) for cx in range(int(box.left()) // 120, int(box.right()) // 120 + 1)
+                     for cy in range(int(box.top()) // 120, int(box.bottom()) // 120 + 1)]
+            if item.node_id not in always and any(box.intersects(r) for c in cells for r in taken.get(c, ())):
+                continue
+            for c in cells:
+                taken.setdefault(c, []).append(box)
+            item.show_label(True, points)
+            shown.add(item.node_id)
+        for i in self._labelled - shown:
             if i in self.items:
                 self.items[i].show_label(False)
-        self._labelled = shown | always
+        self._labelled = shown
 
     def _colour_map(self) -> dict[int, QColor]:
         """Each memory's colour (by scope or by its most common tag) and the legend to match."""

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QLi
                                QToolButton,
                                QPushButton, QSplitter, QStatusBar, QTabWidget, QVBoxLayout, QWidget)
 
-from tidemind.errors import TideMindError
+from tidemind.errors import InvalidInput, TideMindError
 from tidemind.importers import engine as import_engine       # loaded now, not on the UI thread mid-session
 from tidemind.memory import Memory
 from tidemind.metabolism import scheduler
@@ -47,7 +47,16 @@ UNDO_DEPTH = 50
 # what a digest listing may follow: a synthesis written or withdrawn, a member hidden, revived or
 # replaced, a new title for a memory it cites
 DIGEST_FOLLOWS = ("archive", "unarchive", "forget", "correct", "superseded", "merge", "annotat", "title")
+LOCAL_LIMIT = 500           # memories in a local graph: the nearest beyond that (it says so)
 GRAPH_LIMIT = 2000          # memories in a whole graph: the best linked beyond that (it says so; a scope or tag narrows)
+
+
+def graph_opening(settings) -> str:
+    """The person's `[desktop] graph_open`: "double-click" (the default) or "click"."""
+    chosen = (settings.extra.get("desktop") or {}).get("graph_open", "double-click")
+    if chosen not in ("double-click", "click"):
+        raise InvalidInput(f'setting desktop.graph_open must be "double-click" or "click", got {chosen!r}')
+    return chosen
 
 
 IMAGE_WIDTH = 720            # a note's image is shown at most this wide (scaled on the worker)
@@ -124,6 +133,7 @@ class MainWindow(QMainWindow):
         self.tabs.setMinimumWidth(440)
         self.node_view = NodeView()
         self.graph_view = GraphView()
+        self.graph_view.open_on_click = graph_opening(memory.settings) == "click"
         self.digests_view = DigestsView()
         self.review_view = ReviewView()
         self.tags_queue = TagsQueue()
@@ -514,12 +524,10 @@ class MainWindow(QMainWindow):
 
     def load_graph(self, request: dict, switch: bool = True, visit: bool | None = None):
         """The graph read runs on the worker; the layout on the graph's own thread."""
-        include_rejected = any(s.startswith("rejected") for s in request["statuses"])
-
         def job(reader):
             if request["mode"] == "local":
-                return reader.graph(request["center"], depth=request["depth"], include_rejected=include_rejected,
-                                    scopes=[request["scope"]] if request.get("scope") else None)
+                return reader.graph(request["center"], depth=request["depth"], link_statuses=request["statuses"],
+                                    scopes=[request["scope"]] if request.get("scope") else None, limit=LOCAL_LIMIT)
             return reader.graph_overview(scopes=[request["scope"]] if request.get("scope") else None,
                                          tag=request.get("tag"), link_statuses=request["statuses"],
                                          orphans=request["orphans"], limit=GRAPH_LIMIT,
@@ -543,7 +551,7 @@ class MainWindow(QMainWindow):
 
     def _graph_selected(self, node_id: int):
         item = self.graph_view.items.get(node_id)
-        if item is not None:
+        if item is not None and not self.graph_view.open_on_click:
             self.message.setText(f"#{node_id} {item.title} · double-click to open")
 
     # -- digests ---------------------------------------------------------------------------------------

@@ -392,12 +392,12 @@ def pending_ids(conn: apsw.Connection, scopes: Sequence[str], node: int, limit: 
 
 
 def between_visible(conn: apsw.Connection, scopes: Sequence[str], statuses: Sequence[str]) -> list[tuple]:
-    """(id, source, target, status) of every link in these statuses whose two ends are visible
-    in the scopes: a whole-scope graph in one statement."""
+    """(id, source, target, status, relation) of every link in these statuses whose two ends are
+    visible in the scopes: a whole-scope graph in one statement."""
     pred_a, pa = visible("a", scopes)
     pred_b, pb = visible("b", scopes)
     s_marks = ",".join("?" * len(statuses))
     return [tuple(r) for r in conn.execute(
-        f"SELECT l.id, l.source_id, l.target_id, l.status FROM links l JOIN nodes a ON a.id = l.source_id"
+        f"SELECT l.id, l.source_id, l.target_id, l.status, l.relation FROM links l JOIN nodes a ON a.id = l.source_id"
         f" JOIN nodes b ON b.id = l.target_id WHERE l.status IN ({s_marks}) AND {pred_a} AND {pred_b}",
         [*statuses, *pa, *pb])]

@@ -447,6 +447,41 @@ def test_the_graph_opens_a_memory_on_a_click_when_the_person_set_it_so(qtbot, tm
         graph_opening(load_settings(home))
 
 
+def test_the_graph_filters_by_a_query_and_colours_groups_by_query(window, mem, qtbot):
+    """Issue 25: a text filter and colour groups by query, as in Obsidian's graph."""
+    cranes = [mem.digest(f"Crane {i} serviced on the quay", scope="project:port")["node_ids"][0] for i in range(3)]
+    bread = [mem.digest(f"Bread recipe {i} with rye", scope="project:bakery")["node_ids"][0] for i in range(2)]
+    mem.tag_add(cranes[0], "heavy")
+    _link(mem, cranes[0], cranes[1])
+    _link(mem, cranes[1], bread[0])
+    window.load_graph(window.graph_view.current_request())
+    settle(window, qtbot)
+    panel = window.graph_view
+    assert set(panel.items) >= {*cranes, *bread}
+    before = {i: panel.items[i].pos() for i in cranes}
+    panel.filter.setText("crane")
+    QTest.keyClick(panel.filter, Qt.Key_Return)
+    settle(window, qtbot)
+    assert set(panel.items) == set(cranes) and "filtered: 3 of" in panel.info.text()
+    assert panel.edge_layer.edges == [(cranes[0], cranes[1], "confirmed")]    # a link to a hidden memory goes too
+    assert all(panel.items[i].pos() == before[i] for i in cranes)            # the same graph: nothing moved
+    panel.filter.setText("scope:project tag:heavy")
+    QTest.keyClick(panel.filter, Qt.Key_Return)
+    settle(window, qtbot)
+    assert set(panel.items) == {cranes[0]}
+    panel.filter.clear()                                                    # cleared: everything again
+    settle(window, qtbot)
+    assert set(panel.items) >= {*cranes, *bread}
+    panel.groups.setText("tag:heavy; scope:project:bakery")
+    QTest.keyClick(panel.groups, Qt.Key_Return)
+    settle(window, qtbot)
+    colour = lambda i: panel.items[i].colour.name()
+    assert colour(cranes[0]) != colour(bread[0]) and colour(cranes[1]) == colour(cranes[2]) != colour(cranes[0])
+    assert colour(bread[0]) == colour(bread[1])
+    legend = panel.legend.text()
+    assert "tag:heavy (1)" in legend and "scope:project:bakery (2)" in legend and "no group" in legend
+
+
 def test_import_runs_in_the_background_with_progress_cancel_and_undo(window, mem, qtbot, tmp_path):
     from tidemind_desktop.probe import LatencyProbe
 

@@ -23,7 +23,7 @@ from PySide6.QtCore import QEvent, QLineF, QObject, QPoint, QRectF, QRunnable, Q
 from PySide6.QtGui import QAction, QBrush, QColor, QFontMetricsF, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsEllipseItem, QGraphicsItem, QGraphicsScene,
                                QGraphicsSimpleTextItem,
-                               QGraphicsView, QLabel, QSpinBox, QToolBar, QVBoxLayout, QWidget)
+                               QGraphicsView, QLabel, QLineEdit, QSpinBox, QToolBar, QVBoxLayout, QWidget)
 
 from . import layout as layout_mod
 from . import theme
@@ -64,6 +64,31 @@ def lines_of(positions: dict, edges: list[tuple[int, int, str]],
                         wy = ux * math.sin(turn) + uy * math.cos(turn)
                         drawn.append(QLineF(tip[0], tip[1], tip[0] + wx * ARROW_LENGTH, tip[1] + wy * ARROW_LENGTH))
     return lines
+
+
+def matches(node: dict, query: str) -> bool:
+    """Whether a drawn memory answers a graph query: every term must hold. `tag:name` (a tag it
+    carries), `scope:name` (its scope, or a scope under it: `scope:project` takes `project:port`),
+    any other word a word start in its title."""
+    title = node.get("title", "").casefold()
+    words = title.replace("›", " ").split()
+    for term in query.casefold().split():
+        kind, _, value = term.partition(":")
+        if kind == "tag" and value:
+            if value.lstrip("#") not in {t.casefold() for t in node.get("tags", [])}:
+                return False
+        elif kind == "scope" and value:
+            scope = node.get("scope", "").casefold()
+            if scope != value and not scope.startswith(value + ":"):
+                return False
+        elif not any(w.startswith(term) for w in words) and term not in title:
+            return False
+    return True
+
+
+def groups_of(text: str) -> list[str]:
+    """Colour groups as a person writes them: queries separated by ';' (`tag:cranes; scope:work`)."""
+    return [g.strip() for g in text.split(";") if g.strip()]
 
 
 def rect_of(positions: dict) -> QRectF:
@@ -294,7 +319,8 @@ class GraphView(QWidget):
         self.cache: dict[tuple, dict[int, tuple]] = {}            # graph key -> positions
         self.key: tuple | None = None
         self.request: dict = {"mode": "all"}
-        self.graph: dict | None = None
+        self.graph: dict | None = None           # what is drawn (filtered)
+        self.full_graph: dict | None = None      # what was read
         self.progress = 1.0
         self.zoomed_by_person = False
         self.hubs: set[int] = set()
@@ -328,7 +354,18 @@ class GraphView(QWidget):
         self.tag.lineEdit().setPlaceholderText("any tag")
         self.tag.setMinimumContentsLength(8)
         self.colour_by = QComboBox()
-        self.colour_by.addItems(["colour by scope", "colour by tag"])
+        self.colour_by.addItems(["colour by scope", "colour by tag", "colour by groups"])
+        self.filter = QLineEdit()
+        self.filter.setObjectName("graph-filter")
+        self.filter.setPlaceholderText("filter: words, tag:x, scope:y")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.setToolTip("Only the memories that answer this (every term): a word their title starts a word"
+                               " with, tag:name, scope:name")
+        self.groups = QLineEdit()
+        self.groups.setObjectName("graph-groups")
+        self.groups.setPlaceholderText("groups: tag:x; scope:y; words")
+        self.groups.setToolTip("Colour groups, one query each, separated by ';': a memory takes the colour of the"
+                               " first group it answers (choose \"colour by groups\")")
         self.status_actions = {}
         for status, label in (("confirmed", "confirmed"), ("pending", "pending"), ("rejected", "rejected")):
             action = QAction(label, self)
@@ -351,6 +388,8 @@ class GraphView(QWidget):
         bar.addWidget(self.orphans)
         bar.addWidget(self.flagged)
         bar.addWidget(self.colour_by)
+        bar.addWidget(self.filter)
+        bar.addWidget(self.groups)
         bar.addAction(fit)
         outer.addWidget(bar)
         self.view = _View(self)
@@ -379,6 +418,9 @@ class GraphView(QWidget):
         self.orphans.toggled.connect(lambda _: self._changed())
         self.flagged.toggled.connect(lambda _: self._changed())
         self.colour_by.currentIndexChanged.connect(lambda _: self._recolour())
+        self.filter.returnPressed.connect(self._refilter)
+        self.filter.textChanged.connect(lambda text: not text and self._refilter())      # (cleared: all again)
+        self.groups.returnPressed.connect(self._grouped)
         self._last_tag = ""
 
     # -- what to show --------------------------------------------------------------------------
@@ -466,6 +508,8 @@ class GraphView(QWidget):
         positions computed elsewhere (then no layout runs)."""
         request = request or {"mode": "local" if graph.get("center") else "all", "center": graph.get("center"),
                               "statuses": ["confirmed", "pending", "rejected_by_model", "rejected_by_user"]}
+        self.full_graph = graph
+        graph = self._filtered(graph)
         self.generation_ref[0] += 1
         generation = self.generation_ref[0]
         key = self.key_of(request)
@@ -529,6 +573,27 @@ class GraphView(QWidget):
         else:
             self.cache[key] = dict(first)
 
+    def _filtered(self, graph: dict) -> dict:
+        """The graph as the filter leaves it: the memories that answer it (and the open one),
+        and the links among them."""
+        query = self.filter.text().strip()
+        if not query:
+            return graph
+        kept = [n for n in graph["nodes"] if n["id"] == graph.get("center") or matches(n, query)]
+        ids = {n["id"] for n in kept}
+        return {**graph, "nodes": kept, "filtered_from": len(graph["nodes"]),
+                "edges": [e for e in graph["edges"] if e["source_id"] in ids and e["target_id"] in ids]}
+
+    def _refilter(self) -> None:
+        if self.full_graph is not None:          # the same graph again: positions kept, only the set changes
+            self.show_graph(self.full_graph, request=self.request)
+
+    def _grouped(self) -> None:
+        if self.colour_by.currentIndex() != 2:
+            self.colour_by.setCurrentIndex(2)    # (recolours)
+        else:
+            self._recolour()
+
     def _add_pending(self, generation: int) -> None:
         """Items are made a couple of hundred at a time, so 2,000 of them never freeze the window."""
         if generation != self.generation_ref[0]:
@@ -583,6 +648,8 @@ class GraphView(QWidget):
                  else "in " + (self.request.get("scope") or "all scopes")
                  + (f", tagged #{self.request['tag']}" if self.request.get("tag") else ""))
         more = f" (the {shown:,} best linked of {total:,}; choose a scope or a tag)" if total and total > shown else ""
+        if g.get("filtered_from") is not None:
+            more += f" (filtered: {shown:,} of {g['filtered_from']:,} answer “{self.filter.text().strip()}”)"
         if g.get("capped"):                       # a local graph stopped at its cap: said, with where
             more = (f" — capped at {g['limit']:,} of at least {g['reachable']:,} within depth {g['depth']}:"
                     f" depth {g['complete_depth']} whole, the best linked of the next level")
@@ -663,6 +730,20 @@ class GraphView(QWidget):
         if not g:
             return {}
         by_tag = self.colour_by.currentIndex() == 1
+        groups = groups_of(self.groups.text()) if self.colour_by.currentIndex() == 2 else []
+        if groups:
+            pick = {n["id"]: next((q for q in groups if matches(n, q)), "(no group)") for n in g["nodes"]}
+            colours = {q: QColor(theme.CATEGORICAL[k % len(theme.CATEGORICAL)]) for k, q in enumerate(groups)}
+            counts = Counter(pick.values())
+            other = QColor(self.palette().color(QPalette.Mid))
+            rows = [f"<span style='color:{colours[q].name()}'>●</span> {html.escape(q)} ({counts[q]:,})" for q in groups]
+            if counts.get("(no group)"):
+                rows.append(f"<span style='color:{other.name()}'>●</span> no group ({counts['(no group)']:,})")
+            self.legend.setText("<br>".join(rows))
+            self.legend.adjustSize()
+            self.legend.setVisible(bool(rows))
+            self.place_legend()
+            return {i: colours.get(name, other) for i, name in pick.items()}
         if by_tag:
             freq = Counter(t for n in g["nodes"] for t in n.get("tags", []))
             pick = {n["id"]: max(n.get("tags", []), key=lambda t: (freq[t], t), default="(no tag)") for n in g["nodes"]}

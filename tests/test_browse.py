@@ -365,3 +365,17 @@ def test_a_local_graph_honours_its_depth_says_when_it_is_capped_and_walks_only_t
     assert pending_only not in ids(confirmed) and {e["status"] for e in confirmed["edges"]} == {"confirmed"}
     with pytest.raises(InvalidInput):
         mem.graph(center, link_statuses=["maybe"])
+
+
+def test_a_grouped_link_decision_decides_only_what_the_narrowed_inbox_listed(mem):
+    hub = mem.digest("hub memory in work", scope="work")["node_ids"][0]
+    same = mem.digest("a work memory", scope="work")["node_ids"][0]
+    tagged = mem.digest("a tagged work memory", scope="work")["node_ids"][0]
+    with immediate(mem.conn):
+        plain = links.add(mem.conn, hub, same, status="pending", proposed_by="t", at=mem.now())
+        marked = links.add(mem.conn, hub, tagged, status="pending", proposed_by="t", at=mem.now())
+    mem.tag_add(tagged, "cranes")
+    r = mem.link_decide_at(hub, "confirmed", scopes=["work"], tag="cranes")
+    assert [x["link"] for x in r["links"]] == [marked] and links.get(mem.conn, plain)["status"] == "pending"
+    assert mem.graph(hub, link_statuses=[])["nodes"][0]["id"] == hub       # no kind shown: the memory alone
+    assert len(mem.graph(hub, link_statuses=[])["nodes"]) == 1

@@ -713,3 +713,43 @@ def test_undoing_an_import_removes_what_it_added_and_the_same_notes_import_again
     again = sync(mem, "obsidian", vault, SCOPE, {"exclude": ["templates"]})    # nothing keeps the words out
     assert again["created"] == r["created"] and again["updated"] == r["updated"]
     assert mem.recall("who rewound the clockwork lamp", scopes=[SCOPE])["items"]
+
+
+def test_a_rollback_that_fails_midway_leaves_every_stream_entry_and_a_merge_blocks_it(mem, vault, monkeypatch):
+    """Review of issue 25's removal: the stream entries were taken out inside the transaction
+    (a failure after them lost the entries of captures that stayed), and a memory merged into an
+    imported one made the rollback fail on a foreign key."""
+    from tidemind.errors import Conflict
+    from tidemind.importers import engine
+    from tidemind.store import review
+
+    sync(mem, "obsidian", vault, SCOPE, {"exclude": ["templates"]})
+    for i in range(3):
+        (vault / f"Extra {i}.md").write_text(f"A note about lanterns {i}.\n")
+    r = sync(mem, "obsidian", vault, SCOPE, {"exclude": ["templates"]})
+    stream_before = {p.name: p.read_bytes() for p in mem.settings.stream_dir.glob("*.md")}
+    real, calls = engine._undo_one, []
+
+    def failing(memory, b, c, now):
+        calls.append(c["action"])
+        if len(calls) == 2:
+            raise RuntimeError("the disk went away")
+        return real(memory, b, c, now)
+    monkeypatch.setattr(engine, "_undo_one", failing)
+    with pytest.raises(RuntimeError):
+        rollback(mem, r["batch"])
+    monkeypatch.setattr(engine, "_undo_one", real)
+    assert {p.name: p.read_bytes() for p in mem.settings.stream_dir.glob("*.md")} == stream_before
+    assert mem.doctor()["ok"]
+
+    added = [n for (n,) in mem.conn.execute("SELECT new_node_id FROM import_changes WHERE batch_id=? AND"
+                                            " action='created'", (r["batch"],))]
+    own = mem.digest("A note about lanterns 0, said again by hand.", scope=SCOPE)["node_ids"][0]
+    with immediate(mem.conn):
+        item = review.file(mem.conn, "merge", node_id=added[0], other_node_id=own, at=mem.now(), scope=SCOPE)
+    mem.review_decide(item, "approved")                       # the person's memory merged into an imported one
+    with pytest.raises(Conflict, match="merged into"):
+        rollback(mem, r["batch"])
+    mem.review_decide(item, "open")                           # the merge taken back: the rollback goes through
+    rollback(mem, r["batch"])
+    assert mem.show(own)["id"] == own and mem.doctor()["ok"]

@@ -157,3 +157,43 @@ def test_a_scope_wide_tag_decision_and_its_lifting_are_each_undone(mem):
     mem.undo_last()                                   # the rejection undone: proposed again
     assert tags.assignment(mem.conn, node, "cables")["status"] == "proposed"
     assert not mem.tag_listing(scopes=["personal"])["rejected_everywhere"]
+
+
+def test_a_bulk_decision_of_thousands_is_undone_whole(mem):
+    mem.actor = "person:desktop"
+    hub = mem.digest("the hub of many links")["node_ids"][0]
+    with immediate(mem.conn), mem.stream_batch():
+        now = mem.now()
+        ends = [mem.store_unit(f"end memory {i} of the hub", scope="personal", source_tool="test", valid_from=None,
+                               now=now)[0] for i in range(2100)]
+    with immediate(mem.conn):
+        made = [links.add(mem.conn, hub, e, status="pending", proposed_by="t", at=mem.now()) for e in ends[:2100]]
+    mark = mem.change_mark()[0]
+    assert len(mem.link_decide_at(hub, "confirmed")["links"]) == 2100
+    assert [len(g) for g in mem.decisions_after(mark)] == [2100]
+    r = mem.undo_last()
+    assert len(r["rows"]) == 2100
+    assert {links.get(mem.conn, i)["status"] for i in made} == {"pending"}
+
+
+def test_a_part_that_cannot_go_back_is_kept_and_the_rest_is_undone(mem):
+    """Undoing a rejection approves again; when what was approved (a synthesis) was withdrawn
+    since, that part stays as it is and says so, and the undo does not fail for good."""
+    from tidemind.store import review, syntheses
+
+    mem.actor = "person:desktop"
+    crystal = mem.digest("a memory a synthesis is about")["node_ids"][0]
+    with immediate(mem.conn):
+        sid, _ = syntheses.put(mem.conn, subject="crystal:test", kind="crystal", scope="personal", members=[crystal],
+                               text="about it", generator="t", at=mem.now())
+        item = review.file(mem.conn, "crystal", node_id=crystal, other_node_id=None, at=mem.now(), scope="personal",
+                           synthesis=sid, members=[crystal])
+    pair = _pairs(mem, [0.9])[0][0]
+    mem.review_decide(item, "approved")
+    mem.review_decide_many([item, pair], "rejected")
+    with immediate(mem.conn):
+        syntheses.withdraw_citing(mem.conn, crystal, mem.now())
+    r = mem.undo_last()                               # the rejection: approving the item again cannot be done
+    assert len(r["kept"]) == 1 and str(item) in r["kept"][0]
+    assert mem.review_show(pair)["status"] == "open"              # the rest of the decision went back
+    assert mem.last_decision()["label"] == "1 review item(s) set approved"     # the next one further back

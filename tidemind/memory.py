@@ -1099,16 +1099,19 @@ class Memory:
         with immediate(self.conn):
             return self._decide_links(ids, status)
 
-    def link_decide_at(self, node_id: int, status: str) -> dict:
-        """Every pending link at one memory (both ends visible here) decided in one step: the
-        inbox's grouped decision. Each is audited alone and comes back with what it was."""
+    def link_decide_at(self, node_id: int, status: str, *, scopes: Sequence[str] | None = None,
+                       tag: str | None = None) -> dict:
+        """Every pending link at one memory decided in one step: the inbox's grouped decision,
+        narrowed as the inbox was (`scopes`: both ends in these; `tag`: the other end or this one
+        carries it), so only what the person saw listed is decided. Each is audited alone and
+        comes back with what it was."""
         _check_link_status(status)
         with immediate(self.conn):
-            read = self.read_scopes(None, all_scopes=True)
+            read = self.read_scopes(scopes, all_scopes=True)
             node = check_id(node_id)
             if not nodes.get_visible(self.conn, [node], read):
                 raise NotFound(f"no node {node_id} visible here")
-            ids = links.pending_ids(self.conn, read, node, 5001)
+            ids = links.pending_ids(self.conn, read, node, 5001, tag)
             if len(ids) > 5000:
                 raise InvalidInput(f"node {node} has over 5000 pending links; decide them a page at a time")
             return self._decide_links(ids, status)
@@ -1148,7 +1151,7 @@ class Memory:
             raise InvalidInput("depth must be between 1 and 10")
         seen, frontier = {start["id"]}, [start["id"]]
         capped, reachable, complete = False, 1, 0
-        for level in range(1, depth + 1):
+        for level in range(1, depth + 1 if statuses else 1):       # (no kind of link shown: the memory alone)
             ties: Counter = Counter()
             for a, b in links.touching(self.conn, frontier, statuses):
                 for other, here in ((a, b), (b, a)):
@@ -1176,7 +1179,7 @@ class Memory:
                            "scope": n["scope"], "kind": n["derived"].get("kind", {}).get("value", "memory"),
                            "tags": [t["name"] for t in n["tags"]]}
                           for n in described],
-                "edges": links.among(self.conn, sorted(found), statuses),
+                "edges": links.among(self.conn, sorted(found), statuses) if statuses else [],
                 "depth": depth, "limit": limit, "capped": capped, "reachable": reachable,
                 "complete_depth": complete if capped else depth}
 

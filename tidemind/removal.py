@@ -5,29 +5,31 @@ Archiving hides a memory and keeps it (and keeps its words out of the next sync)
 erases its words and keeps hash tombstones, so the same words are never stored again. Neither
 is "the store as it was": a rolled-back import must leave no memory behind, and must not stop the
 same note from being imported again. Removal takes the node out of every table and index, its
-capture out of the store and its entry out of the stream file, and withdraws what was made from
+capture out of the store and (once the caller committed) its entry out of the stream file, and withdraws what was made from
 it since (review items, tags, links, a person's clarifications of it; a synthesis citing it is
 withdrawn with its words, as forget does), inside the caller's transaction. The audit log keeps
 what happened (ids and hashes, never words).
 
 Only the importer's rollback removes, and only nodes its batch created that nothing else
 changed since (`importers.engine._check_undoable`): a memory a person corrected, archived or
-forgot is never removed.
+forgot, or merged another memory into, is never removed.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .store import (audit, captures, clarifications, derived, links, nodes, recall_hits, review, stream, syntheses,
-                    tags, vectors)
+from .store import (audit, captures, clarifications, derived, links, nodes, recall_hits, review, syntheses, tags,
+                    vectors)
 
 if TYPE_CHECKING:
     from .memory import Memory
 
 
-def remove(memory: "Memory", node_id: int, now: str) -> bool:
-    """Remove node `node_id` and everything made from it, inside the caller's transaction; the
-    stream entry goes last, once every table is done. False when there is no such node."""
+def remove(memory: "Memory", node_id: int, now: str) -> list[tuple[str, int, str]]:
+    """Remove node `node_id` and everything made from it, inside the caller's transaction.
+    Returns its stream entry, (file, capture id, key), for the caller to take out of the stream
+    once the transaction committed (`stream.remove`): a file rewritten before a rollback would
+    lose the entry of a capture that stays. [] when there is no such node or entry."""
     from . import clarify, embed as embed_pkg
     from .importers import store as import_store
     from .workstreams import after_forget as recompose_days, store as workstream_store
@@ -35,7 +37,7 @@ def remove(memory: "Memory", node_id: int, now: str) -> bool:
     conn = memory.conn
     row = nodes.get_any(conn, node_id)
     if row is None:
-        return False
+        return []
     days = nodes.scope_days(conn, [node_id])
     embed_pkg.unobserve_everywhere(conn, [node_id])
     dependents, words = clarifications.quoted_by_others(conn, node_id)
@@ -61,5 +63,5 @@ def remove(memory: "Memory", node_id: int, now: str) -> bool:
     audit.record(conn, at=now, actor=memory.actor, action="remove", node_id=node_id, capture_id=row["capture_id"],
                  content_hash=row["content_hash"])
     if cap is not None and cap["stream_file"] and captures.get(conn, cap["id"]) is None:
-        stream.remove(memory.settings.stream_dir, cap["stream_file"], cap["id"], cap["stream_key"])
-    return True
+        return [(cap["stream_file"], cap["id"], cap["stream_key"])]
+    return []

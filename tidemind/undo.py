@@ -24,38 +24,44 @@ if TYPE_CHECKING:
 UNDOABLE = frozenset({"link_confirmed", "link_rejected_by_user", "link_pending", "review_approved", "review_rejected",
                       "review_open", "tag_reject", "tag_unreject", "tag_add", "tag_reject_everywhere",
                       "tag_accept_everywhere", "tag_unreject_everywhere", "archive", "unarchive"})
-LOOK_BACK = 2000          # audit rows of the actor read to find its latest decision
+LOOK_BACK = 20_000        # audit rows of the actor read to find its latest decision (an undo of a bulk
+                          # decision wrote as many rows as it put back: they are stepped over)
 
 
 def latest(memory: "Memory") -> list[dict]:
-    """The audit rows of the actor's latest decision not undone yet, newest first ([]: none)."""
+    """The audit rows of the actor's latest decision not undone yet, newest first ([]: none):
+    found among its newest rows, then read whole by its time (a bulk decision of 5,000 rows)."""
     undone: set[int] = set()
-    group: list[dict] = []
     for row in audit.recent_by_actor(memory.conn, memory.actor, LOOK_BACK):
         if row["action"] == "undo":
-            undone |= set(row["details"].get("undid", [])) | set(row["details"].get("made", []))
-            if group:
-                break
-            continue
-        if group and row["at"] != group[0]["at"]:
-            break               # (one call's rows share its time; what it did besides, a merge, is skipped)
-        if row["id"] not in undone and row["action"] in UNDOABLE:
-            group.append(row)
-    return group
+            undone |= _undid(row)
+        elif row["id"] not in undone and row["action"] in UNDOABLE:
+            return _whole(memory, row["at"], undone)
+    return []
+
+
+def _undid(row: dict) -> set[int]:
+    return set(row["details"].get("undid", [])) | set(row["details"].get("made", []))
+
+
+def _whole(memory: "Memory", at: str, undone: set[int]) -> list[dict]:
+    """The undoable rows of the actor's decision made at `at` (what it did besides, a merge's
+    supersession, is put back by undoing the decision itself)."""
+    return [r for r in audit.by_actor_at(memory.conn, memory.actor, at)
+            if r["action"] in UNDOABLE and r["id"] not in undone]
 
 
 def _the_decision(memory: "Memory", ids: Sequence[int]) -> list[dict]:
     """The rows `ids` of one decision of the actor's, newest first: refused when one is not such
     a row, or was undone already."""
-    wanted, undone, found = set(ids), set(), []
-    for row in audit.recent_by_actor(memory.conn, memory.actor, LOOK_BACK):
-        if row["action"] == "undo":
-            undone |= set(row["details"].get("undid", [])) | set(row["details"].get("made", []))
-        elif row["id"] in wanted:
-            found.append(row)
-    if not wanted or len(found) != len(wanted) or any(r["action"] not in UNDOABLE for r in found) \
-            or len({r["at"] for r in found}) != 1:
-        raise NotFound(f"audit rows {sorted(wanted)} are not one recent decision of {memory.actor}")
+    wanted = {int(i) for i in ids}
+    first = audit.row(memory.conn, min(wanted)) if wanted else None
+    same = audit.by_actor_at(memory.conn, memory.actor, first["at"]) if first and first["actor"] == memory.actor else []
+    found = [r for r in same if r["id"] in wanted]
+    if not wanted or len(found) != len(wanted) or any(r["action"] not in UNDOABLE for r in found):
+        raise NotFound(f"audit rows {sorted(wanted)[:5]} are not one decision of {memory.actor}")
+    undone = {i for r in audit.recent_by_actor(memory.conn, memory.actor, 1_000_000, after_id=min(wanted))
+              if r["action"] == "undo" for i in _undid(r)}
     if wanted & undone:
         raise Conflict(f"that decision ({describe(found)}) was undone already")
     return found
@@ -65,9 +71,7 @@ def made_after(memory: "Memory", audit_id: int) -> list[list[int]]:
     """The actor's decisions written after audit row `audit_id`, newest first, each as its rows'
     ids: what a window just decided, to undo exactly that later (`undo_last(expect=...)`)."""
     groups: list[list[dict]] = []
-    for row in audit.recent_by_actor(memory.conn, memory.actor, LOOK_BACK):
-        if row["id"] <= audit_id:
-            break
+    for row in audit.recent_by_actor(memory.conn, memory.actor, 1_000_000, after_id=audit_id):
         if row["action"] not in UNDOABLE:
             continue
         if groups and groups[-1][0]["at"] == row["at"]:
@@ -113,7 +117,10 @@ def undo_last(memory: "Memory", expect: Sequence[int] | None = None) -> dict:
         before = audit.last_id(conn)
         kept = []
         for row in group:                     # newest first: the reverse of the order they were made
-            why = _put_back(memory, row, now)
+            try:
+                why = _put_back(memory, row, now)
+            except (Conflict, NotFound) as exc:     # (a synthesis withdrawn since: that part cannot go back)
+                why = f"audit row {row['id']}: {exc}"
             if why:
                 kept.append(why)
         made = audit.ids_after(conn, before)    # (this transaction's own rows: the writer holds the lock)

@@ -823,10 +823,12 @@ class MainWindow(QMainWindow):
             return
         self._decide(lambda m: m.review_decide_many(ids, decision), f"{len(ids)} item(s) {decision}")
 
-    def _links_at_decided(self, node: int, decision: str):
-        """Every pending link of one memory in one step, one undo."""
+    def _links_at_decided(self, node: int, decision: str, tag: str | None = None):
+        """Every pending link of one memory the inbox lists (its scope box and tag), in one step, one undo."""
         status = {"approved": "confirmed", "rejected": "rejected_by_user"}[decision]
-        self._decide(lambda m: m.link_decide_at(node, status), lambda r: f"{len(r['links'])} link(s) of #{node} {status}")
+        scopes = self.scopes()
+        self._decide(lambda m: m.link_decide_at(node, status, scopes=scopes, tag=tag),
+                     lambda r: f"{len(r['links'])} link(s) of #{node} {status}")
 
     def _load_detail(self, row: dict):
         """Review details load on selection only (one item, not the whole page)."""

@@ -178,7 +178,7 @@ class ReviewView(QWidget):
     undo_requested = Signal()
     node_opened = Signal(int)
     filter_changed = Signal()
-    links_at_decided = Signal(int, str)     # memory, "approved" | "rejected": every pending link of it
+    links_at_decided = Signal(int, str, object)   # memory, "approved" | "rejected", the tag narrowing the inbox
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -406,7 +406,7 @@ class ReviewView(QWidget):
             self.items.clear()
             self.detail.setHtml("Decided. Loading the next items…")
             self._stands_for(None)
-            self.links_at_decided.emit(self.node, decision)
+            self.links_at_decided.emit(self.node, decision, self.tag_filter)
 
     def _ask(self, offset: int):
         self.offset = max(0, offset)

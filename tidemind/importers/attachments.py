@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -14,7 +15,9 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".
 MAX_BYTES = 20 * 1024 * 1024            # a larger "image" is not shown (the placeholder says its name)
 _SKIP = frozenset({".obsidian", ".git", ".trash", ".logseq", "node_modules"})
 
-_by_name: dict[str, dict[str, Path]] = {}     # vault root -> file name (folded) -> the shallowest such file
+RESCAN_S = 30.0                          # a missing image makes the vault be read again at most this often
+_by_name: dict[str, tuple[dict[str, Path], float]] = {}  # vault root -> (file name (folded) -> the shallowest
+                                                         # such file, when read)
 _lock = threading.Lock()
 
 
@@ -24,7 +27,7 @@ def image_path(root: str, note_path: str, name: str) -> Path | None:
     links attachments by name alone; the shallowest path wins, as there)."""
     base = Path(root).resolve()
     wanted = unquote(name).split("|", 1)[0].split("#", 1)[0].strip()
-    if not wanted or Path(wanted).suffix.lower() not in IMAGE_SUFFIXES or not base.is_dir():
+    if not wanted or "\x00" in wanted or Path(wanted).suffix.lower() not in IMAGE_SUFFIXES or not base.is_dir():
         return None
     for candidate in (base / Path(note_path).parent / wanted, base / wanted):
         found = _inside(base, candidate)
@@ -32,9 +35,11 @@ def image_path(root: str, note_path: str, name: str) -> Path | None:
             return found
     key = Path(wanted).name.casefold()
     with _lock:
-        index = _by_name.get(str(base))
-        if index is None or key not in index:       # (a file added since: look again, once)
-            index = _by_name[str(base)] = _index(base)
+        index, read_at = _by_name.get(str(base), (None, 0.0))
+        stale = index is None or (key not in index or not index[key].is_file()) and time.monotonic() - read_at > RESCAN_S
+        if stale:                                   # a file added or moved since: the vault read again, at most so often
+            index = _index(base)
+            _by_name[str(base)] = (index, time.monotonic())
     found = index.get(key)
     return _inside(base, found) if found is not None else None
 
@@ -52,7 +57,7 @@ def read_image(path: Path) -> bytes | None:
 def _inside(base: Path, candidate: Path) -> Path | None:
     try:
         resolved = candidate.resolve()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):
         return None
     if resolved.is_file() and resolved.is_relative_to(base) and resolved.suffix.lower() in IMAGE_SUFFIXES:
         return resolved

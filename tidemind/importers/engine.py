@@ -33,7 +33,7 @@ from pathlib import Path
 from ..errors import Conflict, InvalidInput, NotFound, StoreBusy
 from .. import removal
 from ..memory import Memory
-from ..store import audit, immediate, links, nodes, tags
+from ..store import audit, immediate, links, nodes, stream, tags
 from ..store.connection import yield_to_waiting_writers
 from ..text import sha256
 from . import Note, Parser, Ref, Unit, context, get_parser
@@ -141,7 +141,8 @@ class _Writer:
         self.cancelled = cancelled or (lambda: False)
         self.count, self.longest = 0, 0.0
 
-    def each(self, items, apply, may_stop: bool = True) -> None:
+    def each(self, items, apply, may_stop: bool = True, after_commit=None) -> None:
+        """`after_commit()`: after each chunk committed (never after one that failed)."""
         items = iter(items)
         item = next(items, _END)
         while item is not _END:
@@ -158,6 +159,8 @@ class _Writer:
                         break
             self.count += 1
             self.longest = max(self.longest, time.monotonic() - start)
+            if after_commit is not None:
+                after_commit()
 
     def once(self, apply) -> None:
         self.each([None], lambda _: apply(), may_stop=False)
@@ -677,6 +680,12 @@ def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
         writer.once(lambda: store.set_batch_status(conn, b["id"], "rolling_back"))
     now = memory.now()
     done = [0]
+    gone: list[tuple[str, int, str]] = []          # stream entries of this chunk's removed memories
+
+    def drop_entries() -> None:                     # the chunk committed: its entries leave the stream
+        if gone:
+            stream.remove(memory.settings.stream_dir, gone)
+            gone.clear()
 
     def undo(c: dict) -> None:
         try:
@@ -685,11 +694,15 @@ def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
             raise Conflict(f"{exc.args[0].split(';')[0]} (changed while the rollback ran); {done[0]} of"
                            f" {len(pending)} changes were undone, the rest were not: run the rollback again"
                            " to finish it") from None
-        _undo_one(memory, b, c, now)
+        gone.extend(_undo_one(memory, b, c, now))
         store.mark_undone(conn, c["id"])
         done[0] += 1
 
-    writer.each(pending, undo)
+    try:
+        writer.each(pending, undo, after_commit=drop_entries)
+    except BaseException:
+        gone.clear()                                # (the failed chunk rolled back: its captures stay)
+        raise
 
     def finish() -> None:
         store.set_batch_status(conn, b["id"], "rolled_back")
@@ -700,12 +713,14 @@ def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
     return done[0]
 
 
-def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> None:
+def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> list[tuple[str, int, str]]:
+    """Undo one change inside the caller's transaction; the stream entries of the memories it
+    removed, to take out once that commits."""
     conn = memory.conn
     action = c["action"]
     if action == "created":                 # the memory goes as if never stored (not archived)
         store.drop_unit(conn, b["source"], b["root"], c["unit_key"])
-        removal.remove(memory, c["new_node_id"], now)
+        return removal.remove(memory, c["new_node_id"], now)
     elif action == "updated":
         nodes.restore(conn, c["old_node_id"])
         was = c["detail"].get("old_node_status") or c["detail"].get("old_status")
@@ -716,7 +731,7 @@ def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> None:
         store.put_unit(conn, b["source"], b["root"], c["unit_key"], c["old_hash"], c["old_node_id"],
                        c["detail"].get("old_status", "live"), b["id"], context=c["detail"].get("old_context"),
                        hidden=c["detail"].get("old_hidden", c["detail"].get("old_status") == "archived"))
-        removal.remove(memory, c["new_node_id"], now)          # the new version goes; the old one is back
+        return removal.remove(memory, c["new_node_id"], now)    # the new version goes; the old one is back
     elif action in ("refreshed", "context"):
         old_context = c["detail"].get("old_context")          # (a forget leaves no context)
         if action == "refreshed":
@@ -755,6 +770,7 @@ def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> None:
         current = {t["name"]: t["status"] for t in tags.for_nodes(conn, [c["new_node_id"]])[c["new_node_id"]]}
         if current.get(c["detail"]["tag"]) == "confirmed":              # a person's later no stays
             tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))
+    return []
 
 
 def _check_undoable(conn, batch_id: int, changes: list[dict]) -> None:
@@ -772,3 +788,9 @@ def _check_undoable(conn, batch_id: int, changes: list[dict]) -> None:
             if row is None or row["status"] not in status:
                 raise Conflict(f"batch {batch_id} cannot be rolled back exactly: node {c[column]} is"
                                f" {row['status'] if row else 'gone'} now (changed after the import); nothing was undone")
+            if c["action"] in ("created", "updated"):     # removed by the rollback: nothing may stand on it
+                merged = [i for i in nodes.superseded_by_ids(conn, c["new_node_id"]) if i != c["old_node_id"]]
+                if merged:
+                    raise Conflict(f"batch {batch_id} cannot be rolled back exactly: node {merged[0]} was merged into"
+                                   f" node {c['new_node_id']} after the import (take the merge back in the review"
+                                   " queue first); nothing was undone")

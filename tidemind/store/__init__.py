@@ -60,6 +60,7 @@ CORE_MIGRATIONS = [
     ("0027_scope_claims", scope_claims.DDL),
     ("0028_date_anchors_unindexed", derived.unindex_date_anchors),
     ("0029_fts_scope_key", nodes.SCOPE_KEY_DDL + fts.SCOPE_REBUILD),
+    ("0030_audit_by_actor", audit.ACTOR_INDEX_DDL),
 ]
 # a PostgreSQL store starts at the schema these migrations reach (store/postgresql.py)
 PG_CORE_MIGRATIONS = [
@@ -69,6 +70,7 @@ PG_CORE_MIGRATIONS = [
                                  clarifications.PG_DDL, provider_state.PG_DDL, scope_claims.PG_DDL])),
     ("pg0002_vector_index_by_scope", vectors.partition_pg_indexes),
     ("pg0003_scope_partitions_attached", vectors.attach_partitions),
+    ("pg0004_audit_by_actor", audit.ACTOR_INDEX_DDL),
 ]
 migrations.register("core", CORE_MIGRATIONS, postgresql=PG_CORE_MIGRATIONS)
 # owners whose tables reference core's register after it (the ledger applies owners in order)

@@ -25,6 +25,9 @@ CREATE TABLE audit_log(
 CREATE INDEX audit_node ON audit_log(node_id);
 """
 
+# `undo` reads a person's own rows, newest first, and the desktop asks on every refresh
+ACTOR_INDEX_DDL = "CREATE INDEX IF NOT EXISTS audit_actor ON audit_log(actor, id);"
+
 # The same tables on PostgreSQL (the baseline a PostgreSQL store starts from: store/migrations.py)
 PG_DDL = """
 CREATE TABLE audit_log(
@@ -101,10 +104,20 @@ def after(conn: apsw.Connection, after_id: int, limit: int = 5000) -> list[tuple
                                            (after_id, limit))]
 
 
-def recent_by_actor(conn: apsw.Connection, actor: str, limit: int) -> list[dict]:
-    """The actor's newest audit rows first, details read (what `undo` looks back through)."""
-    found = rows(conn, "SELECT id, at, actor, action, node_id, details FROM audit_log WHERE actor = ?"
-                       " ORDER BY id DESC LIMIT ?", (actor, int(limit)))
+def recent_by_actor(conn: apsw.Connection, actor: str, limit: int, after_id: int = 0) -> list[dict]:
+    """The actor's newest audit rows first (after row `after_id`), details read: what `undo`
+    looks back through."""
+    found = rows(conn, "SELECT id, at, actor, action, node_id, details FROM audit_log WHERE actor = ? AND id > ?"
+                       " ORDER BY id DESC LIMIT ?", (actor, int(after_id), int(limit)))
+    for r in found:
+        r["details"] = json.loads(r["details"])
+    return found
+
+
+def by_actor_at(conn: apsw.Connection, actor: str, at: str) -> list[dict]:
+    """Every row the actor wrote at one time (one call's decision, however many rows), newest first."""
+    found = rows(conn, "SELECT id, at, actor, action, node_id, details FROM audit_log WHERE actor = ? AND at = ?"
+                       " ORDER BY id DESC", (actor, at))
     for r in found:
         r["details"] = json.loads(r["details"])
     return found
@@ -112,3 +125,11 @@ def recent_by_actor(conn: apsw.Connection, actor: str, limit: int) -> list[dict]
 
 def ids_after(conn: apsw.Connection, after_id: int) -> list[int]:
     return [r[0] for r in conn.execute("SELECT id FROM audit_log WHERE id > ? ORDER BY id", (after_id,))]
+
+
+def row(conn: apsw.Connection, row_id: int) -> dict | None:
+    found = rows(conn, "SELECT id, at, actor, action, node_id, details FROM audit_log WHERE id = ?", (int(row_id),))
+    if not found:
+        return None
+    found[0]["details"] = json.loads(found[0]["details"])
+    return found[0]

@@ -385,9 +385,11 @@ def pending_page(conn: apsw.Connection, scopes: Sequence[str], offset: int, limi
                 [*params, int(limit), int(offset)])
 
 
-def pending_ids(conn: apsw.Connection, scopes: Sequence[str], node: int, limit: int) -> list[int]:
-    """Every pending link at memory `node` with both ends visible (a grouped decision), oldest first."""
-    sql, params = _pending_sql(scopes, None, node)
+def pending_ids(conn: apsw.Connection, scopes: Sequence[str], node: int, limit: int,
+                tag: str | None = None) -> list[int]:
+    """Every pending link at memory `node` with both ends visible (a grouped decision; `tag` as
+    in `count_pending`), oldest first."""
+    sql, params = _pending_sql(scopes, tag, node)
     return [r[0] for r in conn.execute(f"SELECT l.id {sql} ORDER BY l.id LIMIT ?", [*params, int(limit)])]
 
 

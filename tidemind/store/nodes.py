@@ -413,6 +413,11 @@ def decay_heat(conn: apsw.Connection, factor: float) -> int:
     return changed(conn, "UPDATE nodes SET heat = heat * ? WHERE status = 'live' AND heat > 0.0001", (factor,))
 
 
+def superseded_by_ids(conn: apsw.Connection, node_id: int) -> list[int]:
+    """Nodes this one superseded (its lineage's earlier versions, memories merged into it)."""
+    return [r[0] for r in conn.execute("SELECT id FROM nodes WHERE superseded_by=? ORDER BY id", (node_id,))]
+
+
 def restore(conn: apsw.Connection, node_id: int) -> None:
     """Undo a supersession that a person took back (an unapproved merge)."""
     conn.execute("UPDATE nodes SET status='live', superseded_at=NULL, superseded_by=NULL, valid_to=NULL WHERE id=?",

@@ -144,28 +144,36 @@ def redact(stream_dir: Path, name: str, capture_id: int, key: str, tombstone: st
         return True
 
 
-def remove(stream_dir: Path, name: str, capture_id: int, key: str) -> bool:
-    """Take the capture's entry out of its file (an import rolled back: as if never written);
-    atomic like `redact`. False when the file or the entry is not there."""
-    path = stream_dir / name
+def remove(stream_dir: Path, entries) -> int:
+    """Take these captures' entries, (file name, capture id, key), out of their files (an import
+    rolled back: as if never written), one atomic rewrite per file like `redact`; a file left
+    with no entry goes. Called after the removal committed: an entry of a capture that is gone
+    is an orphan `doctor --prune-orphans` takes too, should this never run. Returns how many."""
+    by_file: dict[str, set[tuple[int, str]]] = {}
+    for name, capture_id, key in entries:
+        by_file.setdefault(name, set()).add((capture_id, key))
+    removed = 0
     with _locked(stream_dir):
-        if not path.exists():
-            return False
-        data = path.read_bytes()
-        found = [e for e in parse(data) if e.capture_id == capture_id and e.key == key]
-        if not found:
-            return False
-        out, pos = bytearray(), 0
-        for e in found:
-            out += data[pos:e.head_start]
-            pos = e.body_start + e.body_length + len(_TAIL)
-        out += data[pos:]
-        if out.strip():
-            _rewrite(stream_dir, path, bytes(out))
-        else:                       # its only entry: the file goes too, as if never written
-            path.unlink()
-            _sync_dir(stream_dir)
-        return True
+        for name, wanted in sorted(by_file.items()):
+            path = stream_dir / name
+            if not path.exists():
+                continue
+            data = path.read_bytes()
+            found = [e for e in parse(data) if (e.capture_id, e.key) in wanted]
+            if not found:
+                continue
+            out, pos = bytearray(), 0
+            for e in found:
+                out += data[pos:e.head_start]
+                pos = e.body_start + e.body_length + len(_TAIL)
+            out += data[pos:]
+            if out.strip():
+                _rewrite(stream_dir, path, bytes(out))
+            else:                       # its only entries: the file goes too, as if never written
+                path.unlink()
+                _sync_dir(stream_dir)
+            removed += len(found)
+    return removed
 
 
 def _sync_dir(stream_dir: Path) -> None:

@@ -25,19 +25,21 @@ if TYPE_CHECKING:
     from .memory import Memory
 
 
-def remove(memory: "Memory", node_id: int, now: str) -> list[tuple[str, int, str]]:
+def remove(memory: "Memory", node_id: int, now: str) -> dict:
     """Remove node `node_id` and everything made from it, inside the caller's transaction.
-    Returns its stream entry, (file, capture id, key), for the caller to take out of the stream
-    once the transaction committed (`stream.remove`): a file rewritten before a rollback would
-    lose the entry of a capture that stays. [] when there is no such node or entry."""
+    Returns what the caller finishes once the transaction committed: {"stream": its stream
+    entry [(file, capture id, key)] to take out (`stream.remove`: a file rewritten before a
+    rollback would lose the entry of a capture that stays), "days": the (scope, day) whose
+    workstream composition to redo (`recompose`, once for a whole rollback: per memory it cost
+    16 ms of a 18 ms removal)}."""
     from . import clarify, embed as embed_pkg
     from .importers import store as import_store
-    from .workstreams import after_forget as recompose_days, store as workstream_store
+    from .workstreams import store as workstream_store
 
     conn = memory.conn
     row = nodes.get_any(conn, node_id)
     if row is None:
-        return []
+        return {"stream": [], "days": set()}
     days = nodes.scope_days(conn, [node_id])
     embed_pkg.unobserve_everywhere(conn, [node_id])
     dependents, words = clarifications.quoted_by_others(conn, node_id)
@@ -56,12 +58,19 @@ def remove(memory: "Memory", node_id: int, now: str) -> list[tuple[str, int, str
     links.delete_touching(conn, node_id)
     recall_hits.delete_node(conn, node_id)
     nodes.delete(conn, node_id)
-    recompose_days(conn, days, now)
     cap = captures.get(conn, row["capture_id"]) if row["capture_id"] is not None else None
     if cap is not None:
         captures.delete(conn, cap["id"])
     audit.record(conn, at=now, actor=memory.actor, action="remove", node_id=node_id, capture_id=row["capture_id"],
                  content_hash=row["content_hash"])
-    if cap is not None and cap["stream_file"] and captures.get(conn, cap["id"]) is None:
-        return [(cap["stream_file"], cap["id"], cap["stream_key"])]
-    return []
+    gone = cap is not None and cap["stream_file"] and captures.get(conn, cap["id"]) is None
+    return {"stream": [(cap["stream_file"], cap["id"], cap["stream_key"])] if gone else [], "days": days}
+
+
+def recompose(memory: "Memory", days: set[tuple[str, str]], now: str) -> None:
+    """Inside the caller's transaction: the workstream days the removed memories were on, made
+    again without them (and what was known only from their words dropped), as forget does."""
+    from .workstreams import after_forget
+
+    if days:
+        after_forget(memory.conn, days, now)

@@ -681,6 +681,7 @@ def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
     now = memory.now()
     done = [0]
     gone: list[tuple[str, int, str]] = []          # stream entries of this chunk's removed memories
+    days: set[tuple[str, str]] = set()              # workstream days of the removed memories, redone at the end
 
     def drop_entries() -> None:                     # the chunk committed: its entries leave the stream
         if gone:
@@ -694,7 +695,9 @@ def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
             raise Conflict(f"{exc.args[0].split(';')[0]} (changed while the rollback ran); {done[0]} of"
                            f" {len(pending)} changes were undone, the rest were not: run the rollback again"
                            " to finish it") from None
-        gone.extend(_undo_one(memory, b, c, now))
+        removed = _undo_one(memory, b, c, now)
+        gone.extend(removed["stream"])
+        days.update(removed["days"])
         store.mark_undone(conn, c["id"])
         done[0] += 1
 
@@ -705,6 +708,7 @@ def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
         raise
 
     def finish() -> None:
+        removal.recompose(memory, days, now)
         store.set_batch_status(conn, b["id"], "rolled_back")
         store.reread_all(conn, b["source"], b["root"])       # the files still say what the batch read
         audit.record(conn, at=now, actor=memory.actor, action="import_rollback", batch=b["id"], changes=done[0])
@@ -713,9 +717,9 @@ def _undo(memory: Memory, b: dict, writer: _Writer) -> int:
     return done[0]
 
 
-def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> list[tuple[str, int, str]]:
-    """Undo one change inside the caller's transaction; the stream entries of the memories it
-    removed, to take out once that commits."""
+def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> dict:
+    """Undo one change inside the caller's transaction; what finishes a removal after it
+    (`removal.remove`: stream entries, workstream days)."""
     conn = memory.conn
     action = c["action"]
     if action == "created":                 # the memory goes as if never stored (not archived)
@@ -770,7 +774,7 @@ def _undo_one(memory: Memory, b: dict, c: dict, now: str) -> list[tuple[str, int
         current = {t["name"]: t["status"] for t in tags.for_nodes(conn, [c["new_node_id"]])[c["new_node_id"]]}
         if current.get(c["detail"]["tag"]) == "confirmed":              # a person's later no stays
             tags.restore_assignment(conn, c["new_node_id"], c["detail"]["tag"], c["detail"].get("before"))
-    return []
+    return {"stream": [], "days": set()}
 
 
 def _check_undoable(conn, batch_id: int, changes: list[dict]) -> None:

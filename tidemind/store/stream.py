@@ -162,18 +162,23 @@ def remove(stream_dir: Path, entries) -> int:
             found = [e for e in parse(data) if (e.capture_id, e.key) in wanted]
             if not found:
                 continue
-            out, pos = bytearray(), 0
-            for e in found:
-                out += data[pos:e.head_start]
-                pos = e.body_start + e.body_length + len(_TAIL)
-            out += data[pos:]
+            out = _without(data, found)
             if out.strip():
-                _rewrite(stream_dir, path, bytes(out))
+                _rewrite(stream_dir, path, out)
             else:                       # its only entries: the file goes too, as if never written
                 path.unlink()
                 _sync_dir(stream_dir)
             removed += len(found)
     return removed
+
+
+def _without(data: bytes, entries: list[Entry]) -> bytes:
+    """The file's bytes with these entries (parsed from it, in order) cut out whole."""
+    out, pos = bytearray(), 0
+    for e in entries:
+        out += data[pos:e.head_start]
+        pos = e.body_start + e.body_length + len(_TAIL)
+    return bytes(out + data[pos:])
 
 
 def _sync_dir(stream_dir: Path) -> None:
@@ -193,11 +198,7 @@ def _rewrite(stream_dir: Path, path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    dfd = os.open(stream_dir, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    _sync_dir(stream_dir)
 
 
 def remove_orphans(stream_dir: Path, known, older_than: str) -> int:
@@ -219,12 +220,7 @@ def remove_orphans(stream_dir: Path, known, older_than: str) -> int:
                     drop.append(e)
             if not drop:
                 continue
-            out, pos = bytearray(), 0
-            for e in drop:
-                out += data[pos:e.head_start]
-                pos = e.body_start + e.body_length + len(_TAIL)
-            out += data[pos:]
-            _rewrite(stream_dir, path, bytes(out))
+            _rewrite(stream_dir, path, _without(data, drop))
             removed += len(drop)
     return removed
 

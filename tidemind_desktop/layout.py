@@ -26,6 +26,7 @@ import numpy.random  # noqa: F401  (loaded with the window, not on its UI thread
 
 GRAVITY = 2.0
 CELL = 0.5            # memories per grid cell if spread evenly: they are not, and the fullest cell sets the cost
+NEAR_ELEMENTS = 60_000   # pairs the near field takes in one go (a few milliseconds of numpy holding the GIL)
 
 
 def _repulsion(pos: np.ndarray, mass: np.ndarray) -> np.ndarray:
@@ -45,12 +46,15 @@ def _repulsion(pos: np.ndarray, mass: np.ndarray) -> np.ndarray:
     cy = (np.bincount(cid, weights=py * mass, minlength=g * g) / safe).astype(np.float32)
     filled = np.nonzero(counts)[0]
     fx, fy = np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
-    for s in range(0, n, 1024):                     # far field: every node against every cell's centre
-        dx = px[s:s + 1024, None] - cx[filled][None, :]
-        dy = py[s:s + 1024, None] - cy[filled][None, :]
-        w = cmass[filled][None, :] / (dx * dx + dy * dy + np.float32(0.01))
-        fx[s:s + 1024] += (w * dx).sum(axis=1)
-        fy[s:s + 1024] += (w * dy).sum(axis=1)
+    step = max(64, NEAR_ELEMENTS // max(1, len(filled)))      # (in short operations: see the near field)
+    fcx, fcy, fm = cx[filled][None, :], cy[filled][None, :], cmass[filled][None, :]
+    for s in range(0, n, step):                     # far field: every node against every cell's centre
+        dx = px[s:s + step, None] - fcx
+        dy = py[s:s + step, None] - fcy
+        w = fm / (dx * dx + dy * dy + np.float32(0.01))
+        fx[s:s + step] += (w * dx).sum(axis=1)
+        fy[s:s + step] += (w * dy).sum(axis=1)
+        time.sleep(0)
     # near field: the 3×3 cells around each node, their centres taken back out, their members one by one
     order = np.argsort(cid, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
@@ -69,13 +73,20 @@ def _repulsion(pos: np.ndarray, mass: np.ndarray) -> np.ndarray:
             fy -= w * dy
             near.append(np.where(ok[:, None], members[nc], -1))
     idx = np.concatenate(near, axis=1)                              # (n, 9 × the fullest cell)
-    valid = (idx >= 0) & (idx != np.arange(n)[:, None])
-    safe_idx = np.maximum(idx, 0)
-    dx = px[:, None] - px[safe_idx]
-    dy = py[:, None] - py[safe_idx]
-    w = np.where(valid, mass[safe_idx] / (dx * dx + dy * dy + np.float32(0.01)), np.float32(0))
-    fx += (w * dx).sum(axis=1)
-    fy += (w * dy).sum(axis=1)
+    # a few hundred rows at a time: fancy indexing holds the GIL for the whole of one operation,
+    # and over every row of a clumped scatter (2,000 × 9 × a full cell) that was long enough to
+    # stall the window's UI thread (a graph shown while another still settled: 160-270 ms)
+    rows_at_once = max(64, NEAR_ELEMENTS // max(1, idx.shape[1]))
+    for s in range(0, n, rows_at_once):
+        part = idx[s:s + rows_at_once]
+        valid = (part >= 0) & (part != np.arange(s, s + len(part))[:, None])
+        safe_idx = np.maximum(part, 0)
+        dx = px[s:s + len(part), None] - px[safe_idx]
+        dy = py[s:s + len(part), None] - py[safe_idx]
+        w = np.where(valid, mass[safe_idx] / (dx * dx + dy * dy + np.float32(0.01)), np.float32(0))
+        fx[s:s + len(part)] += (w * dx).sum(axis=1)
+        fy[s:s + len(part)] += (w * dy).sum(axis=1)
+        time.sleep(0)           # the GIL handed over: a UI thread waiting on it runs now, not in 5 ms
     return np.stack([fx, fy], axis=1) * mass[:, None]
 
 

@@ -410,8 +410,6 @@ def test_the_local_graph_hides_what_only_hidden_links_reach_says_its_cap_and_dra
 
 def test_the_graph_opens_a_memory_on_a_click_when_the_person_set_it_so(qtbot, tmp_path):
     """Issue 25: a single click selects; opening follows the person's setting ([desktop] graph_open)."""
-    from PySide6.QtCore import QPointF
-
     from tidemind_desktop.main_window import MainWindow
 
     home = tmp_path / "home"

@@ -663,15 +663,7 @@ def file_of(conn, node_id: int) -> str | None:
 
 def paths_of(conn, node_ids) -> dict[int, str]:
     """node id -> the note path (relative to its vault) it was imported from, for imported nodes."""
-    ids = list(node_ids)
-    out: dict[int, str] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        marks = ",".join("?" * len(chunk))
-        for node_id, key in conn.execute(f"SELECT node_id, unit_key FROM import_units WHERE node_id IN ({marks})",
-                                         chunk):
-            out[node_id] = key.split("#", 1)[0]
-    return out
+    return {i: key.split("#", 1)[0] for i, key in unit_keys_of(conn, node_ids).items()}
 
 
 def unit_keys_of(conn, node_ids) -> dict[int, str]:
